@@ -7,5 +7,6 @@ export default defineConfig({
     hookTimeout: 120_000,
     // Integration files start their own processes; two cores do not gain from more.
     maxWorkers: 2,
+    globalSetup: ['test/harness/globalSetup.ts'],
   },
 });

@@ -1,0 +1,125 @@
+import { z } from 'zod';
+
+/**
+ * One typed configuration for every run mode, read from the environment once at start-up.
+ * Each bad value is reported by name so an operator can fix them all in one go.
+ */
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1_000, kib: 1_024, mb: 1_000_000, mib: 1_048_576 };
+
+/** "90s", "6h", "250ms" or a bare number of milliseconds. */
+const duration = z
+  .string()
+  .trim()
+  .regex(/^\d+(\.\d+)?\s*(ms|s|m|h|d)?$/i, 'expected a duration such as 500ms, 30s, 6h or a number of milliseconds')
+  .transform((v) => {
+    const m = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(v)!;
+    return Math.round(Number(m[1]) * (DURATION_UNITS[(m[2] || 'ms').toLowerCase()] ?? 1));
+  });
+
+/** "10MiB", "512kb" or a bare number of bytes. */
+const size = z
+  .string()
+  .trim()
+  .regex(/^\d+\s*(b|kb|kib|mb|mib)?$/i, 'expected a size such as 10MiB, 512KiB or a number of bytes')
+  .transform((v) => {
+    const m = /^(\d+)\s*([a-z]*)$/i.exec(v)!;
+    return Number(m[1]) * (SIZE_UNITS[(m[2] || 'b').toLowerCase()] ?? 1);
+  });
+
+const int = (min: number, max: number) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d+$/, 'expected a whole number')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+
+const list = z
+  .string()
+  .transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s.length > 0));
+
+const url = z.string().trim().url('expected a URL such as http://127.0.0.1:8086');
+
+export const MODES = ['all', 'receiver', 'worker'] as const;
+export type Mode = (typeof MODES)[number];
+
+const env = z.object({
+  MODE: z.enum(MODES).default('all'),
+  HOST: z.string().default('0.0.0.0'),
+  PORT: int(0, 65_535).default(8080),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+
+  REDIS_URL: z.string().trim().regex(/^rediss?:\/\//, 'expected redis://host:port or rediss://…').default('redis://127.0.0.1:6379'),
+  QUEUE_NAME: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only').default('telematics-push'),
+
+  INFLUX_URL: url.default('http://127.0.0.1:8086'),
+  INFLUX_TOKEN: z.string().default(''),
+  INFLUX_ORG: z.string().default(''),
+  INFLUX_BUCKET: z.string().min(1, 'must not be empty').default('telematics'),
+  INFLUX_TIMEOUT: duration.default(10_000),
+
+  PUSH_AUTH: z.enum(['token', 'none']).default('token'),
+  PUSH_TOKENS: list.default([]),
+  BODY_LIMIT: size.default(10 * 1_048_576),
+  QUARANTINE_RAW_LIMIT: size.default(64 * 1_024),
+  ENQUEUE_TIMEOUT: duration.default(5_000),
+
+  JOB_MAX_RECORDS: int(1, 100_000).default(1_000),
+  WORKER_CONCURRENCY: int(1, 256).default(4),
+  WRITE_BATCH_LINES: int(1, 5_000).default(5_000),
+  RETRY_SPAN: duration.default(6 * 3_600_000),
+  RETRY_BASE_DELAY: duration.default(1_000),
+  RETRY_MAX_DELAY: duration.default(60_000),
+
+  CAN_TEMP_SENTINELS: list
+    .pipe(z.array(z.string().regex(/^-?\d+(\.\d+)?$/, 'expected numbers such as -40')))
+    .transform((xs) => xs.map(Number))
+    .default([-40]),
+
+  SHUTDOWN_GRACE: duration.default(25_000),
+});
+
+export type Config = z.output<typeof env>;
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parses the environment; empty strings count as unset so `.env` files can leave a value blank. */
+export function loadConfig(source: Record<string, string | undefined> = process.env): Config {
+  const input: Record<string, string> = {};
+  for (const key of Object.keys(env.shape)) {
+    const v = source[key];
+    if (v !== undefined && v !== '') input[key] = v;
+  }
+  const parsed = env.safeParse(input);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.') || '(env)'}: ${i.message}`));
+  }
+  const cfg = parsed.data;
+  const problems: string[] = [];
+  if (cfg.PUSH_AUTH === 'token' && cfg.MODE !== 'worker' && cfg.PUSH_TOKENS.length === 0) {
+    problems.push('PUSH_TOKENS: set at least one token, or PUSH_AUTH=none to accept unauthenticated pushes on purpose');
+  }
+  if (cfg.PUSH_TOKENS.some((t) => t.length < 16)) {
+    problems.push('PUSH_TOKENS: every token must be at least 16 characters long');
+  }
+  if (cfg.RETRY_MAX_DELAY < cfg.RETRY_BASE_DELAY) problems.push('RETRY_MAX_DELAY: must not be below RETRY_BASE_DELAY');
+  if (problems.length > 0) throw new ConfigError(problems);
+  return cfg;
+}
+
+/** The configuration as it may be logged: secrets replaced by their presence. */
+export function redactedConfig(cfg: Config): Record<string, unknown> {
+  return {
+    ...cfg,
+    INFLUX_TOKEN: cfg.INFLUX_TOKEN ? '[set]' : '[empty]',
+    PUSH_TOKENS: `[${cfg.PUSH_TOKENS.length} token(s)]`,
+    REDIS_URL: cfg.REDIS_URL.replace(/\/\/[^@/]*@/, '//[credentials]@'),
+  };
+}

@@ -1,0 +1,116 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort, spawnServer, stopProcess, waitFor, which } from './process.js';
+import { startV2Front, type V2Front } from './v2front.js';
+
+/**
+ * A private InfluxDB 1.x (Debian's `influxdb`) with a /api/v2/write front, so the service talks
+ * to it exactly as to InfluxDB 2.x, 3.x or Cloud, while reads use InfluxQL on the real server.
+ */
+export interface LocalInflux {
+  /** What the service's INFLUX_URL points at: the v2 front. */
+  url: string;
+  /** The real influxd, for InfluxQL reads. */
+  rawUrl: string;
+  token: string;
+  createDatabase(name: string): Promise<void>;
+  query<T = Record<string, unknown>>(db: string, q: string): Promise<T[]>;
+  /** Stops influxd only (the front keeps answering, with 502): an outage as the service sees it. */
+  stopServer(): Promise<void>;
+  startServer(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+interface InfluxSeries {
+  name: string;
+  tags?: Record<string, string>;
+  columns: string[];
+  values: unknown[][];
+}
+interface InfluxQueryResponse {
+  results?: Array<{ series?: InfluxSeries[]; error?: string }>;
+  error?: string;
+}
+
+/** InfluxQL against a 1.x server; rows flattened with their series' tags, times in epoch ms. */
+export async function influxQL<T = Record<string, unknown>>(rawUrl: string, db: string, q: string): Promise<T[]> {
+  const res = await fetch(`${rawUrl}/query?db=${encodeURIComponent(db)}&epoch=ms`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ q }).toString(),
+  });
+  const body = (await res.json()) as InfluxQueryResponse;
+  const err = body.error ?? body.results?.find((r) => r.error)?.error;
+  if (!res.ok || err) throw new Error(`InfluxQL ${q}: ${err ?? res.status}`);
+  const rows: T[] = [];
+  for (const s of body.results?.[0]?.series ?? []) {
+    for (const values of s.values) {
+      const row: Record<string, unknown> = { ...s.tags };
+      s.columns.forEach((c, i) => {
+        row[c] = values[i];
+      });
+      rows.push(row as T);
+    }
+  }
+  return rows;
+}
+
+export async function startInflux(opts: { token?: string } = {}): Promise<LocalInflux> {
+  const bin = which('influxd');
+  if (!bin) throw new Error('influxd not found: apt-get install -y influxdb');
+  const dir = mkdtempSync(join(tmpdir(), 'telematics-influx-'));
+  const [httpPort, rpcPort] = [await freePort(), await freePort()];
+  const conf = join(dir, 'influxdb.conf');
+  writeFileSync(
+    conf,
+    [
+      'reporting-enabled = false',
+      `bind-address = "127.0.0.1:${rpcPort}"`,
+      '[meta]',
+      `  dir = "${dir}/meta"`,
+      '[data]',
+      `  dir = "${dir}/data"`,
+      `  wal-dir = "${dir}/wal"`,
+      '  query-log-enabled = false',
+      '[monitor]',
+      '  store-enabled = false',
+      '[http]',
+      `  bind-address = "127.0.0.1:${httpPort}"`,
+      '  log-enabled = false',
+      '[logging]',
+      '  level = "warn"',
+      '',
+    ].join('\n'),
+  );
+  const rawUrl = `http://127.0.0.1:${httpPort}`;
+  const ping = async () => (await fetch(`${rawUrl}/ping`)).status === 204;
+  let child = spawnServer(bin, ['run', '-config', conf]);
+  await waitFor('influxd', ping, 30_000, child);
+  const token = opts.token ?? 'devstack-influx-token';
+  const front: V2Front = await startV2Front({ upstream: rawUrl, token });
+
+  const query = <T,>(db: string, q: string) => influxQL<T>(rawUrl, db, q);
+
+  return {
+    url: front.url,
+    rawUrl,
+    token,
+    async createDatabase(name) {
+      await query(name, `CREATE DATABASE "${name.replace(/"/g, '\\"')}"`);
+    },
+    query,
+    async stopServer() {
+      await stopProcess(child);
+    },
+    async startServer() {
+      child = spawnServer(bin, ['run', '-config', conf]);
+      await waitFor('influxd', ping, 30_000, child);
+    },
+    async stop() {
+      await front.close();
+      await stopProcess(child);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,78 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * What InfluxDB 1.8's compatibility endpoint does, in front of a 1.6 server that lacks it:
+ * `/api/v2/write?bucket=db[/rp]&precision=p` becomes `/write?db=db&rp=rp&precision=p`.
+ * Errors are answered in 2.x's `{code, message}` shape so the client sees what 2.x would send.
+ */
+export interface V2Front {
+  url: string;
+  close(): Promise<void>;
+}
+
+const PRECISION: Record<string, string> = { ns: 'ns', us: 'u', ms: 'ms', s: 's' };
+
+function reply(res: ServerResponse, status: number, code: string, message: string): void {
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
+  res.end(JSON.stringify({ code, message }));
+}
+
+async function readBody(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
+
+export async function startV2Front(opts: { upstream: string; token?: string; port?: number }): Promise<V2Front> {
+  const server = createServer((req, res) => {
+    void (async () => {
+      const u = new URL(req.url ?? '/', 'http://front');
+      if (u.pathname === '/ping' || u.pathname === '/health') {
+        const up = await fetch(`${opts.upstream}/ping`).catch(() => undefined);
+        if (!up) return reply(res, 503, 'unavailable', 'influxd is not reachable');
+        res.writeHead(u.pathname === '/ping' ? 204 : 200, { 'content-type': 'application/json' });
+        return res.end(u.pathname === '/ping' ? undefined : JSON.stringify({ status: 'pass' }));
+      }
+      if (u.pathname !== '/api/v2/write' || req.method !== 'POST') return reply(res, 404, 'not found', 'path not found');
+      if (opts.token && req.headers.authorization !== `Token ${opts.token}`) {
+        return reply(res, 401, 'unauthorized', 'unauthorized access');
+      }
+      const bucket = u.searchParams.get('bucket');
+      if (!bucket) return reply(res, 400, 'invalid', 'bucket is required');
+      const precision = PRECISION[u.searchParams.get('precision') ?? 'ns'];
+      if (!precision) return reply(res, 400, 'invalid', 'invalid precision');
+      const [db, rp] = bucket.split('/', 2);
+      const q = new URLSearchParams({ db: db ?? bucket, precision });
+      if (rp) q.set('rp', rp);
+      const body = await readBody(req);
+      const headers: Record<string, string> = { 'content-type': 'text/plain; charset=utf-8' };
+      const enc = req.headers['content-encoding'];
+      if (typeof enc === 'string') headers['content-encoding'] = enc;
+      const up = await fetch(`${opts.upstream}/write?${q}`, { method: 'POST', headers, body: new Uint8Array(body) }).catch(() => undefined);
+      if (!up) return reply(res, 502, 'unavailable', 'influxd is not reachable');
+      if (up.status === 204) {
+        res.writeHead(204);
+        return res.end();
+      }
+      const text = await up.text();
+      let message = text;
+      try {
+        message = (JSON.parse(text) as { error?: string }).error ?? text;
+      } catch {
+        // influxd answers JSON; anything else is passed on as it came
+      }
+      reply(res, up.status, up.status === 404 ? 'not found' : up.status >= 500 ? 'internal error' : 'invalid', message);
+    })().catch((err: unknown) => reply(res, 500, 'internal error', String(err)));
+  });
+  await new Promise<void>((resolve) => server.listen(opts.port ?? 0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

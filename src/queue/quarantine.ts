@@ -1,0 +1,94 @@
+import type { Redis } from 'ioredis';
+
+/**
+ * Records the receiver could not accept, kept whole in a Redis stream so nothing a sender
+ * delivered is lost: an operator reads the reason, fixes the cause and replays.
+ */
+export interface QuarantineEntry {
+  /** Stream id, which also orders entries by time. */
+  id: string;
+  deliveryId: string;
+  /** Position in the delivery's bulkData, or -1 for a body that could not be read as records. */
+  index: number;
+  reason: string;
+  /** The record as JSON, or the raw body (bounded) when it was not JSON. */
+  raw: string;
+  /** True when `raw` was cut at the configured limit. */
+  truncated: boolean;
+  receivedAt: number;
+  route: string;
+}
+
+export type NewQuarantineEntry = Omit<QuarantineEntry, 'id'>;
+
+export function quarantineKey(queueName: string): string {
+  return `${queueName}:quarantine`;
+}
+
+export class Quarantine {
+  readonly key: string;
+
+  constructor(
+    private readonly redis: Redis,
+    queueName: string,
+  ) {
+    this.key = quarantineKey(queueName);
+  }
+
+  /** Resolves once Redis holds every entry (one round trip). */
+  async add(entries: readonly NewQuarantineEntry[]): Promise<void> {
+    if (entries.length === 0) return;
+    const multi = this.redis.multi();
+    for (const e of entries) {
+      multi.xadd(
+        this.key,
+        '*',
+        'deliveryId', e.deliveryId,
+        'index', String(e.index),
+        'reason', e.reason,
+        'raw', e.raw,
+        'truncated', e.truncated ? '1' : '0',
+        'receivedAt', String(e.receivedAt),
+        'route', e.route,
+      );
+    }
+    const res = await multi.exec();
+    const failed = res?.find(([err]) => err);
+    if (!res || failed) throw failed?.[0] ?? new Error('quarantine write was aborted');
+  }
+
+  async list(opts: { count?: number; after?: string } = {}): Promise<QuarantineEntry[]> {
+    const start = opts.after ? `(${opts.after}` : '-';
+    const rows = await this.redis.xrange(this.key, start, '+', 'COUNT', opts.count ?? 100);
+    return rows.map(([id, kv]) => parse(id, kv));
+  }
+
+  async get(id: string): Promise<QuarantineEntry | undefined> {
+    const rows = await this.redis.xrange(this.key, id, id);
+    const row = rows[0];
+    return row ? parse(row[0], row[1]) : undefined;
+  }
+
+  async remove(ids: readonly string[]): Promise<number> {
+    return ids.length ? this.redis.xdel(this.key, ...ids) : 0;
+  }
+
+  async size(): Promise<number> {
+    return this.redis.xlen(this.key);
+  }
+}
+
+function parse(id: string, kv: string[]): QuarantineEntry {
+  const m = new Map<string, string>();
+  for (let i = 0; i + 1 < kv.length; i += 2) m.set(kv[i]!, kv[i + 1]!);
+  return {
+    id,
+    deliveryId: m.get('deliveryId') ?? '',
+    index: Number(m.get('index') ?? -1),
+    reason: m.get('reason') ?? '',
+    raw: m.get('raw') ?? '',
+    truncated: m.get('truncated') === '1',
+    receivedAt: Number(m.get('receivedAt') ?? 0),
+    route: m.get('route') ?? '',
+  };
+}

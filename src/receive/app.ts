@@ -1,0 +1,184 @@
+import { randomUUID } from 'node:crypto';
+import { Hono, type Context } from 'hono';
+import type { Logger } from '../log/index.js';
+import { validateRecord, type TelemetryRecord } from '../validate/record.js';
+import type { NewQuarantineEntry } from '../queue/quarantine.js';
+import { TokenAuth } from './auth.js';
+import { BodyError, checkContentType, readBody } from './body.js';
+import { failure, success, type FailureCode, type PushAccepted, type RejectedRecord } from './envelope.js';
+
+/** What the receiver needs from the queue stage; the real ones are Producer and Quarantine. */
+export interface RecordSink {
+  enqueue(records: TelemetryRecord[]): Promise<void>;
+}
+export interface QuarantineSink {
+  add(entries: readonly NewQuarantineEntry[]): Promise<void>;
+}
+
+export interface HealthCheck {
+  name: string;
+  check: () => Promise<boolean>;
+}
+
+export interface ReceiverOptions {
+  /** Undefined turns authentication off (PUSH_AUTH=none). */
+  tokens: readonly string[] | undefined;
+  bodyLimit: number;
+  quarantineRawLimit: number;
+  retryAfterSeconds: number;
+  log: Logger;
+}
+
+type Shape = 'any' | 'bulk' | 'realtime';
+type Status = 400 | 401 | 404 | 413 | 415 | 500 | 503;
+
+const decoder = new TextDecoder('utf-8', { fatal: false });
+
+class PushFailure extends Error {
+  constructor(
+    readonly status: Status,
+    readonly code: FailureCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The push input: HTTP in, validated records into the queue, the rest into the quarantine.
+ * A 2xx is sent only after Redis confirmed both.
+ */
+export function pushRoutes(records: RecordSink, quarantine: QuarantineSink, opts: ReceiverOptions): Hono {
+  const auth = opts.tokens ? new TokenAuth(opts.tokens) : undefined;
+  const app = new Hono();
+
+  const bound = (s: string): { raw: string; truncated: boolean } =>
+    s.length > opts.quarantineRawLimit
+      ? { raw: s.slice(0, opts.quarantineRawLimit), truncated: true }
+      : { raw: s, truncated: false };
+
+  const fail = (c: Context, status: Status, code: FailureCode, msg: string) => {
+    if (status === 503) c.header('Retry-After', String(opts.retryAfterSeconds));
+    return c.json(failure(code, msg), status);
+  };
+
+  async function handle(c: Context, shape: Shape): Promise<Response> {
+    const route = new URL(c.req.url).pathname;
+    if (auth && !auth.check(c.req.raw)) {
+      return fail(c, 401, 'unauthorized', 'missing or invalid token: send Authorization: Bearer <token>, X-Api-Key or ?token=');
+    }
+    const badType = checkContentType(c.req.header('content-type') ?? null);
+    if (badType) return fail(c, 415, 'unsupported_media_type', badType);
+
+    const deliveryId = randomUUID();
+    c.header('X-Delivery-Id', deliveryId);
+    const receivedAt = Date.now();
+    const keepWhole = async (raw: string, reason: string) =>
+      quarantine.add([{ deliveryId, index: -1, reason, ...bound(raw), receivedAt, route }]);
+
+    let bytes: Uint8Array;
+    try {
+      bytes = await readBody(c.req.raw, opts.bodyLimit);
+    } catch (err) {
+      if (!(err instanceof BodyError)) throw err;
+      if (err.raw) await keepWhole(`base64:${Buffer.from(err.raw).toString('base64')}`, err.message);
+      return fail(c, err.status, err.code, err.message);
+    }
+
+    const text = decoder.decode(bytes);
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch (err) {
+      const msg = `body is not valid JSON: ${(err as Error).message}`;
+      await keepWhole(text, msg);
+      return fail(c, 400, 'invalid_json', msg);
+    }
+
+    const isObject = typeof body === 'object' && body !== null && !Array.isArray(body);
+    const isBulk = isObject && 'bulkData' in (body as object);
+    let problem: string | undefined;
+    if (isBulk && !Array.isArray((body as { bulkData: unknown }).bulkData)) problem = 'bulkData must be an array of push records';
+    else if (shape === 'bulk' && !isBulk) problem = 'expected a bulk push {"bulkData":[...]}; send a single record to /push/realtime';
+    else if (shape === 'realtime' && isBulk) problem = 'expected a single push record; send {"bulkData":[...]} to /push/bulk';
+    else if (!isObject) problem = 'expected a JSON object: a push record or {"bulkData":[...]}';
+    if (problem) {
+      await keepWhole(text, problem);
+      return fail(c, 400, 'invalid_shape', problem);
+    }
+
+    const items: unknown[] = isBulk ? (body as { bulkData: unknown[] }).bulkData : [body];
+    const valid: TelemetryRecord[] = [];
+    const rejected: RejectedRecord[] = [];
+    const held: NewQuarantineEntry[] = [];
+    for (let i = 0; i < items.length; i++) {
+      const r = validateRecord(items[i], receivedAt);
+      if (r.ok) valid.push(r.record);
+      else {
+        rejected.push({ index: i, error: r.error });
+        held.push({ deliveryId, index: i, reason: r.error, ...bound(JSON.stringify(items[i]) ?? 'undefined'), receivedAt, route });
+      }
+    }
+
+    await Promise.all([records.enqueue(valid), quarantine.add(held)]);
+    if (rejected.length > 0) {
+      opts.log.info({ deliveryId, route, accepted: valid.length, rejected: rejected.length }, 'push had invalid records; quarantined');
+    }
+    if (!isBulk && rejected.length > 0) {
+      return fail(c, 400, 'invalid_record', `invalid record (quarantined): ${rejected[0]!.error}`);
+    }
+    const data: PushAccepted = { deliveryId, accepted: valid.length, rejected };
+    const msg =
+      rejected.length === 0
+        ? `accepted ${valid.length} record(s)`
+        : `accepted ${valid.length} of ${items.length} record(s); ${rejected.length} rejected and quarantined`;
+    return c.json(success(data, msg), 202);
+  }
+
+  const guarded = (shape: Shape) => async (c: Context) => {
+    try {
+      return await handle(c, shape);
+    } catch (err) {
+      // Anything that kept us from storing the push (Redis down or slow) is the sender's cue to retry.
+      opts.log.warn({ err: (err as Error).message, path: new URL(c.req.url).pathname }, 'push not stored; answered 503');
+      return fail(c, 503, 'unavailable', `push not stored, retry later: ${(err as Error).message}`);
+    }
+  };
+
+  app.post('/push', guarded('any'));
+  app.post('/push/bulk', guarded('bulk'));
+  app.post('/push/realtime', guarded('realtime'));
+  return app;
+}
+
+/** `/healthz`: the process answers. `/readyz`: every dependency of this mode answers. */
+export function healthRoutes(checks: readonly HealthCheck[]): Hono {
+  const app = new Hono();
+  app.get('/healthz', (c) => c.json(success({ alive: true }, 'alive')));
+  app.get('/readyz', async (c) => {
+    const results = await Promise.all(
+      checks.map(async (h) => [h.name, await withTimeout(h.check(), 2_000).catch(() => false)] as const),
+    );
+    const data = Object.fromEntries(results);
+    const down = results.filter(([, ok]) => !ok).map(([n]) => n);
+    if (down.length > 0) return c.json({ ...failure('unavailable', `not ready: ${down.join(', ')} unreachable`), data }, 503);
+    return c.json(success(data, 'ready'));
+  });
+  return app;
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error('timeout')), ms);
+    p.then(resolve, reject).finally(() => clearTimeout(t));
+  });
+}
+
+export function createApp(parts: { push?: Hono; health: Hono }): Hono {
+  const app = new Hono();
+  app.route('/', parts.health);
+  if (parts.push) app.route('/', parts.push);
+  app.notFound((c) => c.json(failure('not_found', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`), 404));
+  app.onError((err, c) => c.json(failure('internal', `internal error: ${err.message}`), 500));
+  return app;
+}

@@ -1,0 +1,116 @@
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { serve } from '@hono/node-server';
+import { Redis } from 'ioredis';
+import type { Worker } from 'bullmq';
+import type { Config } from '../config/index.js';
+import type { Logger } from '../log/index.js';
+import { createApp, healthRoutes, pushRoutes, type HealthCheck } from '../receive/app.js';
+import { Producer } from '../queue/producer.js';
+import { Quarantine } from '../queue/quarantine.js';
+import type { RetryPolicy } from '../queue/retry.js';
+import { InfluxSink } from '../write/influx.js';
+import { startWorker } from '../worker/index.js';
+import { checkRedisSettings } from './redisChecks.js';
+
+export interface RunningService {
+  /** Base URL of the HTTP server (push routes in receiver mode, health in every mode). */
+  url: string;
+  /** Stops taking pushes, lets in-flight ones and active jobs finish, then closes connections. */
+  close(): Promise<void>;
+}
+
+export function retryPolicy(cfg: Config): RetryPolicy {
+  return { spanMs: cfg.RETRY_SPAN, baseMs: cfg.RETRY_BASE_DELAY, maxMs: cfg.RETRY_MAX_DELAY };
+}
+
+export async function startService(cfg: Config, log: Logger): Promise<RunningService> {
+  const receives = cfg.MODE !== 'worker';
+  const works = cfg.MODE !== 'receiver';
+  const checks: HealthCheck[] = [];
+  const closers: Array<() => Promise<unknown>> = [];
+
+  // The receiver's connection fails fast while Redis is away, so a push gets its 503 at once
+  // instead of waiting in ioredis's offline queue while the sender times out.
+  const redis = new Redis(cfg.REDIS_URL, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 5_000,
+    retryStrategy: (times) => Math.min(times * 250, 2_000),
+  });
+  redis.on('error', (err) => log.debug({ err: err.message }, 'redis connection error'));
+  checks.push({ name: 'redis', check: async () => redis.status === 'ready' && (await redis.ping()) === 'PONG' });
+  redis.once('ready', () => void checkRedisSettings(redis, log));
+
+  let push;
+  if (receives) {
+    const producer = new Producer(redis, {
+      queueName: cfg.QUEUE_NAME,
+      maxRecordsPerJob: cfg.JOB_MAX_RECORDS,
+      timeoutMs: cfg.ENQUEUE_TIMEOUT,
+      retry: retryPolicy(cfg),
+    });
+    closers.push(() => producer.close());
+    push = pushRoutes(producer, new Quarantine(redis, cfg.QUEUE_NAME), {
+      tokens: cfg.PUSH_AUTH === 'none' ? undefined : cfg.PUSH_TOKENS,
+      bodyLimit: cfg.BODY_LIMIT,
+      quarantineRawLimit: cfg.QUARANTINE_RAW_LIMIT,
+      retryAfterSeconds: 5,
+      log,
+    });
+  }
+
+  let worker: Worker | undefined;
+  let workerRedis: Redis | undefined;
+  if (works) {
+    const sink = new InfluxSink({
+      url: cfg.INFLUX_URL,
+      token: cfg.INFLUX_TOKEN,
+      org: cfg.INFLUX_ORG,
+      bucket: cfg.INFLUX_BUCKET,
+      timeoutMs: cfg.INFLUX_TIMEOUT,
+      batchLines: cfg.WRITE_BATCH_LINES,
+    });
+    // Workers block on Redis; BullMQ requires them to retry commands indefinitely.
+    workerRedis = new Redis(cfg.REDIS_URL, { maxRetriesPerRequest: null, retryStrategy: (t) => Math.min(t * 250, 2_000) });
+    workerRedis.on('error', (err) => log.debug({ err: err.message }, 'worker redis connection error'));
+    worker = startWorker(workerRedis, {
+      queueName: cfg.QUEUE_NAME,
+      concurrency: cfg.WORKER_CONCURRENCY,
+      retry: retryPolicy(cfg),
+      flatten: { temperatureSentinels: cfg.CAN_TEMP_SENTINELS },
+      sink,
+      log,
+    });
+    checks.push({ name: 'influxdb', check: () => sink.ready() });
+    closers.push(() => worker!.close(), () => sink.close());
+  }
+
+  const app = createApp({ push, health: healthRoutes(checks) });
+  const server = await new Promise<Server>((resolve) => {
+    const s = serve({ fetch: app.fetch, port: cfg.PORT, hostname: cfg.HOST }, () => resolve(s as Server));
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = cfg.HOST === '0.0.0.0' || cfg.HOST === '::' ? '127.0.0.1' : cfg.HOST;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  log.info({ mode: cfg.MODE, url, queue: cfg.QUEUE_NAME }, 'telematics-ingest started');
+
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    close() {
+      closing ??= (async () => {
+        // Stop accepting first; requests already inside finish and are answered.
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeIdleConnections();
+        });
+        for (const c of closers) await c().catch((err: Error) => log.warn({ err: err.message }, 'error while closing'));
+        redis.disconnect();
+        workerRedis?.disconnect();
+        log.info('telematics-ingest stopped');
+      })();
+      return closing;
+    },
+  };
+}

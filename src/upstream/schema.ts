@@ -1,0 +1,163 @@
+/**
+ * Wire schemas of the six request operations (spec §4.1–4.6) and of the response envelope (§2.1).
+ *
+ * One source of truth for both sides: the emulator validates request bodies with `requestSchemas` and
+ * builds answers typed from the `*Out` schemas (exactly what it sends); the client builds request
+ * bodies typed from `requestSchemas` and parses answers with the `*In` schemas, which are deliberately
+ * a superset of `*Out` because the real service's units and shapes are partly "not shown".
+ */
+import { z } from 'zod';
+
+export const OPERATIONS = [
+  'getfuelhistory',
+  'getfuelused',
+  'immobilize',
+  'mobilize',
+  'changepassword',
+  'listvehicles',
+] as const;
+export type Operation = (typeof OPERATIONS)[number];
+
+/** The seven command types of immobilise and mobilise (spec §4.3). */
+export const COMMAND_TYPES = [
+  'ignition',
+  'crank',
+  'movement',
+  'can',
+  'charge',
+  'discharge',
+  'chargendischarge',
+] as const;
+export type CommandType = (typeof COMMAND_TYPES)[number];
+
+export const isCommandType = (v: unknown): v is CommandType =>
+  typeof v === 'string' && (COMMAND_TYPES as readonly string[]).includes(v);
+
+// ---------------------------------------------------------------------------------------------
+// Requests
+
+/** An epoch timestamp in a request: a non-negative integer (unit: see the emulator README). */
+export const epochSchema = z.number().int().nonnegative();
+const nonEmpty = z.string().min(1);
+
+export const requestSchemas = {
+  getfuelhistory: z.object({
+    token: z.string(),
+    vehicleno: nonEmpty,
+    inlitres: z.boolean(),
+    starttime: epochSchema,
+    endtime: epochSchema,
+  }),
+  getfuelused: z.object({
+    token: z.string(),
+    vehicleno: nonEmpty,
+    starttime: epochSchema,
+    endtime: epochSchema,
+  }),
+  immobilize: z.object({
+    vehicleno: nonEmpty,
+    type: z.enum(COMMAND_TYPES),
+    token: z.string(),
+    immediate: z.boolean(),
+  }),
+  mobilize: z.object({
+    vehicleno: nonEmpty,
+    type: z.enum(COMMAND_TYPES),
+    token: z.string(),
+  }),
+  changepassword: z.object({
+    token: z.string(),
+    username: nonEmpty,
+    newpassword: nonEmpty,
+  }),
+  listvehicles: z.object({
+    token: z.string(),
+  }),
+} as const satisfies Record<Operation, z.ZodType>;
+
+export type RequestBody<O extends Operation> = z.infer<(typeof requestSchemas)[O]>;
+
+// ---------------------------------------------------------------------------------------------
+// Numbers the service sends as strings ("12.50")
+
+const NUMERIC_RE = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+
+/** A string-shaped number as the service sends it, e.g. "12.50". */
+export const numericString = z.string().regex(NUMERIC_RE, 'expected a string-shaped number');
+
+/** A number sent either as a JSON number or as a string-shaped number; parsed to a number. */
+export const numberish = z
+  .union([z.number(), numericString])
+  .transform((v) => (typeof v === 'number' ? v : Number(v)))
+  .refine((v) => Number.isFinite(v), 'expected a finite number');
+
+// ---------------------------------------------------------------------------------------------
+// Envelope
+
+export const STATUSES = ['SUCCESS', 'FAILURE'] as const;
+
+export const envelopeSchema = z.object({
+  status: z.enum(STATUSES),
+  data: z.unknown(),
+  err: z.string(),
+  msg: z.string(),
+});
+
+export interface SuccessEnvelope<T> {
+  status: 'SUCCESS';
+  data: T;
+  err: string;
+  msg: string;
+}
+/** FAILURE carries `data: null` in the emulator (the spec does not show `data` on failure). */
+export interface FailureEnvelope {
+  status: 'FAILURE';
+  data: null;
+  err: string;
+  msg: string;
+}
+export type Envelope<T> = SuccessEnvelope<T> | FailureEnvelope;
+
+// ---------------------------------------------------------------------------------------------
+// Data, as the emulator sends it (`Out`) and as the client accepts it (`In`)
+
+export const vehicleOut = z.object({ vehicleno: nonEmpty });
+export const fuelReadingOut = z.object({ time: epochSchema, value: numericString });
+export const fuelUsedOut = z.object({
+  vehicleno: nonEmpty,
+  starttime: epochSchema,
+  endtime: epochSchema,
+  fuelused: numericString,
+  unit: z.literal('litres'),
+});
+
+export const dataOut = {
+  listvehicles: z.array(vehicleOut),
+  getfuelhistory: z.array(fuelReadingOut),
+  getfuelused: fuelUsedOut,
+  immobilize: z.string(),
+  mobilize: z.string(),
+  changepassword: z.string(),
+} as const satisfies Record<Operation, z.ZodType>;
+
+export type DataOut<O extends Operation> = z.infer<(typeof dataOut)[O]>;
+
+/** Extra fields of a listed vehicle are kept: the spec names only `vehicleno`. */
+export const vehicleIn = z.looseObject({ vehicleno: nonEmpty });
+/** `time` in seconds or milliseconds, as a number or a string; `value` as a number or a string. */
+export const fuelReadingIn = z.object({ time: numberish, value: numberish });
+/** The emulator's object, or a bare (string-shaped) number, since the real shape is not shown. */
+export const fuelUsedIn = z.union([
+  z.looseObject({ fuelused: numberish, unit: z.enum(['litres', 'percent']).optional() }),
+  numberish,
+]);
+
+export const dataIn = {
+  listvehicles: z.array(vehicleIn),
+  getfuelhistory: z.array(fuelReadingIn),
+  getfuelused: fuelUsedIn,
+  immobilize: z.string(),
+  // Answer shapes of mobilize and changepassword are not shown: anything is accepted.
+  mobilize: z.unknown(),
+  changepassword: z.unknown(),
+} as const satisfies Record<Operation, z.ZodType>;

@@ -1,0 +1,78 @@
+import { HttpError, InfluxDB } from '@influxdata/influxdb-client';
+import type { PointSink } from './sink.js';
+import { WriteError } from './sink.js';
+
+export interface InfluxSinkOptions {
+  url: string;
+  token: string;
+  org: string;
+  bucket: string;
+  timeoutMs: number;
+  /** Lines per request; InfluxDB recommends about 5000. */
+  batchLines: number;
+}
+
+/**
+ * Writes through `/api/v2/write` (InfluxDB 2.x, 3.x, Cloud, and 1.8+), one request per batch of
+ * lines, awaited. The client's WriteApi is not used: its background retry buffer acknowledges
+ * before InfluxDB has the data and drops lines on overflow or close; BullMQ owns retries here.
+ */
+export class InfluxSink implements PointSink {
+  private readonly influx: InfluxDB;
+  private readonly path: string;
+
+  constructor(private readonly opts: InfluxSinkOptions) {
+    this.influx = new InfluxDB({ url: opts.url, token: opts.token || undefined, timeout: opts.timeoutMs });
+    const q = new URLSearchParams({ bucket: opts.bucket, precision: 'ms' });
+    if (opts.org) q.set('org', opts.org);
+    this.path = `/api/v2/write?${q}`;
+  }
+
+  async write(lines: readonly string[]): Promise<void> {
+    for (let i = 0; i < lines.length; i += this.opts.batchLines) {
+      const body = lines.slice(i, i + this.opts.batchLines).join('\n');
+      try {
+        await this.influx.transport.request(this.path, body, {
+          method: 'POST',
+          headers: { 'content-type': 'text/plain; charset=utf-8' },
+        });
+      } catch (err) {
+        throw toWriteError(err);
+      }
+    }
+  }
+
+  async ready(): Promise<boolean> {
+    try {
+      await this.influx.transport.request('/ping', '', { method: 'GET' });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    // The transport keeps no pool of its own to drain.
+  }
+}
+
+function toWriteError(err: unknown): WriteError {
+  if (err instanceof HttpError) {
+    const message = errorMessage(err.body ?? '') ?? err.message;
+    // 4xx other than throttling and auth mean the data itself was refused; retrying won't help.
+    const retryable = err.statusCode >= 500 || [401, 403, 404, 408, 429].includes(err.statusCode);
+    return new WriteError(`InfluxDB answered ${err.statusCode}: ${message}`, err.statusCode, retryable, err.body);
+  }
+  return new WriteError(`InfluxDB write failed: ${err instanceof Error ? err.message : String(err)}`, undefined, true);
+}
+
+/** 2.x answers `{code, message}`, 3.x `{error, data}`, 1.x `{error}`. */
+function errorMessage(body: string): string | undefined {
+  try {
+    const j = JSON.parse(body) as { message?: unknown; error?: unknown };
+    const m = j.message ?? j.error;
+    return typeof m === 'string' ? m : undefined;
+  } catch {
+    return body ? body.slice(0, 500) : undefined;
+  }
+}

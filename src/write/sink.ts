@@ -1,0 +1,25 @@
+/**
+ * Where flattened points go. One adapter per backend behind this interface (InfluxDB's
+ * /api/v2/write today), so the worker knows nothing of HTTP paths or auth schemes.
+ */
+export interface PointSink {
+  /** Resolves only once the backend accepted every line; rejects with a `WriteError` otherwise. */
+  write(lines: readonly string[]): Promise<void>;
+  /** True when the backend answers and accepts our credentials. */
+  ready(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export class WriteError extends Error {
+  constructor(
+    message: string,
+    /** HTTP status, or undefined when no answer came (refused, reset, timed out). */
+    readonly status: number | undefined,
+    /** True when the same write can succeed later (outage, overload); false for data the store refuses. */
+    readonly retryable: boolean,
+    readonly body?: string,
+  ) {
+    super(message);
+    this.name = 'WriteError';
+  }
+}

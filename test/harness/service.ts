@@ -1,0 +1,76 @@
+import { randomBytes } from 'node:crypto';
+import { inject } from 'vitest';
+import { loadConfig, type Config } from '../../src/config/index.js';
+import { createLogger } from '../../src/log/index.js';
+import { startService, type RunningService } from '../../src/service/index.js';
+import { influxQuery, type Row } from './influx.js';
+
+export const TEST_TOKEN = 'test-push-token-0123456789';
+
+export interface TestService extends RunningService {
+  cfg: Config;
+  /** InfluxQL against the real influxd, in this service's database. */
+  query(q: string): Promise<Row[]>;
+  /** Polls until `q` returns at least `n` rows (or fails after `timeoutMs`). */
+  waitForRows(q: string, n: number, timeoutMs?: number): Promise<Row[]>;
+  post(path: string, body: unknown, init?: RequestInit & { token?: string | null }): Promise<Response>;
+}
+
+export function uniqueName(prefix: string): string {
+  return `${prefix}_${randomBytes(4).toString('hex')}`;
+}
+
+export async function waitUntil(cond: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await cond().catch(() => false)) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+}
+
+/** The real service, in-process, on the run's Redis and InfluxDB, with its own queue and database. */
+export async function startTestService(env: Record<string, string> = {}): Promise<TestService> {
+  const db = uniqueName('tele');
+  const cfg = loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    REDIS_URL: inject('redisUrl'),
+    QUEUE_NAME: uniqueName('q'),
+    INFLUX_URL: inject('influxUrl'),
+    INFLUX_TOKEN: inject('influxToken'),
+    INFLUX_BUCKET: db,
+    PUSH_TOKENS: TEST_TOKEN,
+    RETRY_BASE_DELAY: '200ms',
+    RETRY_MAX_DELAY: '2s',
+    ...env,
+  });
+  await influxQuery(cfg.INFLUX_BUCKET, `CREATE DATABASE "${cfg.INFLUX_BUCKET}"`);
+  const svc = await startService(cfg, createLogger(cfg.LOG_LEVEL));
+  const query = (q: string) => influxQuery(cfg.INFLUX_BUCKET, q);
+  await waitUntil(async () => (await fetch(`${svc.url}/readyz`)).status === 200, 15_000, 'service ready');
+  return {
+    ...svc,
+    cfg,
+    query,
+    async waitForRows(q, n, timeoutMs = 15_000) {
+      const deadline = Date.now() + timeoutMs;
+      let rows: Row[] = [];
+      while (Date.now() < deadline) {
+        rows = await query(q);
+        if (rows.length >= n) return rows;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      throw new Error(`expected ${n} rows for ${q}, got ${rows.length} after ${timeoutMs} ms`);
+    },
+    post(path, body, init = {}) {
+      const { token = TEST_TOKEN, headers, ...rest } = init;
+      const h = new Headers(headers);
+      if (!h.has('content-type')) h.set('content-type', 'application/json');
+      if (token !== null) h.set('authorization', `Bearer ${token}`);
+      const payload = typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body);
+      return fetch(`${svc.url}${path}`, { method: 'POST', headers: h, body: payload as BodyInit, ...rest });
+    },
+  };
+}
