@@ -73,7 +73,10 @@ const env = z.object({
   RETRY_BASE_DELAY: duration.default(1_000),
   RETRY_MAX_DELAY: duration.default(60_000),
 
-  CAN_TEMP_SENTINELS: list
+  CAN_TEMP_SENTINELS: z
+    .string()
+    .transform((v) => (v.trim().toLowerCase() === 'none' ? '' : v))
+    .pipe(list)
     .pipe(z.array(z.string().regex(/^-?\d+(\.\d+)?$/, 'expected numbers such as -40')))
     .transform((xs) => xs.map(Number))
     .default([-40]),

@@ -71,7 +71,7 @@ const vehicleno = z
   .max(VEHICLENO_MAX, `must be at most ${VEHICLENO_MAX} characters`)
   // Control characters cannot be written as an InfluxDB tag and are never a real plate or id.
   .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), 'must not contain control characters')
-  .refine((s) => s.trim().length > 0, 'must not be blank')
+  .refine((s) => s.length === 0 || s.trim().length > 0, 'must not be blank')
   .superRefine((s, ctx) => {
     const why = unrepresentableTag(s);
     if (why) ctx.addIssue({ code: 'custom', message: why });
@@ -141,6 +141,9 @@ const TIME_KEY: ReadonlySet<string> = new Set(['time']);
  * stamp is part of the queued record and a redelivery writes the same point.
  */
 export function validateRecord(input: unknown, receivedAt: number): ValidationResult {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    return { ok: false, error: `expected a push record {"vehicleno", "type", "data"}, got ${show(input)}` };
+  }
   const head = envelope.safeParse(input);
   if (!head.success) return { ok: false, error: describe(head.error) };
   const { vehicleno: v, type, data } = head.data;

@@ -155,6 +155,14 @@ describe('dynamic CAN objects', () => {
     ]);
   });
 
+  it('stores extreme floats exactly (exponent notation, subnormal range, largest double)', async () => {
+    const data = { time: T0 + 450, soc: 1e21, current: 1e-300, power: -1.7976931348623157e308, soh: 0.1 + 0.2 };
+    expect((await svc.post('/push/realtime', can('FLOAT-1', data))).status).toBe(202);
+    expect(await svc.waitForRows(`SELECT soc, "current", power, soh FROM can WHERE vehicleno = 'FLOAT-1'`, 1)).toEqual([
+      { time: T0 + 450, soc: 1e21, current: 1e-300, power: -1.7976931348623157e308, soh: 0.30000000000000004 },
+    ]);
+  });
+
   it('leaves out unused temperature sensors: numbered beyond the count, or the sentinel value', async () => {
     const res = await svc.post('/push/realtime', can('TEMP-1', {
       time: T0 + 500,

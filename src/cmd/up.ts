@@ -1,0 +1,106 @@
+#!/usr/bin/env node
+/**
+ * Quick start: the whole pipeline on this machine. Starts a private redis-server and influxd
+ * (with its /api/v2/write front) when REDIS_URL / INFLUX_URL are not set, installing the
+ * Debian packages first when run as root, then receiver and worker in one process; pushes a
+ * sample and prints it as queried back from InfluxDB. Ctrl-C stops everything.
+ */
+import { randomBytes } from 'node:crypto';
+import { loadConfig, redactedConfig } from '../config/index.js';
+import { createLogger } from '../log/index.js';
+import { startService } from '../service/index.js';
+import { ensureDebianPackages, waitFor } from '../devstack/process.js';
+import { startRedis, type LocalRedis } from '../devstack/redis.js';
+import { influxQL, startInflux, type LocalInflux } from '../devstack/influxd.js';
+
+const say = (m: string) => process.stdout.write(`${m}\n`);
+
+function sample(now: number) {
+  const t = now - (now % 1000);
+  return {
+    bulkData: [
+      { vehicleno: 'DEMO-001', type: 'gps', data: { lat: 12.9716, lng: 77.5946, alti: 920, speed: 38.5, ignstatus: 1, time: t - 2000 } },
+      { vehicleno: 'DEMO-001', type: 'can', data: { time: t - 2000, soc: 81.5, battery_voltage: 51.2, current: -12.4, cell_temperature_01: 31 } },
+      { vehicleno: 'DEMO-002', type: 'gps', data: { lat: 28.6139, lng: 77.209, alti: 216, speed: 0, ignstatus: 0, time: t - 1000 } },
+      { vehicleno: 'DEMO-002', type: 'can', data: { time: t - 1000, soc: 44, no_of_temperature_sensors: 1, cell_temperature_01: 29.5, cell_temperature_02: -40 } },
+    ],
+  };
+}
+
+async function main(): Promise<void> {
+  const env: Record<string, string | undefined> = { ...process.env };
+  let redis: LocalRedis | undefined;
+  let influx: LocalInflux | undefined;
+
+  const needs = [
+    ...(env.REDIS_URL ? [] : [{ bin: 'redis-server', pkg: 'redis-server' }]),
+    ...(env.INFLUX_URL ? [] : [{ bin: 'influxd', pkg: 'influxdb' }]),
+  ];
+  ensureDebianPackages(needs, say);
+  if (!env.REDIS_URL) {
+    redis = await startRedis({ appendonly: true });
+    env.REDIS_URL = redis.url;
+    say(`redis-server (private, AOF on) at ${redis.url}`);
+  }
+  if (!env.INFLUX_URL) {
+    influx = await startInflux();
+    env.INFLUX_URL = influx.url;
+    env.INFLUX_TOKEN = influx.token;
+    env.INFLUX_BUCKET ??= 'telematics';
+    await influx.createDatabase(env.INFLUX_BUCKET);
+    say(`influxd (private) at ${influx.rawUrl}, /api/v2/write front at ${influx.url}`);
+  }
+  if (!env.PUSH_TOKENS && env.PUSH_AUTH !== 'none') {
+    env.PUSH_TOKENS = `demo-${randomBytes(12).toString('hex')}`;
+    say(`push token for this run: ${env.PUSH_TOKENS}`);
+  }
+
+  const cfg = loadConfig(env);
+  const log = createLogger(cfg.LOG_LEVEL === 'info' ? 'warn' : cfg.LOG_LEVEL);
+  log.debug({ config: redactedConfig(cfg) }, 'configuration');
+  const service = await startService(cfg, log);
+  say(`telematics-ingest (receiver + worker) at ${service.url}`);
+  await waitFor('readiness (/readyz)', async () => (await fetch(`${service.url}/readyz`)).ok, 30_000);
+
+  const stopAll = async () => {
+    await service.close();
+    await influx?.stop();
+    await redis?.stop();
+  };
+  process.once('SIGINT', () => void stopAll().then(() => process.exit(0)));
+  process.once('SIGTERM', () => void stopAll().then(() => process.exit(0)));
+
+  const token = cfg.PUSH_TOKENS[0];
+  const push = sample(Date.now());
+  const res = await fetch(`${service.url}/push/bulk`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify(push),
+  });
+  say(`\npushed a sample bulk of ${push.bulkData.length} records: HTTP ${res.status} ${await res.text()}`);
+
+  const queryUrl = influx?.rawUrl ?? cfg.INFLUX_URL;
+  const since = push.bulkData[0]!.data.time;
+  const deadline = Date.now() + 15_000;
+  let rows: Array<Record<string, unknown>> = [];
+  while (Date.now() < deadline && rows.length < 4) {
+    rows = [
+      ...(await influxQL(queryUrl, cfg.INFLUX_BUCKET, `SELECT * FROM gps WHERE time >= ${since}ms AND vehicleno =~ /^DEMO-/`).catch(() => [])),
+      ...(await influxQL(queryUrl, cfg.INFLUX_BUCKET, `SELECT * FROM can WHERE time >= ${since}ms AND vehicleno =~ /^DEMO-/`).catch(() => [])),
+    ];
+    if (rows.length < 4) await new Promise((r) => setTimeout(r, 200));
+  }
+  say(`\nqueried back from InfluxDB (InfluxQL on ${cfg.INFLUX_BUCKET}):`);
+  for (const r of rows) {
+    const fields = Object.entries(r).filter(([k, v]) => v !== null && k !== 'time' && k !== 'vehicleno');
+    say(`  ${new Date(Number(r.time)).toISOString()}  ${String(r.vehicleno).padEnd(9)} ${fields.map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  }
+  if (rows.length < 4) say('  (not all sample points arrived within 15 s; check the logs above)');
+  say(`\nPush more:\n  curl -X POST ${service.url}/push/realtime -H 'Authorization: Bearer ${token ?? ''}' -H 'Content-Type: application/json' \\\n    -d '{"vehicleno":"DEMO-003","type":"can","data":{"soc":55}}'`);
+  say('\nRunning; Ctrl-C stops the service and the private servers.');
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`up failed: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

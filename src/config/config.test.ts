@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, redactedConfig } from './index.js';
+
+const TOKEN = 'a-token-of-sixteen-chars';
+
+describe('loadConfig', () => {
+  it('applies the documented defaults', () => {
+    const cfg = loadConfig({ PUSH_TOKENS: TOKEN });
+    expect(cfg).toMatchObject({
+      MODE: 'all',
+      PORT: 8080,
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      INFLUX_URL: 'http://127.0.0.1:8086',
+      INFLUX_BUCKET: 'telematics',
+      BODY_LIMIT: 10 * 1_048_576,
+      WRITE_BATCH_LINES: 5_000,
+      RETRY_SPAN: 6 * 3_600_000,
+      CAN_TEMP_SENTINELS: [-40],
+      PUSH_TOKENS: [TOKEN],
+    });
+  });
+
+  it('parses sizes, durations and lists', () => {
+    const cfg = loadConfig({ PUSH_TOKENS: `${TOKEN}, ${TOKEN}-2 `, BODY_LIMIT: '512KiB', RETRY_SPAN: '90m', CAN_TEMP_SENTINELS: '-40,-128.5' });
+    expect([cfg.BODY_LIMIT, cfg.RETRY_SPAN, cfg.CAN_TEMP_SENTINELS, cfg.PUSH_TOKENS]).toEqual([524_288, 5_400_000, [-40, -128.5], [TOKEN, `${TOKEN}-2`]]);
+  });
+
+  it('names every bad value at once', () => {
+    try {
+      loadConfig({ PUSH_TOKENS: TOKEN, PORT: 'eighty', MODE: 'both', INFLUX_URL: 'localhost', WRITE_BATCH_LINES: '6000' });
+      expect.unreachable();
+    } catch (e) {
+      expect(e).toBeInstanceOf(ConfigError);
+      expect((e as ConfigError).problems).toEqual([
+        'MODE: Invalid option: expected one of "all"|"receiver"|"worker"',
+        'PORT: expected a whole number',
+        'INFLUX_URL: expected a URL such as http://127.0.0.1:8086',
+        'WRITE_BATCH_LINES: Too big: expected number to be <=5000',
+      ]);
+    }
+  });
+
+  it('refuses to start a receiver with no token unless PUSH_AUTH=none', () => {
+    expect(() => loadConfig({})).toThrow(/PUSH_TOKENS: set at least one token, or PUSH_AUTH=none/);
+    expect(loadConfig({ PUSH_AUTH: 'none' }).PUSH_TOKENS).toEqual([]);
+    expect(loadConfig({ MODE: 'worker' }).MODE).toBe('worker');
+    expect(() => loadConfig({ PUSH_TOKENS: 'short' })).toThrow(/at least 16 characters/);
+  });
+
+  it('never exposes secrets when logged', () => {
+    const cfg = loadConfig({ PUSH_TOKENS: TOKEN, INFLUX_TOKEN: 'influx-secret', REDIS_URL: 'redis://:hunter2@redis:6379' });
+    const text = JSON.stringify(redactedConfig(cfg));
+    expect(text).not.toContain(TOKEN);
+    expect(text).not.toContain('influx-secret');
+    expect(text).not.toContain('hunter2');
+  });
+});
