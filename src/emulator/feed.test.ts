@@ -2,7 +2,11 @@ import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createLogger } from '../log/index.js';
+import type { NewQuarantineEntry } from '../queue/quarantine.js';
+import { pushRoutes } from '../receive/app.js';
 import { CAN_FIELDS } from '../validate/fields.js';
+import type { TelemetryRecord } from '../validate/record.js';
 import { type FeedOptions, runFeed } from './feed.js';
 import type { PushRecord } from './records.js';
 
@@ -36,15 +40,8 @@ afterEach(async () => {
   await Promise.all(closers.splice(0).map((c) => c()));
 });
 
-/** A stand-in for the real receiver, on a free port of 127.0.0.1. */
-async function receiver(answer: Answer): Promise<{ url: string; requests: Received[] }> {
-  const requests: Received[] = [];
-  const app = new Hono();
-  app.post('/push/:kind', async (c) => {
-    const req: Received = { path: c.req.path, auth: c.req.header('authorization') ?? null, body: await c.req.json(), at: Date.now() };
-    requests.push(req);
-    return answer(req, requests.length);
-  });
+/** Serves `app` on a free port of 127.0.0.1 until the end of the test. */
+async function serveApp(app: Hono): Promise<string> {
   const { server, port } = await new Promise<{ server: ReturnType<typeof serve>; port: number }>((resolve) => {
     const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info: AddressInfo) => resolve({ server: s, port: info.port }));
   });
@@ -55,7 +52,19 @@ async function receiver(answer: Answer): Promise<{ url: string; requests: Receiv
         if ('closeAllConnections' in server) server.closeAllConnections();
       }),
   );
-  return { url: `http://127.0.0.1:${port}`, requests };
+  return `http://127.0.0.1:${port}`;
+}
+
+/** A stand-in for the receiver whose answers each test chooses. */
+async function receiver(answer: Answer): Promise<{ url: string; requests: Received[] }> {
+  const requests: Received[] = [];
+  const app = new Hono();
+  app.post('/push/:kind', async (c) => {
+    const req: Received = { path: c.req.path, auth: c.req.header('authorization') ?? null, body: await c.req.json(), at: Date.now() };
+    requests.push(req);
+    return answer(req, requests.length);
+  });
+  return { url: await serveApp(app), requests };
 }
 
 const fast: Partial<FeedOptions> = { rate: Infinity, backoffMs: 5, maxBackoffMs: 20, seed: 5, vehicles: 4 };
@@ -235,5 +244,27 @@ describe('realtime and mixed', () => {
     expect(result.rejected).toHaveLength(result.injectedInvalid);
     expect(result.acknowledgedInvalid).toEqual([]);
     expect(result.acknowledged).toHaveLength(200 - result.injectedInvalid);
+  });
+});
+
+describe('against the project\'s receiver (src/receive)', () => {
+  it('every generated record passes its validation, every injected invalid one is quarantined', async () => {
+    const enqueued: TelemetryRecord[] = [];
+    const quarantined: NewQuarantineEntry[] = [];
+    const routes = pushRoutes(
+      { enqueue: async (records) => void enqueued.push(...records) },
+      { add: async (entries) => void quarantined.push(...entries) },
+      { tokens: ['feed-token'], bodyLimit: 5_000_000, quarantineRawLimit: 10_000, retryAfterSeconds: 1, log: createLogger('silent') },
+    );
+    const url = await serveApp(routes);
+    const result = await runFeed({ ...fast, url, token: 'feed-token', mode: 'mixed', count: 600, bulkSize: 50, vehicles: 20, invalidRatio: 0.1 });
+    expect(result.injectedInvalid).toBeGreaterThan(20);
+    expect(result.acknowledgedInvalid).toEqual([]);
+    expect(result.rejected).toHaveLength(result.injectedInvalid);
+    expect(result.acknowledged).toHaveLength(600 - result.injectedInvalid);
+    expect(quarantined).toHaveLength(result.injectedInvalid);
+    expect(enqueued.map((r) => `${r.vehicleno}/${r.type}/${r.time}`).sort()).toEqual(
+      result.acknowledged.map((r) => `${r.vehicleno}/${r.type}/${r.data.time}`).sort(),
+    );
   });
 });

@@ -14,8 +14,10 @@ const SPOILERS: readonly Spoiler[] = [
   (r) => ({ ...r, type: 'obd' }),
   // data not an object.
   (r) => ({ ...r, data: 'n/a' }),
-  // No timestamp.
+  // A gps record without its timestamp (a CAN record without one may be stamped on receipt, so it
+  // gets a fractional timestamp instead).
   (r) => {
+    if (r.type === 'can') return { ...r, data: { ...r.data, time: r.data.time + 0.5 } };
     const { time: _dropped, ...data } = r.data;
     return { ...r, data };
   },
