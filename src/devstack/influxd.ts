@@ -14,6 +14,8 @@ export interface LocalInflux {
   /** The real influxd, for InfluxQL reads. */
   rawUrl: string;
   token: string;
+  /** The /api/v2/write front, with its fault-injection controls. */
+  front: V2Front;
   createDatabase(name: string): Promise<void>;
   query<T = Record<string, unknown>>(db: string, q: string): Promise<T[]>;
   /** Stops influxd only (the front keeps answering, with 502): an outage as the service sees it. */
@@ -96,6 +98,7 @@ export async function startInflux(opts: { token?: string } = {}): Promise<LocalI
     url: front.url,
     rawUrl,
     token,
+    front,
     async createDatabase(name) {
       await query(name, `CREATE DATABASE "${name.replace(/"/g, '\\"')}"`);
     },

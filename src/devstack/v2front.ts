@@ -8,6 +8,10 @@ import type { AddressInfo } from 'node:net';
  */
 export interface V2Front {
   url: string;
+  /** Holds every write this long before passing it on: a slow store, for fault tests and demos. */
+  setWriteDelay(ms: number): void;
+  /** Write requests received so far. */
+  writesStarted(): number;
   close(): Promise<void>;
 }
 
@@ -25,6 +29,8 @@ async function readBody(req: IncomingMessage): Promise<Buffer> {
 }
 
 export async function startV2Front(opts: { upstream: string; token?: string; port?: number }): Promise<V2Front> {
+  let writeDelay = 0;
+  let writes = 0;
   const server = createServer((req, res) => {
     void (async () => {
       const u = new URL(req.url ?? '/', 'http://front');
@@ -46,6 +52,8 @@ export async function startV2Front(opts: { upstream: string; token?: string; por
       const q = new URLSearchParams({ db: db ?? bucket, precision });
       if (rp) q.set('rp', rp);
       const body = await readBody(req);
+      writes++;
+      if (writeDelay > 0) await new Promise((r) => setTimeout(r, writeDelay));
       const headers: Record<string, string> = { 'content-type': 'text/plain; charset=utf-8' };
       const enc = req.headers['content-encoding'];
       if (typeof enc === 'string') headers['content-encoding'] = enc;
@@ -69,6 +77,10 @@ export async function startV2Front(opts: { upstream: string; token?: string; por
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
+    setWriteDelay: (ms) => {
+      writeDelay = ms;
+    },
+    writesStarted: () => writes,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -90,8 +90,8 @@ describe('bulk deliveries', () => {
     expect(result.acknowledged).toEqual([sent[0], sent[2], sent[4], sent[5]]);
     expect(acked).toEqual(result.acknowledged);
     expect(result.rejected).toEqual([
-      { record: sent[1], error: 'lat out of range', status: 202 },
-      { record: sent[3], error: 'no time', status: 202 },
+      { record: sent[1], injected: false, error: 'lat out of range', status: 202 },
+      { record: sent[3], injected: false, error: 'no time', status: 202 },
     ]);
   });
 
@@ -242,6 +242,7 @@ describe('realtime and mixed', () => {
     expect(result.injectedInvalid).toBeGreaterThan(25);
     expect(result.injectedInvalid).toBeLessThan(75);
     expect(result.rejected).toHaveLength(result.injectedInvalid);
+    expect(result.rejected.every((r) => r.injected)).toBe(true);
     expect(result.acknowledgedInvalid).toEqual([]);
     expect(result.acknowledged).toHaveLength(200 - result.injectedInvalid);
   });

@@ -73,6 +73,8 @@ export interface FeedOptions {
 
 export interface RejectedRecord {
   record: unknown;
+  /** True for a record made invalid on purpose (invalidRatio): its rejection is the expected outcome. */
+  injected: boolean;
   error: string;
   /** HTTP status of the answer that rejected it. */
   status: number;
@@ -261,7 +263,7 @@ export class PushFeed {
         }
         if (!isRetryableStatus(status)) {
           const error = describeFailure(outcome.body, status);
-          for (const item of items) this.result.rejected.push({ record: item.record, error, status });
+          for (const item of items) this.result.rejected.push({ record: item.record, injected: !item.valid, error, status });
           return;
         }
         lastError = `HTTP ${status}`;
@@ -312,7 +314,7 @@ export class PushFeed {
     const acknowledged: PushRecord[] = [];
     items.forEach((item, index) => {
       const error = refused.get(index);
-      if (error !== undefined) this.result.rejected.push({ record: item.record, error, status });
+      if (error !== undefined) this.result.rejected.push({ record: item.record, injected: !item.valid, error, status });
       else if (item.valid) acknowledged.push(item.valid);
       else this.result.acknowledgedInvalid.push(item.record);
     });

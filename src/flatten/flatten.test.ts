@@ -99,7 +99,7 @@ describe('flatten', () => {
 
   it('writes no point for a record left with no field, and counts it', () => {
     const b = flattenRecords([can({ cell_temperature_01: -40 }), can({ soc: 1 })], opts);
-    expect(b).toEqual({ lines: ['can,vehicleno=V1 soc=1 1700000000000'], droppedFields: 1, emptyRecords: 1 });
+    expect(b).toEqual({ lines: ['can,vehicleno=V1 soc=1 1700000000000'], sources: [1], droppedFields: 1, emptyRecords: 1 });
   });
 
   it('is a pure function of the record, so a redelivery rewrites the same point', () => {

@@ -50,19 +50,25 @@ export function flattenRecord(record: TelemetryRecord, opts: FlattenOptions): Fl
 
 export interface FlattenBatch {
   lines: string[];
+  /** `sources[i]` is the index in the input of the record `lines[i]` was made from. */
+  sources: number[];
   droppedFields: number;
   emptyRecords: number;
 }
 
 export function flattenRecords(records: readonly TelemetryRecord[], opts: FlattenOptions): FlattenBatch {
   const lines: string[] = [];
+  const sources: number[] = [];
   let droppedFields = 0;
   let emptyRecords = 0;
-  for (const r of records) {
-    const f = flattenRecord(r, opts);
+  for (let i = 0; i < records.length; i++) {
+    const f = flattenRecord(records[i]!, opts);
     droppedFields += f.dropped.length;
     if (f.line === undefined) emptyRecords++;
-    else lines.push(f.line);
+    else {
+      lines.push(f.line);
+      sources.push(i);
+    }
   }
-  return { lines, droppedFields, emptyRecords };
+  return { lines, sources, droppedFields, emptyRecords };
 }

@@ -11,12 +11,14 @@ export interface QuarantineEntry {
   /** Position in the delivery's bulkData, or -1 for a body that could not be read as records. */
   index: number;
   reason: string;
-  /** The record as JSON, or the raw body (bounded) when it was not JSON. */
+  /** The record as JSON (a push record, so replay validates it again like any push), or the raw body (bounded) when it was not JSON. */
   raw: string;
   /** True when `raw` was cut at the configured limit. */
   truncated: boolean;
   receivedAt: number;
   route: string;
+  /** Where it was refused: by the receiver's validation, or by the store when written. */
+  stage: 'receive' | 'write';
 }
 
 export type NewQuarantineEntry = Omit<QuarantineEntry, 'id'>;
@@ -50,6 +52,7 @@ export class Quarantine {
         'truncated', e.truncated ? '1' : '0',
         'receivedAt', String(e.receivedAt),
         'route', e.route,
+        'stage', e.stage,
       );
     }
     const res = await multi.exec();
@@ -90,5 +93,6 @@ function parse(id: string, kv: string[]): QuarantineEntry {
     truncated: m.get('truncated') === '1',
     receivedAt: Number(m.get('receivedAt') ?? 0),
     route: m.get('route') ?? '',
+    stage: m.get('stage') === 'write' ? 'write' : 'receive',
   };
 }

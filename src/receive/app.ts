@@ -15,6 +15,11 @@ export interface QuarantineSink {
   add(entries: readonly NewQuarantineEntry[]): Promise<void>;
 }
 
+/** The load-shedding gate; the real one is queue/Admission. */
+export interface AdmissionGate {
+  state(): { open: true } | { open: false; status: 429 | 503; reason: string; retryAfterSeconds: number };
+}
+
 export interface HealthCheck {
   name: string;
   check: () => Promise<boolean>;
@@ -26,11 +31,12 @@ export interface ReceiverOptions {
   bodyLimit: number;
   quarantineRawLimit: number;
   retryAfterSeconds: number;
+  admission?: AdmissionGate;
   log: Logger;
 }
 
 type Shape = 'any' | 'bulk' | 'realtime';
-type Status = 400 | 401 | 404 | 413 | 415 | 500 | 503;
+type Status = 400 | 401 | 404 | 413 | 415 | 429 | 500 | 503;
 
 const decoder = new TextDecoder('utf-8', { fatal: false });
 
@@ -57,8 +63,8 @@ export function pushRoutes(records: RecordSink, quarantine: QuarantineSink, opts
       ? { raw: s.slice(0, opts.quarantineRawLimit), truncated: true }
       : { raw: s, truncated: false };
 
-  const fail = (c: Context, status: Status, code: FailureCode, msg: string) => {
-    if (status === 503) c.header('Retry-After', String(opts.retryAfterSeconds));
+  const fail = (c: Context, status: Status, code: FailureCode, msg: string, retryAfter = opts.retryAfterSeconds) => {
+    if (status === 503 || status === 429) c.header('Retry-After', String(retryAfter));
     return c.json(failure(code, msg), status);
   };
 
@@ -67,6 +73,8 @@ export function pushRoutes(records: RecordSink, quarantine: QuarantineSink, opts
     if (auth && !auth.check(c.req.raw)) {
       return fail(c, 401, 'unauthorized', 'missing or invalid token: send Authorization: Bearer <token>, X-Api-Key or ?token=');
     }
+    const gate = opts.admission?.state();
+    if (gate && !gate.open) return fail(c, gate.status, 'overloaded', gate.reason, gate.retryAfterSeconds);
     const badType = checkContentType(c.req.header('content-type') ?? null);
     if (badType) return fail(c, 415, 'unsupported_media_type', badType);
 
@@ -74,7 +82,7 @@ export function pushRoutes(records: RecordSink, quarantine: QuarantineSink, opts
     c.header('X-Delivery-Id', deliveryId);
     const receivedAt = Date.now();
     const keepWhole = async (raw: string, reason: string) =>
-      quarantine.add([{ deliveryId, index: -1, reason, ...bound(raw), receivedAt, route }]);
+      quarantine.add([{ deliveryId, index: -1, reason, ...bound(raw), receivedAt, route, stage: 'receive' }]);
 
     let bytes: Uint8Array;
     try {
@@ -116,7 +124,7 @@ export function pushRoutes(records: RecordSink, quarantine: QuarantineSink, opts
       if (r.ok) valid.push(r.record);
       else {
         rejected.push({ index: i, error: r.error });
-        held.push({ deliveryId, index: i, reason: r.error, ...bound(JSON.stringify(items[i]) ?? 'undefined'), receivedAt, route });
+        held.push({ deliveryId, index: i, reason: r.error, ...bound(JSON.stringify(items[i]) ?? 'undefined'), receivedAt, route, stage: 'receive' });
       }
     }
 

@@ -31,5 +31,6 @@ export type FailureCode =
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'unavailable'
+  | 'overloaded'
   | 'not_found'
   | 'internal';

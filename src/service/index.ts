@@ -8,6 +8,7 @@ import type { Logger } from '../log/index.js';
 import { createApp, healthRoutes, pushRoutes, type HealthCheck } from '../receive/app.js';
 import { Producer } from '../queue/producer.js';
 import { Quarantine } from '../queue/quarantine.js';
+import { Admission } from '../queue/admission.js';
 import type { RetryPolicy } from '../queue/retry.js';
 import { InfluxSink } from '../write/influx.js';
 import { startWorker } from '../worker/index.js';
@@ -50,8 +51,16 @@ export async function startService(cfg: Config, log: Logger): Promise<RunningSer
       timeoutMs: cfg.ENQUEUE_TIMEOUT,
       retry: retryPolicy(cfg),
     });
-    closers.push(() => producer.close());
+    const admission = new Admission(producer.queue, redis, {
+      maxQueuedJobs: cfg.QUEUE_MAX_JOBS,
+      redisMemoryLimit: cfg.REDIS_MEMORY_LIMIT,
+      intervalMs: 500,
+      retryAfterSeconds: 5,
+    });
+    redis.on('ready', () => admission.start());
+    closers.push(async () => admission.stop(), () => producer.close());
     push = pushRoutes(producer, new Quarantine(redis, cfg.QUEUE_NAME), {
+      admission,
       tokens: cfg.PUSH_AUTH === 'none' ? undefined : cfg.PUSH_TOKENS,
       bodyLimit: cfg.BODY_LIMIT,
       quarantineRawLimit: cfg.QUARANTINE_RAW_LIMIT,
@@ -69,7 +78,8 @@ export async function startService(cfg: Config, log: Logger): Promise<RunningSer
       org: cfg.INFLUX_ORG,
       bucket: cfg.INFLUX_BUCKET,
       timeoutMs: cfg.INFLUX_TIMEOUT,
-      batchLines: cfg.WRITE_BATCH_LINES,
+      // The processor splits jobs into batches itself, to isolate points the store refuses.
+      batchLines: Number.MAX_SAFE_INTEGER,
     });
     // Workers block on Redis; BullMQ requires them to retry commands indefinitely.
     workerRedis = new Redis(cfg.REDIS_URL, { maxRetriesPerRequest: null, retryStrategy: (t) => Math.min(t * 250, 2_000) });
@@ -77,6 +87,9 @@ export async function startService(cfg: Config, log: Logger): Promise<RunningSer
     worker = startWorker(workerRedis, {
       queueName: cfg.QUEUE_NAME,
       concurrency: cfg.WORKER_CONCURRENCY,
+      batchLines: cfg.WRITE_BATCH_LINES,
+      lockDurationMs: cfg.WORKER_LOCK_DURATION,
+      maxStalls: cfg.WORKER_MAX_STALLS,
       retry: retryPolicy(cfg),
       flatten: { temperatureSentinels: cfg.CAN_TEMP_SENTINELS },
       sink,

@@ -13,6 +13,10 @@ export async function checkRedisSettings(redis: Redis, log: Logger): Promise<str
     if (policy !== 'noeviction') {
       warnings.push(`Redis maxmemory-policy is ${policy}; set it to noeviction or queued pushes can be evicted and lost`);
     }
+    const [, maxmemory] = (await redis.config('GET', 'maxmemory')) as [string, string];
+    if (maxmemory === '0') {
+      warnings.push('Redis has no maxmemory; set one (and REDIS_MEMORY_LIMIT if needed) so pushes are shed with 503 before the host runs out of memory');
+    }
     const [, aof] = (await redis.config('GET', 'appendonly')) as [string, string];
     const [, save] = (await redis.config('GET', 'save')) as [string, string];
     if (aof !== 'yes' && !save) {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { validateRecord } from './record.js';
+import { CAN_FIELDS } from './fields.js';
 
 const NOW = 1_763_700_000_123;
 const T = 1_763_700_000_000;
@@ -44,6 +45,13 @@ describe('can records', () => {
   it('keep only the parameters present, numeric strings and flags as numbers, null as absent', () => {
     const r = validateRecord({ vehicleno: 'V', type: 'can', data: { time: T, soc: '51.2', allow_charging: true, soh: null, new_param: 7 } }, NOW);
     expect(r).toEqual({ ok: true, record: { vehicleno: 'V', type: 'can', time: T, fields: { soc: 51.2, allow_charging: 1, new_param: 7 } } });
+  });
+
+  it('accept every parameter the spec names, all at once', () => {
+    const data: Record<string, number> = { time: T };
+    CAN_FIELDS.forEach((f, i) => (data[f] = i + 0.5));
+    const r = validateRecord({ vehicleno: 'V', type: 'can', data }, NOW);
+    expect(r.ok && Object.keys(r.record.fields)).toEqual([...CAN_FIELDS]);
   });
 
   it('are stamped with the receive time when they carry none', () => {

@@ -21,7 +21,7 @@ const TIME_MAX = 9_200_000_000_000;
 
 const NUMERIC_STRING = /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/;
 /** Field keys that are safe in every InfluxDB version: `_`-prefixed keys are reserved by Flux. */
-const FIELD_KEY = /^[A-Za-z][A-Za-z0-9_]{0,63}$/;
+const FIELD_KEY = /^[A-Za-z][A-Za-z0-9_]{0,127}$/;
 
 function show(v: unknown): string {
   const s = typeof v === 'string' ? JSON.stringify(v) : String(JSON.stringify(v) ?? v);
@@ -124,7 +124,7 @@ function extraFields(
     const v = data[key];
     if (v === null || v === undefined) continue;
     if (!FIELD_KEY.test(key)) {
-      issues.push(`data.${show(key)}: field names must start with a letter and hold only letters, digits and _ (at most 64)`);
+      issues.push(`data.${show(key)}: field names must start with a letter and hold only letters, digits and _ (at most 128)`);
       continue;
     }
     const n = toNumber(v);

@@ -4,11 +4,17 @@ import type { Logger } from '../log/index.js';
 import type { PointSink } from '../write/sink.js';
 import type { FlattenOptions } from '../flatten/flatten.js';
 import { retryDelay, type RetryPolicy } from '../queue/retry.js';
+import { Quarantine } from '../queue/quarantine.js';
 import { createProcessor, type ProcessResult } from './processor.js';
 
 export interface WorkerOptions {
   queueName: string;
   concurrency: number;
+  batchLines: number;
+  /** How long a job stays locked to a worker that stopped answering before another takes it. */
+  lockDurationMs: number;
+  /** Times a job may be found stalled (its worker died) before it becomes a dead letter. */
+  maxStalls: number;
   retry: RetryPolicy;
   flatten: FlattenOptions;
   sink: PointSink;
@@ -17,10 +23,23 @@ export interface WorkerOptions {
 
 /** Pulls jobs from the queue and writes their points; run as many replicas as the store can take. */
 export function startWorker(redis: Redis, opts: WorkerOptions): Worker {
-  const processor = createProcessor({ sink: opts.sink, flatten: opts.flatten, retrySpanMs: opts.retry.spanMs });
+  const quarantine = new Quarantine(redis, opts.queueName);
+  const processor = createProcessor({
+    sink: opts.sink,
+    flatten: opts.flatten,
+    batchLines: opts.batchLines,
+    retrySpanMs: opts.retry.spanMs,
+    quarantine: async (entries) => {
+      await quarantine.add(entries);
+      opts.log.warn({ refused: entries.length, first: entries[0]?.reason }, 'InfluxDB refused points; quarantined');
+    },
+  });
   const worker = new Worker<unknown, ProcessResult>(opts.queueName, processor, {
     connection: redis,
     concurrency: opts.concurrency,
+    lockDuration: opts.lockDurationMs,
+    stalledInterval: Math.max(1_000, Math.round(opts.lockDurationMs / 2)),
+    maxStalledCount: opts.maxStalls,
     settings: { backoffStrategy: (attemptsMade) => retryDelay(opts.retry, attemptsMade) },
   });
   worker.on('completed', (job, res) => {

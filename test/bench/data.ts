@@ -1,0 +1,88 @@
+/**
+ * The benchmark's records: realistic gps and can push records from the emulator's fleet model
+ * (src/emulator), reproducible from their index alone, so the load process and the orchestrator
+ * produce the same records without passing them around.
+ *
+ * Record k belongs to vehicle k mod V and carries time T0 + 10·k ms: times are unique across a
+ * phase, so a record is identified in InfluxDB by its timestamp (the latency probe relies on it),
+ * and each vehicle reports every 10·V ms, as a fleet reporting every few seconds does.
+ */
+import { Fleet, type VehicleProfile } from '../../src/emulator/fleet.js';
+import { canRecordData } from '../../src/emulator/can.js';
+import { Rng, hash32, round } from '../../src/emulator/prng.js';
+import { CAN_FIELDS } from '../../src/validate/fields.js';
+
+export const T0 = 1_763_700_000_000;
+export const STEP_MS = 10;
+export const SEED = 20_261_121;
+
+export interface PushRecord {
+  vehicleno: string;
+  type: 'gps' | 'can';
+  data: Record<string, number>;
+}
+
+export class BenchData {
+  private readonly fleet: Fleet;
+  /** The same vehicles with a fully fitted battery: 16 cells, 6 sensors, 16 battery ids (all 69 CAN fields). */
+  private readonly full: VehicleProfile[];
+
+  constructor(readonly vehicles: number) {
+    this.fleet = Fleet.create({ seed: SEED, size: vehicles });
+    this.full = this.fleet.vehicles.map((v) => {
+      const rng = Rng.seeded(hash32(SEED, v.index, 69));
+      const b = v.battery;
+      return {
+        ...v,
+        battery: {
+          ...b,
+          cells: 16,
+          temperatureSensors: 6,
+          batteryIds: Array.from({ length: 16 }, (_, i) => b.batteryIds[i] ?? rng.int(1_000_000, 9_999_999)),
+          cellOffsets: Array.from({ length: 16 }, (_, i) => b.cellOffsets[i] ?? round(rng.range(-0.015, 0.015), 4)),
+          sensorOffsets: Array.from({ length: 6 }, (_, i) => b.sensorOffsets[i] ?? round(rng.range(-1.5, 1.5), 2)),
+        },
+      };
+    });
+  }
+
+  static timeOf(k: number): number {
+    return T0 + STEP_MS * k;
+  }
+
+  static indexOf(time: number): number {
+    return (time - T0) / STEP_MS;
+  }
+
+  /**
+   * Mixed traffic: about half gps, half can; a can record carries the varying subset of its
+   * parameters a BMS sends (the emulator's rule), always with `soc` so every can point is counted
+   * by `count(soc)`.
+   */
+  mixed(k: number): PushRecord {
+    const v = this.fleet.vehicles[k % this.vehicles]!;
+    const t = BenchData.timeOf(k);
+    if (hash32(SEED, k) % 2 === 0) return { vehicleno: v.vehicleno, type: 'gps', data: { ...this.fleet.gpsAt(v, t) } };
+    const state = this.fleet.canStateAt(v, t);
+    const data: Record<string, number> = canRecordData(state, Rng.seeded(hash32(SEED, k, 1)));
+    if (data.soc === undefined) data.soc = state.soc!;
+    return { vehicleno: v.vehicleno, type: 'can', data };
+  }
+
+  /** A can record with every one of the spec's 69 CAN fields (68 parameters and time). */
+  fullCan(k: number): PushRecord {
+    const v = this.full[k % this.vehicles]!;
+    const state = this.fleet.canStateAt(v, BenchData.timeOf(k));
+    const data: Record<string, number> = { time: state.time! };
+    for (const f of CAN_FIELDS) {
+      const x = state[f];
+      if (x === undefined) throw new Error(`fleet state lacks ${f}`);
+      data[f] = x;
+    }
+    return { vehicleno: v.vehicleno, type: 'can', data };
+  }
+
+  record(kind: 'mixed' | 'fullCan', k: number): PushRecord {
+    return kind === 'mixed' ? this.mixed(k) : this.fullCan(k);
+  }
+}

@@ -1,0 +1,213 @@
+/**
+ * The load generator, run as its own process (forked by run.ts) so it never shares an event loop
+ * with what it measures. It takes one command at a time over IPC and answers with what it saw.
+ * Times are wall-clock milliseconds (performance.timeOrigin + now()), comparable across processes.
+ */
+import { BenchData, type PushRecord } from './data.js';
+import { buildRequest, Connection, type Answer } from './http.js';
+import { validateRecord } from '../../src/validate/record.js';
+import { flattenRecords } from '../../src/flatten/flatten.js';
+
+export type Kind = 'mixed' | 'fullCan';
+
+export interface Target {
+  url: string;
+  path: string;
+  headers: Record<string, string>;
+}
+
+export type Command =
+  | { op: 'ceiling'; target: Target; kind: Kind; from: number; count: number; batchLines: number; concurrency: number }
+  | { op: 'bulk'; target: Target; kind: Kind; from: number; deliveries: number; size: number; concurrency: number }
+  | {
+      op: 'realtime';
+      target: Target;
+      kind: Kind;
+      from: number;
+      /** Most records to send. */
+      count: number;
+      connections: number;
+      /** Stop sending after this long (closed loop); undefined: send all `count`. */
+      durationMs?: number;
+      /** Open loop: record i is due at start + i / rate seconds, whatever the answers. */
+      rate?: number;
+      /** Keep each record's due time and answer time (open loop latency). */
+      keepTimes?: boolean;
+    };
+
+export interface LoadResult {
+  /** When the first request went out. */
+  start: number;
+  /** When the last answer came back. */
+  end: number;
+  requests: number;
+  /** Records in requests answered 2xx. */
+  records: number;
+  statuses: Record<string, number>;
+  /** A sample of non-2xx answers. */
+  errors: string[];
+  /** Per request: the time the request was due (open loop) or sent; and when answered; -1 when not sent. */
+  sentAt?: Float64Array;
+  answeredAt?: Float64Array;
+  /** Request latencies in ms, sorted. */
+  latencies: number[];
+}
+
+const now = (): number => performance.timeOrigin + performance.now();
+
+function connectionsFor(url: string, n: number): Connection[] {
+  const u = new URL(url);
+  return Array.from({ length: n }, () => new Connection(u.hostname, Number(u.port)));
+}
+
+function requestFor(target: Target, body: string): Buffer {
+  const u = new URL(target.url);
+  return buildRequest({ path: target.path, host: u.host, headers: target.headers, body });
+}
+
+class Tally {
+  requests = 0;
+  records = 0;
+  statuses: Record<string, number> = {};
+  errors: string[] = [];
+  latencies: number[] = [];
+  add(a: Answer | Error, records: number, ms: number): void {
+    this.requests++;
+    const key = a instanceof Error ? 'error' : String(a.status);
+    this.statuses[key] = (this.statuses[key] ?? 0) + 1;
+    if (!(a instanceof Error) && a.status >= 200 && a.status < 300) {
+      this.records += records;
+      this.latencies.push(ms);
+    } else if (this.errors.length < 5) {
+      this.errors.push(a instanceof Error ? a.message : `${a.status} ${a.body.toString().slice(0, 300)}`);
+    }
+  }
+}
+
+/** Sends `requests` over `concurrency` connections, each taking the next one as soon as it is free. */
+async function closedLoop(
+  url: string,
+  concurrency: number,
+  requests: Array<{ raw: Buffer; records: number }>,
+  durationMs?: number,
+): Promise<LoadResult> {
+  const conns = connectionsFor(url, concurrency);
+  const tally = new Tally();
+  let next = 0;
+  const start = now();
+  const stopAt = durationMs === undefined ? Infinity : start + durationMs;
+  let end = start;
+  await Promise.all(
+    conns.map(async (c) => {
+      while (next < requests.length && now() < stopAt) {
+        const r = requests[next++]!;
+        const t = now();
+        const a = await c.request(r.raw).catch((e: Error) => e);
+        end = now();
+        tally.add(a, r.records, end - t);
+      }
+      c.close();
+    }),
+  );
+  tally.latencies.sort((a, b) => a - b);
+  return { start, end, ...tally };
+}
+
+/** Open loop: request i is due at start + i/rate; a late connection delays it, and the delay counts. */
+async function openLoop(url: string, connections: number, requests: Array<{ raw: Buffer; records: number }>, rate: number): Promise<LoadResult> {
+  const free = connectionsFor(url, connections);
+  const all = [...free];
+  const tally = new Tally();
+  const sentAt = new Float64Array(requests.length).fill(-1);
+  const answeredAt = new Float64Array(requests.length).fill(-1);
+  const start = now() + 20;
+  let next = 0;
+  let inFlight = 0;
+  let end = start;
+  await new Promise<void>((resolve) => {
+    const pump = (): void => {
+      const t = now();
+      while (next < requests.length && free.length > 0 && start + (next * 1000) / rate <= t) {
+        const i = next++;
+        const due = start + (i * 1000) / rate;
+        const c = free.pop()!;
+        sentAt[i] = due;
+        inFlight++;
+        void c.request(requests[i]!.raw).then(
+          (a) => done(i, c, a),
+          (e: Error) => done(i, c, e),
+        );
+      }
+      if (next >= requests.length) {
+        if (inFlight === 0) resolve();
+        return;
+      }
+      const wait = start + (next * 1000) / rate - now();
+      if (free.length > 0) setTimeout(pump, Math.max(0, Math.min(wait, 5)));
+    };
+    const done = (i: number, c: Connection, a: Answer | Error): void => {
+      inFlight--;
+      end = now();
+      answeredAt[i] = end;
+      tally.add(a, requests[i]!.records, end - sentAt[i]!);
+      free.push(c);
+      if (next >= requests.length) {
+        if (inFlight === 0) resolve();
+      } else if (free.length === 1) pump();
+    };
+    setTimeout(pump, Math.max(0, start - now()));
+  });
+  for (const c of all) c.close();
+  tally.latencies.sort((a, b) => a - b);
+  return { start, end, ...tally, sentAt, answeredAt };
+}
+
+function records(data: BenchData, kind: Kind, from: number, count: number): PushRecord[] {
+  const out: PushRecord[] = [];
+  for (let k = from; k < from + count; k++) out.push(data.record(kind, k));
+  return out;
+}
+
+let data: BenchData | undefined;
+
+async function run(cmd: Command): Promise<LoadResult> {
+  data ??= new BenchData(Number(process.env.BENCH_VEHICLES ?? 500));
+  switch (cmd.op) {
+    case 'ceiling': {
+      // The very lines a worker would write for these records: validated, then serialized by src/flatten.
+      const lines: string[] = [];
+      for (const r of records(data, cmd.kind, cmd.from, cmd.count)) {
+        const v = validateRecord(r, BenchData.timeOf(0));
+        if (!v.ok) throw new Error(v.error);
+        lines.push(...flattenRecords([v.record], { temperatureSentinels: [-40] }).lines);
+      }
+      const reqs: Array<{ raw: Buffer; records: number }> = [];
+      for (let i = 0; i < lines.length; i += cmd.batchLines) {
+        const batch = lines.slice(i, i + cmd.batchLines);
+        reqs.push({ raw: requestFor(cmd.target, batch.join('\n')), records: batch.length });
+      }
+      return closedLoop(cmd.target.url, cmd.concurrency, reqs);
+    }
+    case 'bulk': {
+      const reqs: Array<{ raw: Buffer; records: number }> = [];
+      for (let d = 0; d < cmd.deliveries; d++) {
+        const bulkData = records(data, cmd.kind, cmd.from + d * cmd.size, cmd.size);
+        reqs.push({ raw: requestFor(cmd.target, JSON.stringify({ bulkData })), records: cmd.size });
+      }
+      return closedLoop(cmd.target.url, cmd.concurrency, reqs);
+    }
+    case 'realtime': {
+      const reqs = records(data, cmd.kind, cmd.from, cmd.count).map((r) => ({ raw: requestFor(cmd.target, JSON.stringify(r)), records: 1 }));
+      if (cmd.rate !== undefined) return openLoop(cmd.target.url, cmd.connections, reqs, cmd.rate);
+      return closedLoop(cmd.target.url, cmd.connections, reqs, cmd.durationMs);
+    }
+  }
+}
+
+process.on('message', (msg: { id: number; cmd: Command }) => {
+  run(msg.cmd).then(
+    (result) => process.send!({ id: msg.id, result }),
+    (err: Error) => process.send!({ id: msg.id, error: err.stack ?? String(err) }),
+  );
+});
+process.on('disconnect', () => process.exit(0));

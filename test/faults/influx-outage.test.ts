@@ -1,0 +1,39 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { Queue } from 'bullmq';
+import { runFeed } from '../../src/emulator/feed.js';
+import { countPoints } from '../harness/reconcile.js';
+import { waitUntil } from '../harness/service.js';
+import { startStack, TOKEN, type Stack } from './stack.js';
+
+let stack: Stack;
+beforeAll(async () => {
+  stack = await startStack();
+});
+afterAll(async () => stack?.stop());
+
+it('InfluxDB down: the receiver keeps accepting, jobs retry with backoff past many attempts, and everything lands after it returns', async () => {
+  const receiver = await stack.spawn('receiver');
+  const worker = await stack.spawn('worker');
+  await stack.influx.stopServer();
+  await waitUntil(async () => (await fetch(`${worker.url}/readyz`)).status === 503, 10_000, 'worker not ready without InfluxDB');
+
+  const feed = await runFeed({ url: receiver.url, token: TOKEN, mode: 'mixed', bulkSize: 100, count: 600, rate: 300, vehicles: 8, seed: 11 });
+  expect(feed.acknowledged.length).toBe(600);
+  expect(feed.failedDeliveries).toBe(0);
+
+  // Retries are bounded by time (RETRY_SPAN, hours), not a small count: after ~10 s of outage with
+  // delays capped at 1 s, jobs have failed many times and none has become a dead letter.
+  await new Promise((r) => setTimeout(r, 10_000));
+  const queue = new Queue(stack.env.QUEUE_NAME!, { connection: { url: stack.redis.url } });
+  const jobs = await queue.getJobs(['delayed', 'wait', 'active']);
+  expect(jobs.length).toBeGreaterThan(0);
+  expect(Math.max(...jobs.map((j) => j.attemptsMade))).toBeGreaterThanOrEqual(5);
+  expect(await queue.getFailedCount()).toBe(0);
+  expect(await countPoints(stack.influx.rawUrl, stack.db)).toBe(0);
+
+  await stack.influx.startServer();
+  const r = await stack.settle(feed.acknowledged);
+  expect(r).toEqual({ expected: 600, missing: [], wrong: [], extra: 0 });
+  expect(await queue.getFailedCount()).toBe(0);
+  await queue.close();
+}, 90_000);

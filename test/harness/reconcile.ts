@@ -1,0 +1,73 @@
+import { influxQL } from '../../src/devstack/influxd.js';
+
+/** A push record as a sender sends it. */
+export interface SentRecord {
+  vehicleno: string;
+  type: string;
+  data: Record<string, unknown>;
+}
+
+export interface Reconciliation {
+  expected: number;
+  missing: string[];
+  wrong: string[];
+  /** Points in InfluxDB that no acknowledged record accounts for (duplicates or strays). */
+  extra: number;
+}
+
+const key = (type: string, vehicleno: string, time: number) => `${type}|${vehicleno}|${time}`;
+
+/**
+ * Every acknowledged record must be a point with exactly its values, and InfluxDB must hold no
+ * other point: none missing, none duplicated. Records are assumed to carry `time` (the emulator's do).
+ */
+/**
+ * The README's rule, written out again here as an independent oracle: a cell temperature is not
+ * stored when its sensor number is beyond no_of_temperature_sensors or its value is the -40 sentinel.
+ */
+export function unusedSensor(field: string, rec: SentRecord): boolean {
+  const m = /^cell_temperature_(\d\d)$/.exec(field);
+  if (!m || rec.type !== 'can') return false;
+  const count = rec.data.no_of_temperature_sensors;
+  return (count !== undefined && Number(m[1]) > Number(count)) || Number(rec.data[field]) === -40;
+}
+
+export async function reconcile(rawUrl: string, db: string, acked: readonly SentRecord[]): Promise<Reconciliation> {
+  const want = new Map<string, SentRecord>();
+  for (const r of acked) want.set(key(r.type, r.vehicleno, Number(r.data.time)), r);
+  const points = new Map<string, Record<string, unknown>>();
+  for (const m of ['gps', 'can']) {
+    for (const row of await influxQL(rawUrl, db, `SELECT * FROM "${m}"`)) {
+      points.set(key(m, String(row.vehicleno), Number(row.time)), row);
+    }
+  }
+  const missing: string[] = [];
+  const wrong: string[] = [];
+  for (const [k, rec] of want) {
+    const p = points.get(k);
+    if (!p) {
+      missing.push(k);
+      continue;
+    }
+    for (const [f, v] of Object.entries(rec.data)) {
+      if (f === 'time') continue;
+      const stored = p[f] ?? null;
+      if (unusedSensor(f, rec)) {
+        if (stored !== null) wrong.push(`${k} ${f}: unused sensor reading ${String(v)} was stored`);
+      } else if (stored !== Number(v)) wrong.push(`${k} ${f}: sent ${String(v)}, stored ${String(stored)}`);
+    }
+    for (const [f, v] of Object.entries(p)) {
+      if (f !== 'time' && f !== 'vehicleno' && v !== null && !(f in rec.data)) wrong.push(`${k} ${f}: stored ${String(v)} but never sent`);
+    }
+  }
+  let extra = 0;
+  for (const k of points.keys()) if (!want.has(k)) extra++;
+  return { expected: want.size, missing, wrong, extra };
+}
+
+/** Points in both measurements (rows of `SELECT *`: CAN points share no field to count by). */
+export async function countPoints(rawUrl: string, db: string): Promise<number> {
+  let n = 0;
+  for (const m of ['gps', 'can']) n += (await influxQL(rawUrl, db, `SELECT * FROM "${m}"`).catch(() => [])).length;
+  return n;
+}
