@@ -32,6 +32,10 @@ function ping(port: number): Promise<boolean> {
 }
 
 /** A private redis-server on a free loopback port, configured as BullMQ requires (noeviction). */
+/**
+ * With `appendonly`, every write is fsynced before Redis answers (`appendfsync always`), so an
+ * acknowledged push survives even a SIGKILL of Redis or a power loss.
+ */
 export async function startRedis(opts: { appendonly?: boolean; maxmemory?: string } = {}): Promise<LocalRedis> {
   const bin = which('redis-server');
   if (!bin) throw new Error('redis-server not found: apt-get install -y redis-server');
@@ -39,7 +43,7 @@ export async function startRedis(opts: { appendonly?: boolean; maxmemory?: strin
   const dir = mkdtempSync(join(tmpdir(), 'telematics-redis-'));
   const args = [
     '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '',
-    '--appendonly', opts.appendonly ? 'yes' : 'no', '--appendfsync', 'everysec',
+    '--appendonly', opts.appendonly ? 'yes' : 'no', '--appendfsync', 'always',
     '--maxmemory-policy', 'noeviction', '--daemonize', 'no', '--loglevel', 'warning',
     ...(opts.maxmemory ? ['--maxmemory', opts.maxmemory] : []),
   ];

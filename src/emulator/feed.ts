@@ -192,7 +192,7 @@ export class PushFeed {
     this.fleet = config.fleet ?? Fleet.create({ seed, size: config.vehicles ?? 10 });
     this.rng = Rng.seeded(hash32(seed, 0xfeed));
     this.now = config.now ?? Date.now;
-    this.fetchFn = config.fetch ?? fetch;
+    this.fetchFn = config.fetch ?? ((input, init) => fetch(input, init));
   }
 
   async run(): Promise<FeedResult> {

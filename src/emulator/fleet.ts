@@ -119,14 +119,15 @@ interface Located {
   frac: number;
 }
 
-export interface GpsData {
+/** A type alias, not an interface, so that it is assignable to Record<string, unknown>. */
+export type GpsData = {
   lat: number;
   lng: number;
   alti: number;
   speed: number;
   ignstatus: 0 | 1;
   time: number;
-}
+};
 
 /** Every CAN parameter the vehicle has at an instant; a push record carries a subset (see can.ts). */
 export type CanState = Record<string, number>;

@@ -92,7 +92,8 @@ export class UpstreamClient {
     this.backoffMs = opts.backoffMs ?? 250;
     this.maxBackoffMs = opts.maxBackoffMs ?? 4_000;
     this.timeUnit = opts.timeUnit ?? 'ms';
-    this.fetchFn = opts.fetch ?? fetch;
+    // Wrapped: some fetch implementations refuse to be called as a method of another object.
+    this.fetchFn = opts.fetch ?? ((input, init) => fetch(input, init));
   }
 
   async listVehicles(call?: CallOptions): Promise<Vehicle[]> {

@@ -12,7 +12,7 @@ export interface ServiceProcess {
 
 /** The service as operators run it: `telematics-ingest <mode>` in its own process. */
 export async function spawnService(mode: 'all' | 'receiver' | 'worker', env: Record<string, string>): Promise<ServiceProcess> {
-  const port = await freePort();
+  const port = env.PORT ? Number(env.PORT) : await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cmd/ingest.ts', mode], {
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,0 +1,433 @@
+/**
+ * `npm run bench [-- --smoke] [-- --workers N]`: the pipeline measured against the limits of the
+ * machine it runs on, in one run, as ratios. Starts its own redis-server and influxd (src/devstack),
+ * the service as separate receiver and worker processes, a bare Hono endpoint, and a load
+ * generator in a process of its own; prints one table. See docs/benchmarks.md.
+ */
+import { cpus, totalmem } from 'node:os';
+import { Redis } from 'ioredis';
+import { startRedis, type LocalRedis } from '../../src/devstack/redis.js';
+import { startInflux, type LocalInflux } from '../../src/devstack/influxd.js';
+import { ensureDebianPackages } from '../../src/devstack/process.js';
+import { BenchData } from './data.js';
+import { spawnNode, startLoader, type Loader, type Proc } from './procs.js';
+import type { Command, Kind, LoadResult, Target } from './load.js';
+
+const argv = process.argv.slice(2);
+const flag = (name: string): boolean => argv.includes(`--${name}`);
+const opt = (name: string, dflt: number): number => {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(argv[i + 1]) : dflt;
+};
+
+const SMOKE = flag('smoke');
+const P = {
+  vehicles: opt('vehicles', SMOKE ? 50 : 500),
+  workers: opt('workers', 1),
+  workerConcurrency: opt('worker-concurrency', 4),
+  ceilingRecords: opt('ceiling-records', SMOKE ? 2_000 : 200_000),
+  ceilingConcurrency: opt('ceiling-concurrency', 2),
+  bulkDeliveries: opt('bulk-deliveries', SMOKE ? 3 : 200),
+  bulkConcurrency: opt('bulk-concurrency', 4),
+  realtimeRecords: opt('realtime-records', SMOKE ? 300 : 60_000),
+  senders: opt('senders', SMOKE ? 16 : 64),
+  acceptMs: opt('accept-ms', SMOKE ? 300 : 5_000),
+  latencyMs: opt('latency-ms', SMOKE ? 500 : 10_000),
+  memoryDeliveries: opt('memory-deliveries', SMOKE ? 2 : 20),
+  timeoutMs: SMOKE ? 20_000 : 180_000,
+};
+const TOKEN = 'bench-push-token-0123456789abcdef';
+const DB = 'bench_e2e';
+const CEILING_DB = 'bench_ceiling';
+const QUEUE = 'bench-q';
+
+const now = (): number => performance.timeOrigin + performance.now();
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const log = (m: string): void => {
+  process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${m}\n`);
+};
+
+// ---------------------------------------------------------------------------------- InfluxDB reads
+
+interface Series {
+  name: string;
+  columns: string[];
+  values: unknown[][];
+}
+async function influxQL(rawUrl: string, db: string, q: string): Promise<Series[][]> {
+  const res = await fetch(`${rawUrl}/query?db=${encodeURIComponent(db)}&epoch=ms`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ q }).toString(),
+  });
+  const body = (await res.json()) as { results?: Array<{ series?: Series[]; error?: string }>; error?: string };
+  const err = body.error ?? body.results?.find((r) => r.error)?.error;
+  if (!res.ok || err) throw new Error(`InfluxQL ${q}: ${err ?? res.status}`);
+  return (body.results ?? []).map((r) => r.series ?? []);
+}
+
+const window = (from: number, to: number) => `time >= ${BenchData.timeOf(from)}ms AND time < ${BenchData.timeOf(to)}ms`;
+
+/** Points of records [from, to) queryable now: every gps point has `lat`, every can point `soc`. */
+async function countPoints(rawUrl: string, db: string, from: number, to: number): Promise<number> {
+  const w = window(from, to);
+  const results = await influxQL(rawUrl, db, `SELECT count(lat) FROM gps WHERE ${w}; SELECT count(soc) FROM can WHERE ${w}`);
+  let n = 0;
+  for (const series of results) for (const s of series) for (const v of s.values) n += Number(v[1] ?? 0);
+  return n;
+}
+
+/** Polls until `expected` points of [from, to) are queryable; returns when the poll that saw them answered. */
+async function waitForPoints(rawUrl: string, db: string, from: number, to: number, expected: number, intervalMs = 50): Promise<number> {
+  const deadline = Date.now() + P.timeoutMs;
+  let seen = 0;
+  while (Date.now() < deadline) {
+    const t = now();
+    seen = await countPoints(rawUrl, db, from, to);
+    if (seen >= expected) return now();
+    const spent = now() - t;
+    if (spent < intervalMs) await sleep(intervalMs - spent);
+  }
+  throw new Error(`only ${seen} of ${expected} records of [${from}, ${to}) reached InfluxDB within ${P.timeoutMs} ms`);
+}
+
+/**
+ * Latency probe: polls for the points of [from, to) not seen yet (records carry unique times, so
+ * a time names a record) and notes when each first became queryable (the answer time of the poll).
+ */
+function probeVisibility(rawUrl: string, db: string, from: number, to: number, intervalMs = 20) {
+  const seenAt = new Float64Array(to - from).fill(-1);
+  let missing = to - from;
+  let lowest = from;
+  let stop = false;
+  const done = (async () => {
+    const deadline = Date.now() + P.timeoutMs + P.latencyMs;
+    while (!stop && missing > 0 && Date.now() < deadline) {
+      const t = now();
+      const w = window(lowest, to);
+      const results = await influxQL(rawUrl, db, `SELECT lat FROM gps WHERE ${w}; SELECT soc FROM can WHERE ${w}`);
+      const answered = now();
+      for (const series of results) {
+        for (const s of series) {
+          for (const v of s.values) {
+            const i = BenchData.indexOf(Number(v[0])) - from;
+            if (seenAt[i] === -1) {
+              seenAt[i] = answered;
+              missing--;
+            }
+          }
+        }
+      }
+      while (lowest < to && seenAt[lowest - from] !== -1) lowest++;
+      const spent = now() - t;
+      if (spent < intervalMs) await sleep(intervalMs - spent);
+    }
+  })();
+  return {
+    seenAt,
+    async finish(): Promise<number> {
+      await done;
+      stop = true;
+      return missing;
+    },
+    cancel() {
+      stop = true;
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------- helpers
+
+function pct(sorted: ArrayLike<number>, p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+function checkAll2xx(what: string, r: LoadResult): void {
+  const bad = Object.entries(r.statuses).filter(([s]) => !s.startsWith('2'));
+  if (bad.length > 0) throw new Error(`${what}: non-2xx answers ${JSON.stringify(r.statuses)}; e.g. ${r.errors.join(' | ')}`);
+}
+
+async function redisUsedMemory(redis: Redis): Promise<number> {
+  const info = await redis.info('memory');
+  return Number(/used_memory:(\d+)/.exec(info)![1]);
+}
+
+const fmt = (n: number, digits = 0): string =>
+  Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : 'n/a';
+const mb = (b: number): string => `${fmt(b / 1_048_576, 0)} MiB`;
+
+interface Row {
+  n: string;
+  what: string;
+  value: string;
+  reference: string;
+  ratio: string;
+  target: string;
+  ok?: boolean;
+}
+
+function table(rows: Row[]): string {
+  const head: Row = { n: '#', what: 'Measure', value: 'Result', reference: 'Compared with', ratio: 'Ratio', target: 'Target' };
+  const cols: Array<keyof Omit<Row, 'ok'>> = ['n', 'what', 'value', 'reference', 'ratio', 'target'];
+  const cell = (r: Row, c: keyof Omit<Row, 'ok'>) => (c === 'target' && r.ok !== undefined ? `${r.target} ${r.ok ? 'met' : 'NOT MET'}` : r[c]);
+  const lines = [head, ...rows].map((r) => `| ${cols.map((c) => cell(r, c)).join(' | ')} |`);
+  lines.splice(1, 0, `|${cols.map(() => '---').join('|')}|`);
+  return lines.join('\n');
+}
+
+// ---------------------------------------------------------------------------------- the run
+
+async function main(): Promise<void> {
+  ensureDebianPackages(
+    [
+      { bin: 'redis-server', pkg: 'redis-server' },
+      { bin: 'influxd', pkg: 'influxdb' },
+    ],
+    log,
+  );
+  const started = new Date();
+  let redis: LocalRedis | undefined;
+  let influx: LocalInflux | undefined;
+  let loader: Loader | undefined;
+  let redisClient: Redis | undefined;
+  const procs: Proc[] = [];
+  const profDir = process.env.BENCH_CPU_PROF;
+  const nodeArgs = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
+  const stopProc = async (p: Proc) => {
+    await p.stop();
+    procs.splice(procs.indexOf(p), 1);
+  };
+
+  try {
+    [redis, influx] = await Promise.all([startRedis(), startInflux()]);
+    redisClient = new Redis(redis.url);
+    loader = startLoader({ BENCH_VEHICLES: String(P.vehicles) });
+    await influx.createDatabase(DB);
+    await influx.createDatabase(CEILING_DB);
+    const raw = influx.rawUrl;
+    const load = (cmd: Command) => loader!.run(cmd);
+    const frontTarget = (db: string): Target => ({
+      url: influx!.url,
+      path: `/api/v2/write?bucket=${db}&precision=ms`,
+      headers: { Authorization: `Token ${influx!.token}`, 'Content-Type': 'text/plain; charset=utf-8' },
+    });
+    const pushHeaders = { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' };
+    let next = 0; // record indices handed to the service so far, in this DB
+    let delivered = 0; // records the service answered 2xx for
+
+    // (1) Storage ceiling: the same kind of records, serialized by src/flatten, through the same front.
+    log(`storage ceiling: ${P.ceilingRecords} records in 5000-line batches, ${P.ceilingConcurrency} at a time`);
+    await load({ op: 'ceiling', target: frontTarget(CEILING_DB), kind: 'mixed', from: 10_000_000, count: Math.min(20_000, P.ceilingRecords), batchLines: 5_000, concurrency: P.ceilingConcurrency }); // warm-up
+    const ceil = await load({ op: 'ceiling', target: frontTarget(CEILING_DB), kind: 'mixed', from: 0, count: P.ceilingRecords, batchLines: 5_000, concurrency: P.ceilingConcurrency });
+    checkAll2xx('ceiling', ceil);
+    const ceilEnd = await waitForPoints(raw, CEILING_DB, 0, P.ceilingRecords, P.ceilingRecords);
+    const ceilingRate = P.ceilingRecords / ((ceilEnd - ceil.start) / 1000);
+    log(`ceiling ${fmt(ceilingRate)} records/s`);
+
+    // The service: one receiver process, worker processes started later.
+    const env: Record<string, string> = {
+      REDIS_URL: redis.url,
+      QUEUE_NAME: QUEUE,
+      INFLUX_URL: influx.url,
+      INFLUX_TOKEN: influx.token,
+      INFLUX_BUCKET: DB,
+      PUSH_TOKENS: TOKEN,
+      LOG_LEVEL: 'warn',
+      WORKER_CONCURRENCY: String(P.workerConcurrency),
+    };
+    const receiver = await spawnNode('receiver', 'src/cmd/ingest.ts', ['receiver'], env, nodeArgs);
+    procs.push(receiver);
+    const bare = await spawnNode('bare', 'test/bench/bare.ts', [], {}, []);
+    procs.push(bare);
+    const rt = (url: string): Target => ({ url, path: '/push/realtime', headers: pushHeaders });
+
+    // (3) Receiver vs bare Hono, realtime single records, closed loop, no worker running.
+    const accept = async (url: string, toService: boolean) => {
+      const from = toService ? next : 50_000_000;
+      const warm = await load({ op: 'realtime', target: rt(url), kind: 'mixed', from, count: 1_000_000, connections: P.senders, durationMs: Math.min(1_000, P.acceptMs) });
+      checkAll2xx('accept warm-up', warm);
+      const r = await load({ op: 'realtime', target: rt(url), kind: 'mixed', from: from + warm.requests, count: 1_000_000, connections: P.senders, durationMs: P.acceptMs });
+      checkAll2xx('accept', r);
+      if (toService) {
+        next += warm.requests + r.requests;
+        delivered += warm.records + r.records;
+      }
+      return { rate: r.requests / ((r.end - r.start) / 1000), r };
+    };
+    log(`accept rate: ${P.senders} senders, ${P.acceptMs} ms each, bare Hono then receiver`);
+    const bareAccept = await accept(bare.url, false);
+    await stopProc(bare);
+    const recvAccept = await accept(receiver.url, true);
+    log(`bare ${fmt(bareAccept.rate)} req/s, receiver ${fmt(recvAccept.rate)} req/s`);
+
+    // (5) Redis bytes per queued full CAN record, workers not running yet.
+    await sleep(200);
+    const memFrom = next;
+    const memRecords = P.memoryDeliveries * 1_000;
+    const before = await redisUsedMemory(redisClient);
+    const mem = await load({ op: 'bulk', target: { url: receiver.url, path: '/push/bulk', headers: pushHeaders }, kind: 'fullCan', from: memFrom, deliveries: P.memoryDeliveries, size: 1_000, concurrency: 2 });
+    checkAll2xx('memory', mem);
+    const after = await redisUsedMemory(redisClient);
+    next += memRecords;
+    delivered += mem.records;
+    const bytesPerRecord = (after - before) / memRecords;
+    const jobPayload = await redisClient.hget(`bull:${QUEUE}:${(await redisClient.lrange(`bull:${QUEUE}:wait`, 0, 0))[0]}`, 'data');
+    log(`redis ${fmt(bytesPerRecord, 1)} bytes per full CAN record; last job payload ${jobPayload?.length ?? 0} chars`);
+
+    // Workers drain what the accept and memory phases queued (and warm up doing so).
+    const workers: Proc[] = [];
+    for (let i = 0; i < P.workers; i++) {
+      const w = await spawnNode(`worker${i + 1}`, 'src/cmd/ingest.ts', ['worker'], env, nodeArgs);
+      procs.push(w);
+      workers.push(w);
+    }
+    log(`draining ${delivered} queued records`);
+    await waitForPoints(raw, DB, 0, next, delivered, 200);
+
+    // (2a) End to end, bulk deliveries of 1000 mixed records.
+    const bulkFrom = next;
+    const bulkRecords = P.bulkDeliveries * 1_000;
+    log(`end-to-end bulk: ${P.bulkDeliveries} deliveries of 1000, ${P.bulkConcurrency} at a time`);
+    const bulk = await load({ op: 'bulk', target: { url: receiver.url, path: '/push/bulk', headers: pushHeaders }, kind: 'mixed', from: bulkFrom, deliveries: P.bulkDeliveries, size: 1_000, concurrency: P.bulkConcurrency });
+    checkAll2xx('bulk', bulk);
+    next += bulkRecords;
+    delivered += bulk.records;
+    const bulkEnd = await waitForPoints(raw, DB, bulkFrom, next, bulkRecords);
+    const bulkRate = bulkRecords / ((bulkEnd - bulk.start) / 1000);
+    log(`bulk ${fmt(bulkRate)} records/s end to end (accepted at ${fmt(bulkRecords / ((bulk.end - bulk.start) / 1000))}/s)`);
+
+    // (2b) End to end, realtime single records from many senders.
+    const rtFrom = next;
+    log(`end-to-end realtime: ${P.realtimeRecords} single records, ${P.senders} senders`);
+    const rtRun = await load({ op: 'realtime', target: rt(receiver.url), kind: 'mixed', from: rtFrom, count: P.realtimeRecords, connections: P.senders });
+    checkAll2xx('realtime', rtRun);
+    next += P.realtimeRecords;
+    delivered += rtRun.records;
+    const rtEnd = await waitForPoints(raw, DB, rtFrom, next, P.realtimeRecords);
+    const rtRate = P.realtimeRecords / ((rtEnd - rtRun.start) / 1000);
+    log(`realtime ${fmt(rtRate)} records/s end to end (accepted at ${fmt(P.realtimeRecords / ((rtRun.end - rtRun.start) / 1000))}/s)`);
+
+    // (4) Push → queryable latency of realtime records at half the highest sustained realtime rate.
+    const latRate = rtRate / 2;
+    const latCount = Math.max(50, Math.round((latRate * P.latencyMs) / 1000));
+    const latFrom = next;
+    log(`latency: ${latCount} realtime records at ${fmt(latRate)}/s (open loop)`);
+    const probe = probeVisibility(raw, DB, latFrom, latFrom + latCount);
+    let lat: LoadResult;
+    try {
+      lat = await load({ op: 'realtime', target: rt(receiver.url), kind: 'mixed', from: latFrom, count: latCount, connections: P.senders, rate: latRate });
+      checkAll2xx('latency', lat);
+    } catch (err) {
+      probe.cancel();
+      throw err;
+    }
+    next += latCount;
+    delivered += lat.records;
+    const missing = await probe.finish();
+    if (missing > 0) throw new Error(`latency phase: ${missing} of ${latCount} records never became queryable`);
+    const latencies = Array.from(probe.seenAt, (t, i) => t - lat.sentAt![i]!).sort((a, b) => a - b);
+    const acks = lat.latencies;
+    log(`latency p50 ${fmt(pct(latencies, 50))} ms, p99 ${fmt(pct(latencies, 99))} ms (2xx p50 ${fmt(pct(acks, 50), 1)} ms, p99 ${fmt(pct(acks, 99), 1)} ms)`);
+
+    // Every record the service answered 2xx for is in InfluxDB.
+    const total = await countPoints(raw, DB, 0, next);
+    const everyRecord = total === delivered && delivered === next;
+
+    const receiverRss = receiver.rss();
+    const workerRss = workers.map((w) => w.rss());
+    const rows: Row[] = [
+      {
+        n: '1',
+        what: `Storage ceiling: line protocol written straight to InfluxDB through the same /api/v2/write front, 5000-line batches, ${P.ceilingConcurrency} concurrent`,
+        value: `${fmt(ceilingRate)} records/s`,
+        reference: '',
+        ratio: '',
+        target: '',
+      },
+      {
+        n: '2a',
+        what: 'End to end, bulk: 1000 mixed gps+can records per push, receiver → Redis → workers → InfluxDB, until queryable',
+        value: `${fmt(bulkRate)} records/s`,
+        reference: `ceiling ${fmt(ceilingRate)}/s`,
+        ratio: `${fmt((100 * bulkRate) / ceilingRate)} %`,
+        target: '≥ 80 %',
+        ok: bulkRate >= 0.8 * ceilingRate,
+      },
+      {
+        n: '2b',
+        what: `End to end, realtime: single records from ${P.senders} concurrent senders, until queryable`,
+        value: `${fmt(rtRate)} records/s`,
+        reference: `ceiling ${fmt(ceilingRate)}/s`,
+        ratio: `${fmt((100 * rtRate) / ceilingRate)} %`,
+        target: '',
+      },
+      {
+        n: '3',
+        what: `Receiver: realtime pushes answered 202 (each after Redis confirmed its enqueue), ${P.senders} senders`,
+        value: `${fmt(recvAccept.rate)} req/s`,
+        reference: `bare Hono ${fmt(bareAccept.rate)} req/s`,
+        ratio: `${fmt((100 * recvAccept.rate) / bareAccept.rate)} %`,
+        target: '≥ 60 %',
+        ok: recvAccept.rate >= 0.6 * bareAccept.rate,
+      },
+      {
+        n: '4',
+        what: `Latency push → queryable, realtime at ${fmt(latRate)} records/s (half of 2b), ${latCount} records`,
+        value: `p50 ${fmt(pct(latencies, 50))} ms, p99 ${fmt(pct(latencies, 99))} ms`,
+        reference: `202 answered: p50 ${fmt(pct(acks, 50), 1)} ms, p99 ${fmt(pct(acks, 99), 1)} ms`,
+        ratio: '',
+        target: 'p99 ≤ 1000 ms',
+        ok: pct(latencies, 99) <= 1000,
+      },
+      {
+        n: '5a',
+        what: 'Redis memory per queued CAN record with all 69 spec fields (used_memory delta, workers stopped, 1000-record pushes)',
+        value: `${fmt(bytesPerRecord, 0)} bytes`,
+        reference: `JSON push ${fmt(Buffer.byteLength(JSON.stringify(new BenchData(P.vehicles).fullCan(0))))} bytes`,
+        ratio: '',
+        target: '≤ 300 bytes',
+        ok: bytesPerRecord <= 300,
+      },
+      {
+        n: '5b',
+        what: `Worker RSS (${P.workers} process${P.workers > 1 ? 'es' : ''}, concurrency ${P.workerConcurrency}): at the end / peak`,
+        value: workerRss.map((r) => `${mb(r.now)} / ${mb(r.peak)}`).join(', '),
+        reference: '',
+        ratio: '',
+        target: '',
+      },
+      {
+        n: '5c',
+        what: 'Receiver RSS: at the end / peak',
+        value: `${mb(receiverRss.now)} / ${mb(receiverRss.peak)}`,
+        reference: '',
+        ratio: '',
+        target: '',
+      },
+    ];
+
+    const machine = `${cpus().length} cores (${cpus()[0]?.model.trim() ?? '?'}), ${fmt(totalmem() / 2 ** 30, 1)} GiB, node ${process.version}`;
+    process.stdout.write(`\ntelematics-ingest benchmark${SMOKE ? ' (smoke: tiny counts, numbers meaningless)' : ''} — ${started.toISOString()}\n`);
+    process.stdout.write(`machine: ${machine}; redis-server and influxd 1.6.7 on the same machine, loopback only\n`);
+    process.stdout.write(`records: ${P.vehicles} vehicles, fleet model of src/emulator; ${P.workers} worker process(es)\n\n`);
+    process.stdout.write(`${table(rows)}\n\n`);
+    process.stdout.write(`every record reached InfluxDB: ${everyRecord ? 'yes' : 'NO'} (${total} of ${delivered} acknowledged, ${next} sent)\n`);
+    process.stdout.write(`BENCH_RESULT ${JSON.stringify({ smoke: SMOKE, everyRecord, total, delivered, ceilingRate, bulkRate, rtRate, bareRate: bareAccept.rate, receiverRate: recvAccept.rate, p50: pct(latencies, 50), p99: pct(latencies, 99), bytesPerRecord, receiverRss, workerRss })}\n`);
+    if (!everyRecord) process.exitCode = 1;
+  } finally {
+    for (const p of [...procs].reverse()) await p.stop().catch(() => {});
+    loader?.stop();
+    redisClient?.disconnect();
+    await influx?.stop().catch(() => {});
+    await redis?.stop().catch(() => {});
+  }
+}
+
+main().then(
+  () => process.exit(),
+  (err: unknown) => {
+    process.stderr.write(`benchmark failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  },
+);
