@@ -11,7 +11,7 @@
  * against the store.
  */
 import { z } from 'zod';
-import { backoffDelay, isRetryableStatus, isTimeoutError, parseRetryAfter, sleep } from '../upstream/retry.js';
+import { backoffDelay, errorText, isRetryableStatus, isTimeoutError, parseRetryAfter, sleep } from '../upstream/retry.js';
 import { canRecordData } from './can.js';
 import { Fleet } from './fleet.js';
 import { spoil } from './invalid.js';
@@ -195,7 +195,12 @@ export class PushFeed {
     this.fetchFn = config.fetch ?? ((input, init) => fetch(input, init));
   }
 
+  private ran = false;
+
+  /** Runs the feed to its end. Once per PushFeed: the result accumulates. */
   async run(): Promise<FeedResult> {
+    if (this.ran) throw new Error('a PushFeed runs once; create another');
+    this.ran = true;
     const { mode, rate, bulkSize, concurrency } = this.opts;
     const count = this.config.count ?? (this.config.durationMs === undefined ? 1000 : Infinity);
     const started = Date.now();
@@ -299,7 +304,7 @@ export class PushFeed {
       }
       return { kind: 'answer', status: res.status, body: parsed, retryAfterMs: parseRetryAfter(res.headers.get('retry-after')) };
     } catch (e) {
-      return { kind: 'error', error: isTimeoutError(e) ? 'timeout' : `network error: ${e instanceof Error ? e.message : String(e)}` };
+      return { kind: 'error', error: isTimeoutError(e) ? 'timeout' : `network error: ${errorText(e)}` };
     }
   }
 

@@ -8,7 +8,7 @@
  */
 import { z } from 'zod';
 import { UpstreamError, UpstreamProtocolError, UpstreamTransportError } from './errors.js';
-import { backoffDelay, isRetryableStatus, isTimeoutError, parseRetryAfter, sleep } from './retry.js';
+import { backoffDelay, errorText, isRetryableStatus, isTimeoutError, parseRetryAfter, sleep } from './retry.js';
 import {
   type CommandType,
   type Operation,
@@ -207,7 +207,7 @@ export class UpstreamClient {
           continue;
         }
         const kind = isTimeoutError(e) ? 'timeout' : 'network';
-        const what = kind === 'timeout' ? `timed out after ${this.timeoutMs} ms` : `network error: ${describe(e)}`;
+        const what = kind === 'timeout' ? `timed out after ${this.timeoutMs} ms` : `network error: ${errorText(e)}`;
         throw new UpstreamTransportError(op, kind, what, undefined, { cause: e });
       }
       if (isRetryableStatus(status) && !last) {
@@ -254,12 +254,4 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
-}
-
-function describe(e: unknown): string {
-  if (e instanceof Error) {
-    const cause = e.cause instanceof Error ? `: ${e.cause.message}` : '';
-    return `${e.message}${cause}`;
-  }
-  return String(e);
 }

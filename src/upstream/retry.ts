@@ -47,3 +47,9 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 export function isTimeoutError(e: unknown): boolean {
   return e instanceof Error && e.name === 'TimeoutError';
 }
+
+/** "fetch failed: connect ECONNREFUSED 127.0.0.1:9": fetch hides the useful part in `cause`. */
+export function errorText(e: unknown): string {
+  if (!(e instanceof Error)) return String(e);
+  return e.cause instanceof Error ? `${e.message}: ${e.cause.message}` : e.message;
+}

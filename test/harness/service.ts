@@ -30,7 +30,7 @@ export async function waitUntil(cond: () => Promise<boolean>, timeoutMs: number,
 }
 
 /** The real service, in-process, on the run's Redis and InfluxDB, with its own queue and database. */
-export async function startTestService(env: Record<string, string> = {}): Promise<TestService> {
+export async function startTestService(env: Record<string, string> = {}, opts: { createDatabase?: boolean } = {}): Promise<TestService> {
   const db = uniqueName('tele');
   const cfg = loadConfig({
     PORT: '0',
@@ -46,7 +46,7 @@ export async function startTestService(env: Record<string, string> = {}): Promis
     RETRY_MAX_DELAY: '2s',
     ...env,
   });
-  await influxQuery(cfg.INFLUX_BUCKET, `CREATE DATABASE "${cfg.INFLUX_BUCKET}"`);
+  if (opts.createDatabase !== false) await influxQuery(cfg.INFLUX_BUCKET, `CREATE DATABASE "${cfg.INFLUX_BUCKET}"`);
   const svc = await startService(cfg, createLogger(cfg.LOG_LEVEL));
   const query = (q: string) => influxQuery(cfg.INFLUX_BUCKET, q);
   await waitUntil(async () => (await fetch(`${svc.url}/readyz`)).status === 200, 15_000, 'service ready');

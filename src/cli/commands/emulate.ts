@@ -40,7 +40,16 @@ Prints the base URL (use it as UPSTREAM_URL) and runs until SIGINT/SIGTERM.
     if (timeUnit !== 'ms' && timeUnit !== 's') throw new UsageError(`--time-unit must be ms or s, not "${timeUnit}"`, this.name);
     const givenToken = values.token ?? io.env.EMULATOR_TOKEN;
     const { startEmulator } = await import('../../emulator/app.js');
-    const emu = await startEmulator({ port, host: values.host ?? '127.0.0.1', seed, vehicles, timeUnit, ...(givenToken ? { token: givenToken } : {}) });
+    const host = values.host ?? '127.0.0.1';
+    const emu = await startEmulator({ port, host, seed, vehicles, timeUnit, ...(givenToken ? { token: givenToken } : {}) }).catch(
+      (e: unknown) => {
+        const code = (e as { code?: unknown }).code;
+        if (code === 'EADDRINUSE' || code === 'EADDRNOTAVAIL' || code === 'EACCES') {
+          throw new UsageError(`cannot listen on ${host}:${port}: ${code}`, 'emulate');
+        }
+        throw e;
+      },
+    );
     // A token the user chose is theirs to keep quiet; the default one is public anyway.
     const tokenNote = givenToken ? '(the one given)' : emu.token;
     if (values.json) printJson(io.stdout, { url: emu.url, seed, vehicles, timeUnit });
