@@ -70,13 +70,6 @@ afterAll(async () => {
 });
 
 describe.concurrent('telematics as a child process', () => {
-  it('has --help at top level', async () => {
-    const top = await run(['--help']);
-    expect(top.code).toBe(0);
-    expect(top.stdout).toMatch(/^Usage: telematics <command> \[options\]\n/);
-    expect(top.stdout).toContain('  2    usage error');
-  });
-
   it('vehicles --json prints the fleet', async () => {
     const r = await run(['vehicles', '--json']);
     expect(r).toEqual({ code: 0, stdout: `${JSON.stringify(v.map((vehicleno) => ({ vehicleno })), null, 2)}\n`, stderr: '' });
@@ -92,7 +85,7 @@ describe.concurrent('telematics as a child process', () => {
     const json = await run([...args, '--json']);
     expect(json.code).toBe(0);
     expect(JSON.parse(json.stdout)).toEqual(expected.map((r) => ({ time: r.time, value: r.value, unit: 'percent' })));
-    const text = await run(args);
+    const text = await runHere(args);
     expect(text.stdout.split('\n')).toEqual([
       'TIME                  VALUE  UNIT',
       ...expected.map((r) => `${new Date(r.time).toISOString().replace('.000Z', 'Z')}  ${r.value.toFixed(2).padStart(5)}  percent`),
@@ -188,6 +181,13 @@ describe.concurrent('telematics as a child process', () => {
 });
 
 describe.concurrent('telematics in process', () => {
+  it('has --help at top level', async () => {
+    const top = await runHere(['--help']);
+    expect(top.code).toBe(0);
+    expect(top.stdout).toMatch(/^Usage: telematics <command> \[options\]\n/);
+    expect(top.stdout).toContain('  2    usage error');
+  });
+
   it('has --help on every command', async () => {
     for (const c of COMMANDS) {
       const h = await runHere([c.name, '--help']);

@@ -3,7 +3,7 @@ import { Queue } from 'bullmq';
 import { runFeed } from '../../src/emulator/feed.js';
 import { countPoints } from '../harness/reconcile.js';
 import { waitUntil } from '../harness/service.js';
-import { startStack, TOKEN, type Stack } from './stack.js';
+import { startStack, TOKEN, type Stack } from '../harness/stack.js';
 
 let stack: Stack;
 beforeAll(async () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { runFeed } from '../../src/emulator/feed.js';
 import { freePort } from '../../src/devstack/process.js';
-import { startStack, TOKEN, type Stack } from './stack.js';
+import { startStack, TOKEN, type Stack } from '../harness/stack.js';
 
 let stack: Stack;
 beforeAll(async () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { runFeed } from '../../src/emulator/feed.js';
 import { reconcile } from '../harness/reconcile.js';
 import { waitUntil } from '../harness/service.js';
-import { startStack, TOKEN, type Stack } from './stack.js';
+import { startStack, TOKEN, type Stack } from '../harness/stack.js';
 
 let stack: Stack;
 beforeAll(async () => {

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { freePort, stopProcess } from '../../src/devstack/process.js';
-import { waitUntil } from './service.js';
+import { waitUntil } from './wait.js';
 
 export interface ServiceProcess {
   url: string;

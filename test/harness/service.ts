@@ -4,6 +4,9 @@ import { loadConfig, type Config } from '../../src/config/index.js';
 import { createLogger } from '../../src/log/index.js';
 import { startService, type RunningService } from '../../src/service/index.js';
 import { influxQuery, type Row } from './influx.js';
+import { waitUntil } from './wait.js';
+
+export { waitUntil };
 
 export const TEST_TOKEN = 'test-push-token-0123456789';
 
@@ -18,15 +21,6 @@ export interface TestService extends RunningService {
 
 export function uniqueName(prefix: string): string {
   return `${prefix}_${randomBytes(4).toString('hex')}`;
-}
-
-export async function waitUntil(cond: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await cond().catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
 }
 
 /** The real service, in-process, on the run's Redis and InfluxDB, with its own queue and database. */

@@ -1,9 +1,11 @@
 import { startRedis, type LocalRedis } from '../../src/devstack/redis.js';
 import { startInflux, type LocalInflux } from '../../src/devstack/influxd.js';
-import { spawnService, type ServiceProcess } from '../harness/proc.js';
-import { uniqueName } from '../harness/service.js';
-import { countPoints, reconcile, type SentRecord } from '../harness/reconcile.js';
-import { waitUntil } from '../harness/service.js';
+import { spawnService, type ServiceProcess } from './proc.js';
+import { countPoints, reconcile, type SentRecord } from './reconcile.js';
+import { waitUntil } from './wait.js';
+import { randomBytes } from 'node:crypto';
+
+const uniqueName = (prefix: string) => `${prefix}_${randomBytes(4).toString('hex')}`;
 
 export const TOKEN = 'fault-test-token-0123456789abcdef';
 
