@@ -86,6 +86,13 @@ const env = z.object({
     .default([-40]),
 
   SHUTDOWN_GRACE: duration.default(25_000),
+
+  UPSTREAM_URL: url.optional(),
+  UPSTREAM_TOKEN: z.string().default(''),
+  UPSTREAM_TIME_UNIT: z.enum(['ms', 's']).default('ms'),
+  FUEL_SYNC_INTERVAL: duration.default(15 * 60_000),
+  FUEL_SYNC_LOOKBACK: duration.default(24 * 3_600_000),
+  FUEL_UNITS: list.pipe(z.array(z.enum(['litres', 'percent'])).min(1, 'name litres, percent or both')).default(['litres']),
 });
 
 export type Config = z.output<typeof env>;
@@ -116,6 +123,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   if (cfg.PUSH_TOKENS.some((t) => t.length < 16)) {
     problems.push('PUSH_TOKENS: every token must be at least 16 characters long');
   }
+  if (cfg.UPSTREAM_URL && !cfg.UPSTREAM_TOKEN) problems.push('UPSTREAM_TOKEN: required when UPSTREAM_URL is set');
   if (cfg.RETRY_MAX_DELAY < cfg.RETRY_BASE_DELAY) problems.push('RETRY_MAX_DELAY: must not be below RETRY_BASE_DELAY');
   if (problems.length > 0) throw new ConfigError(problems);
   return cfg;
@@ -126,6 +134,7 @@ export function redactedConfig(cfg: Config): Record<string, unknown> {
   return {
     ...cfg,
     INFLUX_TOKEN: cfg.INFLUX_TOKEN ? '[set]' : '[empty]',
+    UPSTREAM_TOKEN: cfg.UPSTREAM_TOKEN ? '[set]' : '[empty]',
     PUSH_TOKENS: `[${cfg.PUSH_TOKENS.length} token(s)]`,
     REDIS_URL: cfg.REDIS_URL.replace(/\/\/[^@/]*@/, '//[credentials]@'),
   };

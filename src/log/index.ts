@@ -19,6 +19,8 @@ export function createLogger(level: string, name = 'telematics-ingest'): Logger 
         '*.headers.authorization',
         '*.headers["x-api-key"]',
         'INFLUX_TOKEN',
+        'UPSTREAM_TOKEN',
+        '*.UPSTREAM_TOKEN',
         'PUSH_TOKENS',
         '*.INFLUX_TOKEN',
         '*.PUSH_TOKENS',

@@ -12,6 +12,8 @@ import { Admission } from '../queue/admission.js';
 import type { RetryPolicy } from '../queue/retry.js';
 import { InfluxSink } from '../write/influx.js';
 import { startWorker } from '../worker/index.js';
+import { UpstreamClient } from '../upstream/index.js';
+import { scheduleFuelSync, syncFuel } from '../sync/fuel.js';
 import { checkRedisSettings } from './redisChecks.js';
 
 export interface RunningService {
@@ -97,6 +99,22 @@ export async function startService(cfg: Config, log: Logger): Promise<RunningSer
     });
     checks.push({ name: 'influxdb', check: () => sink.ready() });
     closers.push(() => worker!.close(), () => sink.close());
+
+    if (cfg.UPSTREAM_URL) {
+      const client = new UpstreamClient({ baseUrl: cfg.UPSTREAM_URL, token: cfg.UPSTREAM_TOKEN, timeUnit: cfg.UPSTREAM_TIME_UNIT });
+      const fuelRedis = workerRedis;
+      const fuel = await scheduleFuelSync(fuelRedis, cfg.QUEUE_NAME, cfg.FUEL_SYNC_INTERVAL, () =>
+        syncFuel({
+          client,
+          sink,
+          redis: fuelRedis,
+          watermarkKey: `${cfg.QUEUE_NAME}:fuel:watermarks`,
+          units: cfg.FUEL_UNITS,
+          lookbackMs: cfg.FUEL_SYNC_LOOKBACK,
+          maxRangeMs: 24 * 3_600_000,
+        }), log);
+      closers.unshift(() => fuel.close());
+    }
   }
 
   const app = createApp({ push, health: healthRoutes(checks) });

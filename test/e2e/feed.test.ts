@@ -1,0 +1,33 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { inject } from 'vitest';
+import { Redis } from 'ioredis';
+import { runFeed } from '../../src/emulator/feed.js';
+import { Quarantine } from '../../src/queue/quarantine.js';
+import { countPoints, reconcile } from '../harness/reconcile.js';
+import { startTestService, TEST_TOKEN, waitUntil, type TestService } from '../harness/service.js';
+
+let svc: TestService;
+beforeAll(async () => {
+  svc = await startTestService();
+});
+afterAll(async () => svc?.close());
+
+it('emulator feed → receiver → workers → InfluxDB: every acknowledged record is stored with its values, every refused one is quarantined', async () => {
+  const feed = await runFeed({ url: svc.url, token: TEST_TOKEN, mode: 'mixed', bulkSize: 150, count: 3_000, rate: Infinity, concurrency: 6, vehicles: 40, seed: 99, invalidRatio: 0.02 });
+  expect(feed.failedDeliveries).toBe(0);
+  expect(feed.injectedInvalid).toBeGreaterThan(0);
+  // Exactly the records spoiled on purpose were refused; every valid one was acknowledged.
+  expect(feed.rejected.every((r) => r.injected)).toBe(true);
+  expect(feed.acknowledged.length + feed.rejected.length + feed.acknowledgedInvalid.length).toBe(3_000);
+
+  const raw = inject('influxRawUrl');
+  const want = new Set(feed.acknowledged.map((r) => `${r.type}|${r.vehicleno}|${r.data.time}`)).size;
+  await waitUntil(async () => (await countPoints(raw, svc.cfg.INFLUX_BUCKET)) >= want, 30_000, 'all points');
+  expect(await reconcile(raw, svc.cfg.INFLUX_BUCKET, feed.acknowledged)).toEqual({ expected: want, missing: [], wrong: [], extra: 0 });
+
+  const redis = new Redis(svc.cfg.REDIS_URL);
+  const held = await new Quarantine(redis, svc.cfg.QUEUE_NAME).list({ count: 10_000 });
+  redis.disconnect();
+  const heldRaw = new Set(held.map((e) => e.raw));
+  for (const r of feed.rejected) expect(heldRaw.has(JSON.stringify(r.record))).toBe(true);
+});
