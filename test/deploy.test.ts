@@ -1,14 +1,13 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { loadConfig } from '../src/config/index.js';
+import { CONFIG_KEYS, loadConfig } from '../src/config/index.js';
 
 /** No Docker engine runs here; these keep docker-compose.yml, deploy/ and .env.example true by reading them. */
 
 type Service = { command?: string[]; environment?: Record<string, string>; build?: { context: string; dockerfile: string }; image?: string; volumes?: string[]; deploy?: { replicas?: number } };
 const compose = parse(readFileSync('docker-compose.yml', 'utf8'), { merge: true }) as { services: Record<string, Service> };
 const services = compose.services;
-const CONFIG_KEYS = Object.keys(loadConfig({ PUSH_AUTH: 'none' }));
 
 describe('docker-compose.yml', () => {
   it('runs Redis with AOF persistence and noeviction, as BullMQ and "nothing lost" need', () => {

@@ -97,6 +97,9 @@ const env = z.object({
 
 export type Config = z.output<typeof env>;
 
+/** Every setting's name, as `.env.example` must list them. */
+export const CONFIG_KEYS: readonly string[] = Object.keys(env.shape);
+
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
     super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);

@@ -65,6 +65,7 @@ export async function spawnNode(name: string, script: string, args: string[], en
 
 /** The load generator in its own process; `run` sends it one command and waits for its result. */
 export interface Loader {
+  pid: number | undefined;
   run(cmd: Command): Promise<LoadResult>;
   stop(): void;
 }
@@ -90,6 +91,7 @@ export function startLoader(env: Record<string, string>): Loader {
     pending.clear();
   });
   return {
+    pid: child.pid,
     run(cmd) {
       const id = ++seq;
       return new Promise((resolve, reject) => {
