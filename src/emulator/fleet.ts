@@ -15,6 +15,7 @@
  */
 import { CITIES, type Point, distanceKm, lerp, offset, terrainMetres } from './geo.js';
 import { Rng, hash32, round, unitAt } from './prng.js';
+import { CAN_ALERT_FLAGS } from '../validate/fields.js';
 
 export const SEGMENT_MS = 30 * 60_000;
 export const READING_INTERVAL_MS = 5 * 60_000;
@@ -41,24 +42,8 @@ const SALT_CURRENT = 8;
 const SALT_ALERT = 9;
 const SALT_ALERT_FLAG = 10;
 
-/** The spec's alert flags, in its order (also in src/validate/fields.ts). */
-const ALERT_FLAGS = [
-  'alert_board_over_temp',
-  'alert_board_under_temp',
-  'alert_cell_conn_broken',
-  'alert_cell_diff_fault_battery_is_disbalanced',
-  'alert_cell_over_voltage_charged',
-  'alert_cell_under_voltage_discharged',
-  'alert_over_current_charging',
-  'alert_over_current_cont_charging',
-  'alert_over_current_discharging',
-  'alert_over_temp',
-  'alert_pack_ov_fault_total_pack_voltage_is_higher_than_set_threshold',
-  'alert_prl_fault_fault_in_battery_connected_in_parallel',
-  'alert_short_circuit',
-  'alert_thermal_runaway',
-  'alert_under_temp',
-] as const;
+/** The spec's alert flags, in its order. */
+const ALERT_FLAGS = CAN_ALERT_FLAGS;
 
 export type Activity = 'parked' | 'driving' | 'charging';
 

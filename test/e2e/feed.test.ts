@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { Redis } from 'ioredis';
 import { runFeed } from '../../src/emulator/feed.js';
-import { Quarantine } from '../../src/queue/quarantine.js';
 import { countPoints, reconcile } from '../harness/reconcile.js';
 import { startTestService, TEST_TOKEN, waitUntil, type TestService } from '../harness/service.js';
 
@@ -25,9 +23,7 @@ it('emulator feed → receiver → workers → InfluxDB: every acknowledged reco
   await waitUntil(async () => (await countPoints(raw, svc.cfg.INFLUX_BUCKET)) >= want, 30_000, 'all points');
   expect(await reconcile(raw, svc.cfg.INFLUX_BUCKET, feed.acknowledged)).toEqual({ expected: want, missing: [], wrong: [], extra: 0 });
 
-  const redis = new Redis(svc.cfg.REDIS_URL);
-  const held = await new Quarantine(redis, svc.cfg.QUEUE_NAME).list({ count: 10_000 });
-  redis.disconnect();
+  const held = await svc.quarantine.list({ count: 10_000 });
   const heldRaw = new Set(held.map((e) => e.raw));
   for (const r of feed.rejected) expect(heldRaw.has(JSON.stringify(r.record))).toBe(true);
 });

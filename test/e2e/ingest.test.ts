@@ -1,8 +1,6 @@
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
 import { CAN_FIELDS } from '../../src/validate/fields.js';
-import { Quarantine } from '../../src/queue/quarantine.js';
 import { startTestService, TEST_TOKEN, type TestService } from '../harness/service.js';
 
 const T0 = 1_763_700_000_000;
@@ -15,18 +13,11 @@ const gps = (vehicleno: string, time: number, extra: Record<string, unknown> = {
 const can = (vehicleno: string, data: Record<string, unknown>) => ({ vehicleno, type: 'can', data });
 
 let svc: TestService;
-let redis: Redis;
-let quarantine: Quarantine;
 
 beforeAll(async () => {
   svc = await startTestService();
-  redis = new Redis(svc.cfg.REDIS_URL);
-  quarantine = new Quarantine(redis, svc.cfg.QUEUE_NAME);
 });
-afterAll(async () => {
-  await svc?.close();
-  redis?.disconnect();
-});
+afterAll(async () => svc?.close());
 
 const json = async (res: Response) => (await res.json()) as { status: string; data: any; err: string; msg: string };
 
@@ -80,7 +71,7 @@ describe('bulk push', () => {
     await svc.waitForRows(`SELECT * FROM gps WHERE vehicleno = '${v}'`, 1);
     expect(await svc.waitForRows(`SELECT soc FROM can WHERE vehicleno = '${v}'`, 1)).toEqual([{ time: T0 + 101, soc: 50 }]);
 
-    const held = (await quarantine.list()).filter((e) => e.deliveryId === body.data.deliveryId);
+    const held = (await svc.quarantine.list()).filter((e) => e.deliveryId === body.data.deliveryId);
     expect(held.map((e) => ({ index: e.index, reason: e.reason, raw: JSON.parse(e.raw), route: e.route }))).toEqual([
       { index: 1, reason: 'data.lat: must be between -90 and 90', raw: bad1, route: '/push' },
       { index: 2, reason: 'type: expected "gps" or "can", got "obd"', raw: bad2, route: '/push' },
@@ -110,7 +101,7 @@ describe('realtime push', () => {
       err: 'invalid_record',
       msg: 'invalid record (quarantined): data.time: expected an epoch time in milliseconds, got 1763700000 (this looks like seconds)',
     });
-    const held = (await quarantine.list()).find((e) => e.deliveryId === res.headers.get('x-delivery-id'));
+    const held = (await svc.quarantine.list()).find((e) => e.deliveryId === res.headers.get('x-delivery-id'));
     expect(held && JSON.parse(held.raw)).toEqual(rec);
   });
 
@@ -223,7 +214,7 @@ describe('transport and authentication', () => {
     const body = await json(res);
     expect(body.err).toBe('invalid_json');
     expect(body.msg).toMatch(/^body is not valid JSON: /);
-    const held = (await quarantine.list()).find((e) => e.deliveryId === res.headers.get('x-delivery-id'));
+    const held = (await svc.quarantine.list()).find((e) => e.deliveryId === res.headers.get('x-delivery-id'));
     expect(held).toMatchObject({ index: -1, raw: '{"bulkData": [ oops', truncated: false, route: '/push' });
   });
 

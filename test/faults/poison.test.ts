@@ -1,26 +1,17 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
 import { inject } from 'vitest';
 import { encodeJob } from '../../src/queue/codec.js';
 import { JOB_NAME } from '../../src/queue/producer.js';
-import { Quarantine } from '../../src/queue/quarantine.js';
 import { startTestService, type TestService } from '../harness/service.js';
 
 const T0 = 1_763_700_000_000;
 let svc: TestService;
-let redis: Redis;
-let quarantine: Quarantine;
 
 beforeAll(async () => {
   svc = await startTestService();
-  redis = new Redis(svc.cfg.REDIS_URL);
-  quarantine = new Quarantine(redis, svc.cfg.QUEUE_NAME);
 });
-afterAll(async () => {
-  await svc?.close();
-  redis?.disconnect();
-});
+afterAll(async () => svc?.close());
 
 it('a field-type conflict made by another writer: the rest of the batch lands, the refused points are quarantined with InfluxDB’s error', async () => {
   // Another writer stores soc as an integer in the same measurement and shard.
@@ -45,9 +36,9 @@ it('a field-type conflict made by another writer: the rest of the batch lands, t
     { time: T0 + 3, battery_voltage: 51.2 },
   ]);
 
-  let held: Awaited<ReturnType<Quarantine['list']>> = [];
+  let held: Awaited<ReturnType<TestService['quarantine']['list']>> = [];
   for (let i = 0; i < 100 && held.length < 2; i++) {
-    held = (await quarantine.list()).filter((e) => e.stage === 'write');
+    held = (await svc.quarantine.list()).filter((e) => e.stage === 'write');
     await new Promise((r) => setTimeout(r, 100));
   }
   expect(held.map((e) => JSON.parse(e.raw))).toEqual([bulk[1], bulk[3]]);
@@ -76,7 +67,7 @@ it('a line InfluxDB cannot parse (a job from a faulty producer) is quarantined; 
   ]);
   let entry;
   for (let i = 0; i < 100 && !entry; i++) {
-    entry = (await quarantine.list()).find((e) => e.deliveryId === `job:${job.id}`);
+    entry = (await svc.quarantine.list()).find((e) => e.deliveryId === `job:${job.id}`);
     if (!entry) await new Promise((r) => setTimeout(r, 100));
   }
   expect(entry && JSON.parse(entry.raw)).toEqual({ vehicleno: 'M-bad\\', type: 'can', data: { soh: 91, time: T0 + 11 } });

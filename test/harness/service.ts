@@ -3,6 +3,8 @@ import { inject } from 'vitest';
 import { loadConfig, type Config } from '../../src/config/index.js';
 import { createLogger } from '../../src/log/index.js';
 import { startService, type RunningService } from '../../src/service/index.js';
+import { Redis } from 'ioredis';
+import { Quarantine } from '../../src/queue/quarantine.js';
 import { influxQuery, type Row } from './influx.js';
 import { waitUntil } from './wait.js';
 
@@ -12,6 +14,8 @@ export const TEST_TOKEN = 'test-push-token-0123456789';
 
 export interface TestService extends RunningService {
   cfg: Config;
+  /** The service's quarantine, read through a connection of the test's own. */
+  quarantine: Quarantine;
   /** InfluxQL against the real influxd, in this service's database. */
   query(q: string): Promise<Row[]>;
   /** Polls until `q` returns at least `n` rows (or fails after `timeoutMs`). */
@@ -43,10 +47,16 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
   if (opts.createDatabase !== false) await influxQuery(cfg.INFLUX_BUCKET, `CREATE DATABASE "${cfg.INFLUX_BUCKET}"`);
   const svc = await startService(cfg, createLogger(cfg.LOG_LEVEL));
   const query = (q: string) => influxQuery(cfg.INFLUX_BUCKET, q);
+  const redis = new Redis(cfg.REDIS_URL);
   await waitUntil(async () => (await fetch(`${svc.url}/readyz`)).status === 200, 15_000, 'service ready');
   return {
     ...svc,
     cfg,
+    quarantine: new Quarantine(redis, cfg.QUEUE_NAME),
+    async close() {
+      await svc.close();
+      redis.disconnect();
+    },
     query,
     async waitForRows(q, n, timeoutMs = 15_000) {
       const deadline = Date.now() + timeoutMs;
