@@ -36,7 +36,9 @@ export class Admission {
     return this.current;
   }
 
+  /** Idempotent: called again on every Redis reconnect. */
   start(): void {
+    if (this.timer) return;
     this.timer = setInterval(() => void this.sample(), this.opts.intervalMs);
     this.timer.unref();
     void this.sample();
@@ -44,6 +46,7 @@ export class Admission {
 
   stop(): void {
     clearInterval(this.timer);
+    this.timer = undefined;
   }
 
   /** One measurement; exposed so tests and start-up need not wait for the timer. */
