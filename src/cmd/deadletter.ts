@@ -56,7 +56,7 @@ async function main(argv: string[]): Promise<number> {
   const limit = values.limit === undefined ? 1000 : Number(values.limit);
   if (!Number.isInteger(limit) || limit < 1) throw new Usage('--limit must be a whole number above 0');
 
-  const cfg = loadConfig({ ...process.env, MODE: 'worker' });
+  const cfg = loadConfig({ ...process.env, SERVICE_MODE: 'worker' });
   const redis = new Redis(cfg.REDIS_URL, { maxRetriesPerRequest: 2, connectTimeout: 5_000 });
   redis.on('error', () => {});
   const producer = new Producer(redis, { queueName: cfg.QUEUE_NAME, maxRecordsPerJob: cfg.JOB_MAX_RECORDS, timeoutMs: cfg.ENQUEUE_TIMEOUT, retry: retryPolicy(cfg) });

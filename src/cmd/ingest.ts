@@ -3,7 +3,7 @@ import { ConfigError, loadConfig, MODES, redactedConfig, type Mode } from '../co
 import { createLogger } from '../log/index.js';
 import { startService } from '../service/index.js';
 
-/** `telematics-ingest [all|receiver|worker]`; the argument wins over MODE. */
+/** `telematics-ingest [all|receiver|worker]`; the argument wins over SERVICE_MODE. */
 async function main(): Promise<void> {
   const arg = process.argv[2];
   if (arg === '--help' || arg === '-h') {
@@ -16,7 +16,7 @@ async function main(): Promise<void> {
   }
   let cfg;
   try {
-    cfg = loadConfig({ ...process.env, ...(arg ? { MODE: arg } : {}) });
+    cfg = loadConfig({ ...process.env, ...(arg ? { SERVICE_MODE: arg } : {}) });
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);

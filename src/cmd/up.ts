@@ -4,6 +4,7 @@
  * (with its /api/v2/write front) when REDIS_URL / INFLUX_URL are not set, installing the
  * Debian packages first when run as root, then receiver and worker in one process; pushes a
  * sample and prints it as queried back from InfluxDB. Ctrl-C stops everything.
+ * `npm run up -- --feed [records/s]` also keeps the emulator's push feed running against it.
  */
 import { randomBytes } from 'node:crypto';
 import { loadConfig, redactedConfig } from '../config/index.js';
@@ -12,6 +13,7 @@ import { startService } from '../service/index.js';
 import { ensureDebianPackages, waitFor } from '../devstack/process.js';
 import { startRedis, type LocalRedis } from '../devstack/redis.js';
 import { influxQL, startInflux, type LocalInflux } from '../devstack/influxd.js';
+import { runFeed } from '../emulator/feed.js';
 
 const say = (m: string) => process.stdout.write(`${m}\n`);
 
@@ -55,14 +57,23 @@ async function main(): Promise<void> {
     say(`push token for this run: ${env.PUSH_TOKENS}`);
   }
 
-  const cfg = loadConfig(env);
+  let cfg;
+  try {
+    cfg = loadConfig(env);
+  } catch (err) {
+    await influx?.stop();
+    await redis?.stop();
+    throw err;
+  }
   const log = createLogger(cfg.LOG_LEVEL === 'info' ? 'warn' : cfg.LOG_LEVEL);
   log.debug({ config: redactedConfig(cfg) }, 'configuration');
   const service = await startService(cfg, log);
   say(`telematics-ingest (receiver + worker) at ${service.url}`);
   await waitFor('readiness (/readyz)', async () => (await fetch(`${service.url}/readyz`)).ok, 30_000);
 
+  const feedAbort = new AbortController();
   const stopAll = async () => {
+    feedAbort.abort();
     await service.close();
     await influx?.stop();
     await redis?.stop();
@@ -97,6 +108,12 @@ async function main(): Promise<void> {
   }
   if (rows.length < 4) say('  (not all sample points arrived within 15 s; check the logs above)');
   say(`\nPush more:\n  curl -X POST ${service.url}/push/realtime -H 'Authorization: Bearer ${token ?? ''}' -H 'Content-Type: application/json' \\\n    -d '{"vehicleno":"DEMO-003","type":"can","data":{"soc":55}}'`);
+  const feedAt = process.argv.indexOf('--feed');
+  if (feedAt >= 0) {
+    const rate = Number(process.argv[feedAt + 1] ?? '') || 50;
+    say(`\nemulator push feed: ${rate} records/s of 20 vehicles, bulk and realtime mixed`);
+    void runFeed({ url: service.url, token, mode: 'mixed', rate, durationMs: 7 * 86_400_000, vehicles: 20, signal: feedAbort.signal, maxAttempts: 20 });
+  }
   say('\nRunning; Ctrl-C stops the service and the private servers.');
 }
 

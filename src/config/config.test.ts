@@ -7,7 +7,7 @@ describe('loadConfig', () => {
   it('applies the documented defaults', () => {
     const cfg = loadConfig({ PUSH_TOKENS: TOKEN });
     expect(cfg).toMatchObject({
-      MODE: 'all',
+      SERVICE_MODE: 'all',
       PORT: 8080,
       REDIS_URL: 'redis://127.0.0.1:6379',
       INFLUX_URL: 'http://127.0.0.1:8086',
@@ -27,12 +27,12 @@ describe('loadConfig', () => {
 
   it('names every bad value at once', () => {
     try {
-      loadConfig({ PUSH_TOKENS: TOKEN, PORT: 'eighty', MODE: 'both', INFLUX_URL: 'localhost', WRITE_BATCH_LINES: '6000' });
+      loadConfig({ PUSH_TOKENS: TOKEN, PORT: 'eighty', SERVICE_MODE: 'both', INFLUX_URL: 'localhost', WRITE_BATCH_LINES: '6000' });
       expect.unreachable();
     } catch (e) {
       expect(e).toBeInstanceOf(ConfigError);
       expect((e as ConfigError).problems).toEqual([
-        'MODE: Invalid option: expected one of "all"|"receiver"|"worker"',
+        'SERVICE_MODE: Invalid option: expected one of "all"|"receiver"|"worker"',
         'PORT: expected a whole number',
         'INFLUX_URL: expected a URL such as http://127.0.0.1:8086',
         'WRITE_BATCH_LINES: Too big: expected number to be <=5000',
@@ -43,7 +43,7 @@ describe('loadConfig', () => {
   it('refuses to start a receiver with no token unless PUSH_AUTH=none', () => {
     expect(() => loadConfig({})).toThrow(/PUSH_TOKENS: set at least one token, or PUSH_AUTH=none/);
     expect(loadConfig({ PUSH_AUTH: 'none' }).PUSH_TOKENS).toEqual([]);
-    expect(loadConfig({ MODE: 'worker' }).MODE).toBe('worker');
+    expect(loadConfig({ SERVICE_MODE: 'worker' }).SERVICE_MODE).toBe('worker');
     expect(() => loadConfig({ PUSH_TOKENS: 'short' })).toThrow(/at least 16 characters/);
   });
 

@@ -46,7 +46,7 @@ export const MODES = ['all', 'receiver', 'worker'] as const;
 export type Mode = (typeof MODES)[number];
 
 const env = z.object({
-  MODE: z.enum(MODES).default('all'),
+  SERVICE_MODE: z.enum(MODES).default('all'),
   HOST: z.string().default('0.0.0.0'),
   PORT: int(0, 65_535).default(8080),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -120,7 +120,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   }
   const cfg = parsed.data;
   const problems: string[] = [];
-  if (cfg.PUSH_AUTH === 'token' && cfg.MODE !== 'worker' && cfg.PUSH_TOKENS.length === 0) {
+  if (cfg.PUSH_AUTH === 'token' && cfg.SERVICE_MODE !== 'worker' && cfg.PUSH_TOKENS.length === 0) {
     problems.push('PUSH_TOKENS: set at least one token, or PUSH_AUTH=none to accept unauthenticated pushes on purpose');
   }
   if (cfg.PUSH_TOKENS.some((t) => t.length < 16)) {

@@ -28,8 +28,8 @@ export function retryPolicy(cfg: Config): RetryPolicy {
 }
 
 export async function startService(cfg: Config, log: Logger): Promise<RunningService> {
-  const receives = cfg.MODE !== 'worker';
-  const works = cfg.MODE !== 'receiver';
+  const receives = cfg.SERVICE_MODE !== 'worker';
+  const works = cfg.SERVICE_MODE !== 'receiver';
   const checks: HealthCheck[] = [];
   const closers: Array<() => Promise<unknown>> = [];
 
@@ -124,7 +124,7 @@ export async function startService(cfg: Config, log: Logger): Promise<RunningSer
   const { port } = server.address() as AddressInfo;
   const host = cfg.HOST === '0.0.0.0' || cfg.HOST === '::' ? '127.0.0.1' : cfg.HOST;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  log.info({ mode: cfg.MODE, url, queue: cfg.QUEUE_NAME }, 'telematics-ingest started');
+  log.info({ mode: cfg.SERVICE_MODE, url, queue: cfg.QUEUE_NAME }, 'telematics-ingest started');
 
   let closing: Promise<void> | undefined;
   return {

@@ -20,6 +20,24 @@ export function buildRequest(opts: { method?: string; path: string; host: string
 }
 
 const CRLFCRLF = Buffer.from('\r\n\r\n');
+const CL = [Buffer.from('\r\ncontent-length: '), Buffer.from('\r\nContent-Length: ')];
+
+/** The Content-Length of a response head ending at `end`, or -1. */
+function contentLength(b: Buffer, end: number): number {
+  for (const key of CL) {
+    const at = b.indexOf(key);
+    if (at < 0 || at > end) continue;
+    let n = 0;
+    for (let i = at + key.length; i < end; i++) {
+      const c = b[i]!;
+      if (c < 48 || c > 57) break;
+      n = n * 10 + (c - 48);
+    }
+    return n;
+  }
+  const m = /\r\ncontent-length:\s*(\d+)/i.exec(b.subarray(0, end).toString('latin1'));
+  return m ? Number(m[1]) : -1;
+}
 
 export class Connection {
   private socket: Socket | undefined;
@@ -62,30 +80,29 @@ export class Connection {
     this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
     const end = this.buf.indexOf(CRLFCRLF);
     if (end < 0) return;
-    const head = this.buf.subarray(0, end).toString('latin1');
-    const status = Number(head.slice(9, 12));
-    const lower = head.toLowerCase();
-    const cl = /\r\ncontent-length:\s*(\d+)/.exec(lower);
+    // "HTTP/1.1 202 ...": the status is bytes 9-11.
+    const b = this.buf;
+    const status = (b[9]! - 48) * 100 + (b[10]! - 48) * 10 + (b[11]! - 48);
     let body: Buffer;
     let consumed: number;
-    if (cl) {
-      const len = Number(cl[1]);
-      if (this.buf.length < end + 4 + len) return;
-      body = this.buf.subarray(end + 4, end + 4 + len);
-      consumed = end + 4 + len;
-    } else if (lower.includes('\r\ntransfer-encoding: chunked')) {
+    const cl = contentLength(b, end);
+    if (cl >= 0) {
+      if (b.length < end + 4 + cl) return;
+      body = b.subarray(end + 4, end + 4 + cl);
+      consumed = end + 4 + cl;
+    } else if (b.subarray(0, end).toString('latin1').toLowerCase().includes('\r\ntransfer-encoding: chunked')) {
       const parts: Buffer[] = [];
       let at = end + 4;
       for (;;) {
-        const eol = this.buf.indexOf('\r\n', at);
+        const eol = b.indexOf('\r\n', at);
         if (eol < 0) return;
-        const size = parseInt(this.buf.subarray(at, eol).toString('latin1'), 16);
-        if (this.buf.length < eol + 2 + size + 2) return;
+        const size = parseInt(b.subarray(at, eol).toString('latin1'), 16);
+        if (b.length < eol + 2 + size + 2) return;
         if (size === 0) {
           at = eol + 4;
           break;
         }
-        parts.push(this.buf.subarray(eol + 2, eol + 2 + size));
+        parts.push(b.subarray(eol + 2, eol + 2 + size));
         at = eol + 2 + size + 2;
       }
       body = Buffer.concat(parts);
@@ -94,10 +111,11 @@ export class Connection {
       body = Buffer.alloc(0);
       consumed = end + 4;
     }
-    this.buf = this.buf.length === consumed ? Buffer.alloc(0) : Buffer.from(this.buf.subarray(consumed));
+    this.buf = b.length === consumed ? Buffer.alloc(0) : Buffer.from(b.subarray(consumed));
     const w = this.waiting;
     this.waiting = undefined;
-    w?.resolve({ status, body: Buffer.from(body) });
+    // The body is copied only when it will be looked at (errors).
+    w?.resolve({ status, body: status >= 200 && status < 300 ? body : Buffer.from(body) });
   }
 
   async request(raw: Buffer): Promise<Answer> {

@@ -18,7 +18,17 @@ export interface Target {
 
 export type Command =
   | { op: 'ceiling'; target: Target; kind: Kind; from: number; count: number; batchLines: number; concurrency: number }
-  | { op: 'bulk'; target: Target; kind: Kind; from: number; deliveries: number; size: number; concurrency: number }
+  | {
+      op: 'bulk';
+      target: Target;
+      kind: Kind;
+      from: number;
+      deliveries: number;
+      size: number;
+      concurrency: number;
+      /** Open loop, in records per second: delivery i is due at start + i·size / rate. */
+      rate?: number;
+    }
   | {
       op: 'realtime';
       target: Target;
@@ -197,7 +207,8 @@ function lazy(count: number, build: (i: number) => Req): Source {
 
 let data: BenchData | undefined;
 
-async function run(cmd: Command): Promise<LoadResult> {
+/** Builds the run's requests, waits for the go (so the meters see only the sending), then sends. */
+async function run(cmd: Command, ready: () => Promise<void>): Promise<LoadResult> {
   data ??= new BenchData(Number(process.env.BENCH_VEHICLES ?? 500));
   switch (cmd.op) {
     case 'ceiling': {
@@ -213,6 +224,7 @@ async function run(cmd: Command): Promise<LoadResult> {
         const batch = lines.slice(i, i + cmd.batchLines);
         reqs.push({ raw: requestFor(cmd.target, batch.join('\n')), records: batch.length });
       }
+      await ready();
       return closedLoop(cmd.target.url, cmd.concurrency, fromArray(reqs));
     }
     case 'bulk': {
@@ -221,22 +233,38 @@ async function run(cmd: Command): Promise<LoadResult> {
         const bulkData = records(data, cmd.kind, cmd.from + d * cmd.size, cmd.size);
         reqs.push({ raw: requestFor(cmd.target, JSON.stringify({ bulkData })), records: cmd.size });
       }
+      await ready();
+      if (cmd.rate !== undefined) return openLoop(cmd.target.url, cmd.concurrency, fromArray(reqs), cmd.rate / cmd.size);
       return closedLoop(cmd.target.url, cmd.concurrency, fromArray(reqs));
     }
     case 'realtime': {
       const pool: PushRecord[] = [];
       const d = data;
       const build = (i: number): Req => ({ raw: requestFor(cmd.target, JSON.stringify(recordAt(d, cmd.kind, cmd.from, i, pool))), records: 1 });
-      // A timed run builds its requests as it goes (a few µs each); a counted one builds them all first.
-      const reqs = cmd.durationMs !== undefined ? lazy(cmd.count, build) : fromArray(Array.from({ length: cmd.count }, (_, i) => build(i)));
+      // A timed run builds ahead what it will most likely send, and the rest as it goes.
+      const ahead = cmd.durationMs === undefined ? cmd.count : Math.min(cmd.count, Math.ceil((40_000 * cmd.durationMs) / 1000));
+      const built = Array.from({ length: ahead }, (_, i) => build(i));
+      const reqs: Source = ahead === cmd.count ? fromArray(built) : lazy(cmd.count, (i) => built[i] ?? build(i));
+      await ready();
       if (cmd.rate !== undefined) return openLoop(cmd.target.url, cmd.connections, reqs, cmd.rate);
       return closedLoop(cmd.target.url, cmd.connections, reqs, cmd.durationMs);
     }
   }
 }
 
-process.on('message', (msg: { id: number; cmd: Command }) => {
-  run(msg.cmd).then(
+const go = new Map<number, () => void>();
+process.on('message', (msg: { id: number; cmd?: Command; go?: true }) => {
+  if (msg.go) {
+    go.get(msg.id)?.();
+    go.delete(msg.id);
+    return;
+  }
+  const ready = () =>
+    new Promise<void>((resolve) => {
+      go.set(msg.id, resolve);
+      process.send!({ id: msg.id, ready: true });
+    });
+  run(msg.cmd!, ready).then(
     (result) => process.send!({ id: msg.id, result }),
     (err: Error) => process.send!({ id: msg.id, error: err.stack ?? String(err) }),
   );

@@ -66,7 +66,8 @@ export async function spawnNode(name: string, script: string, args: string[], en
 /** The load generator in its own process; `run` sends it one command and waits for its result. */
 export interface Loader {
   pid: number | undefined;
-  run(cmd: Command): Promise<LoadResult>;
+  /** Runs `cmd`; `onReady` is called once its requests are built, just before the first is sent. */
+  run(cmd: Command, onReady?: () => void): Promise<LoadResult>;
   stop(): void;
 }
 
@@ -79,9 +80,14 @@ export function startLoader(env: Record<string, string>): Loader {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   let seq = 0;
-  const pending = new Map<number, { resolve: (r: LoadResult) => void; reject: (e: Error) => void }>();
-  child.on('message', (m: { id: number; result?: LoadResult; error?: string }) => {
+  const pending = new Map<number, { resolve: (r: LoadResult) => void; reject: (e: Error) => void; onReady?: () => void }>();
+  child.on('message', (m: { id: number; result?: LoadResult; error?: string; ready?: true }) => {
     const p = pending.get(m.id);
+    if (m.ready) {
+      p?.onReady?.();
+      child.send({ id: m.id, go: true });
+      return;
+    }
     pending.delete(m.id);
     if (m.error !== undefined) p?.reject(new Error(`load generator: ${m.error}`));
     else p?.resolve(m.result!);
@@ -92,10 +98,10 @@ export function startLoader(env: Record<string, string>): Loader {
   });
   return {
     pid: child.pid,
-    run(cmd) {
+    run(cmd, onReady) {
       const id = ++seq;
       return new Promise((resolve, reject) => {
-        pending.set(id, { resolve, reject });
+        pending.set(id, { resolve, reject, onReady });
         child.send({ id, cmd });
       });
     },

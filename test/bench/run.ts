@@ -27,7 +27,7 @@ const P = {
   workers: opt('workers', 1),
   workerConcurrency: opt('worker-concurrency', 4),
   ceilingRecords: opt('ceiling-records', SMOKE ? 2_000 : 200_000),
-  ceilingConcurrency: opt('ceiling-concurrency', 2),
+  ceilingConcurrency: opt('ceiling-concurrency', 4),
   bulkDeliveries: opt('bulk-deliveries', SMOKE ? 3 : 200),
   bulkConcurrency: opt('bulk-concurrency', 4),
   realtimeRecords: opt('realtime-records', SMOKE ? 300 : 60_000),
@@ -187,17 +187,25 @@ const only = (() => {
 })();
 const want = (p: Phase): boolean => only.has(p);
 
+interface Latency {
+  rate: number;
+  count: number;
+  /** Push → queryable, ms, sorted. */
+  latencies: number[];
+  /** Push → 2xx, ms, sorted. */
+  acks: number[];
+}
+
 interface Measured {
   ceilingRate?: number;
   bulkRate?: number;
   rtRate?: number;
   bareRate?: number;
   receiverRate?: number;
-  latRate?: number;
-  latCount?: number;
-  latencies?: number[];
-  acks?: number[];
+  rtLatency?: Latency;
+  bulkLatency?: Latency;
   bytesPerRecord?: number;
+  jobDataBytes?: number;
   /** Per phase: records, wall seconds, CPU seconds per process. */
   cpu: Array<{ phase: string; records: number; seconds: number; cpu: Map<string, number> }>;
 }
@@ -225,13 +233,13 @@ async function main(): Promise<void> {
   const m: Measured = { cpu: [] };
 
   try {
-    [redis, influx] = await Promise.all([startRedis(), startInflux()]);
+    // Redis as the README asks production to run it: AOF on, fsynced before it answers.
+    [redis, influx] = await Promise.all([startRedis({ appendonly: !flag('no-aof') }), startInflux()]);
     redisClient = new Redis(redis.url);
     loader = startLoader({ BENCH_VEHICLES: String(P.vehicles) });
     await influx.createDatabase(DB);
     await influx.createDatabase(CEILING_DB);
     const raw = influx.rawUrl;
-    const load = (cmd: Command) => loader!.run(cmd);
     const frontTarget = (db: string): Target => ({
       url: influx!.url,
       path: `/api/v2/write?bucket=${db}&precision=ms`,
@@ -244,24 +252,30 @@ async function main(): Promise<void> {
     const servers = new Map<string, number | undefined>([
       ['influxd', childPids(process.pid, 'influxd')[0]],
       ['redis-server', childPids(process.pid, 'redis-server')[0]],
-      ['bench+v2 front', process.pid],
+      ['bench + v2 front', process.pid],
       ['load generator', loader.pid],
     ]);
     const meter = new CpuMeter(() => new Map([...servers, ...procs.map((p) => [p.name, p.child.pid] as [string, number | undefined])]));
-    const measure = async <T>(phase: string, records: () => number, f: () => Promise<T>): Promise<T> => {
+    /** Meters CPU and wall time from when the load generator starts sending (or from the start). */
+    const measure = async <T>(phase: string, records: (out: T) => number, f: (ready: () => void) => Promise<T>): Promise<T> => {
+      let t = now();
       meter.start();
-      const t = now();
-      const out = await f();
-      m.cpu.push({ phase, records: records(), seconds: (now() - t) / 1000, cpu: meter.stop() });
+      const out = await f(() => {
+        t = now();
+        meter.start();
+      });
+      m.cpu.push({ phase, records: records(out), seconds: (now() - t) / 1000, cpu: meter.stop() });
       return out;
     };
+    const load = (cmd: Command, ready?: () => void) => loader!.run(cmd, ready);
 
     // (1) Storage ceiling: the same kind of records, serialized by src/flatten, through the same front.
     if (want('ceiling')) {
       log(`storage ceiling: ${P.ceilingRecords} records in 5000-line batches, ${P.ceilingConcurrency} at a time`);
-      await load({ op: 'ceiling', target: frontTarget(CEILING_DB), kind: 'mixed', from: 10_000_000, count: Math.min(20_000, P.ceilingRecords), batchLines: 5_000, concurrency: P.ceilingConcurrency }); // warm-up
-      await measure('ceiling', () => P.ceilingRecords, async () => {
-        const ceil = await load({ op: 'ceiling', target: frontTarget(CEILING_DB), kind: 'mixed', from: 0, count: P.ceilingRecords, batchLines: 5_000, concurrency: P.ceilingConcurrency });
+      const cmd = { op: 'ceiling', target: frontTarget(CEILING_DB), kind: 'mixed', batchLines: 5_000, concurrency: P.ceilingConcurrency } as const;
+      await load({ ...cmd, from: 10_000_000, count: Math.min(20_000, P.ceilingRecords) }); // warm-up
+      await measure('ceiling', () => P.ceilingRecords, async (ready) => {
+        const ceil = await load({ ...cmd, from: 0, count: P.ceilingRecords }, ready);
         checkAll2xx('ceiling', ceil);
         const ceilEnd = await waitForPoints(raw, CEILING_DB, 0, P.ceilingRecords, P.ceilingRecords);
         m.ceilingRate = P.ceilingRecords / ((ceilEnd - ceil.start) / 1000);
@@ -283,6 +297,7 @@ async function main(): Promise<void> {
     const receiver = await spawnNode('receiver', 'src/cmd/ingest.ts', ['receiver'], env, nodeArgs);
     procs.push(receiver);
     const rt = (url: string): Target => ({ url, path: '/push/realtime', headers: pushHeaders });
+    const bulkTarget: Target = { url: receiver.url, path: '/push/bulk', headers: pushHeaders };
 
     // (3) Receiver vs bare Hono, realtime single records, closed loop, no worker running.
     if (want('accept')) {
@@ -290,12 +305,12 @@ async function main(): Promise<void> {
       procs.push(bare);
       const accept = async (url: string, toService: boolean) => {
         const from = toService ? next : 50_000_000;
-        const warm = await load({ op: 'realtime', target: rt(url), kind: 'mixed', from, count: 10_000_000, connections: P.senders, durationMs: Math.min(1_000, P.acceptMs) });
+        const cmd = { op: 'realtime', target: rt(url), kind: 'mixed', count: 10_000_000, connections: P.senders } as const;
+        const warm = await load({ ...cmd, from, durationMs: Math.min(1_000, P.acceptMs) });
         checkAll2xx('accept warm-up', warm);
-        const r = await measure(toService ? 'accept (receiver)' : 'accept (bare Hono)', () => 0, () =>
-          load({ op: 'realtime', target: rt(url), kind: 'mixed', from: from + warm.requests, count: 10_000_000, connections: P.senders, durationMs: P.acceptMs }),
+        const r = await measure(toService ? 'accept: receiver' : 'accept: bare Hono', (r) => r.requests, (ready) =>
+          load({ ...cmd, from: from + warm.requests, durationMs: P.acceptMs }, ready),
         );
-        m.cpu.at(-1)!.records = r.requests;
         checkAll2xx('accept', r);
         if (toService) {
           next += warm.requests + r.requests;
@@ -310,21 +325,21 @@ async function main(): Promise<void> {
       log(`bare ${fmt(m.bareRate)} req/s, receiver ${fmt(m.receiverRate)} req/s`);
     }
 
-    // (5) Redis bytes per queued full CAN record, workers not running yet.
+    // (5) Redis bytes per queued full CAN record, no worker running yet.
     if (want('memory')) {
       await sleep(200);
       const memFrom = next;
       const memRecords = P.memoryDeliveries * 1_000;
       const before = await redisUsedMemory(redisClient);
-      const mem = await load({ op: 'bulk', target: { url: receiver.url, path: '/push/bulk', headers: pushHeaders }, kind: 'fullCan', from: memFrom, deliveries: P.memoryDeliveries, size: 1_000, concurrency: 2 });
+      const mem = await load({ op: 'bulk', target: bulkTarget, kind: 'fullCan', from: memFrom, deliveries: P.memoryDeliveries, size: 1_000, concurrency: 2 });
       checkAll2xx('memory', mem);
       const after = await redisUsedMemory(redisClient);
       next += memRecords;
       delivered += mem.records;
       m.bytesPerRecord = (after - before) / memRecords;
       const lastJob = (await redisClient.lrange(`bull:${QUEUE}:wait`, 0, 0))[0];
-      const payload = await redisClient.hget(`bull:${QUEUE}:${lastJob}`, 'data');
-      log(`redis ${fmt(m.bytesPerRecord, 1)} bytes per full CAN record; last job's data ${payload?.length ?? 0} chars for 1000 records`);
+      m.jobDataBytes = Number(await redisClient.hstrlen(`bull:${QUEUE}:${lastJob}`, 'data'));
+      log(`redis ${fmt(m.bytesPerRecord, 1)} bytes per full CAN record; the last job's data is ${m.jobDataBytes} bytes for 1000 records`);
     }
 
     const workers: Proc[] = [];
@@ -346,8 +361,8 @@ async function main(): Promise<void> {
       const bulkFrom = next;
       const bulkRecords = P.bulkDeliveries * 1_000;
       log(`end-to-end bulk: ${P.bulkDeliveries} deliveries of 1000, ${P.bulkConcurrency} at a time`);
-      await measure('bulk', () => bulkRecords, async () => {
-        const bulk = await load({ op: 'bulk', target: { url: receiver.url, path: '/push/bulk', headers: pushHeaders }, kind: 'mixed', from: bulkFrom, deliveries: P.bulkDeliveries, size: 1_000, concurrency: P.bulkConcurrency });
+      await measure('bulk', () => bulkRecords, async (ready) => {
+        const bulk = await load({ op: 'bulk', target: bulkTarget, kind: 'mixed', from: bulkFrom, deliveries: P.bulkDeliveries, size: 1_000, concurrency: P.bulkConcurrency }, ready);
         checkAll2xx('bulk', bulk);
         next += bulkRecords;
         delivered += bulk.records;
@@ -361,8 +376,8 @@ async function main(): Promise<void> {
     if (want('realtime')) {
       const rtFrom = next;
       log(`end-to-end realtime: ${P.realtimeRecords} single records, ${P.senders} senders`);
-      await measure('realtime', () => P.realtimeRecords, async () => {
-        const rtRun = await load({ op: 'realtime', target: rt(receiver.url), kind: 'mixed', from: rtFrom, count: P.realtimeRecords, connections: P.senders });
+      await measure('realtime', () => P.realtimeRecords, async (ready) => {
+        const rtRun = await load({ op: 'realtime', target: rt(receiver.url), kind: 'mixed', from: rtFrom, count: P.realtimeRecords, connections: P.senders }, ready);
         checkAll2xx('realtime', rtRun);
         next += P.realtimeRecords;
         delivered += rtRun.records;
@@ -372,32 +387,37 @@ async function main(): Promise<void> {
       });
     }
 
-    // (4) Push → queryable latency of realtime records at half the highest sustained realtime rate.
-    if (want('latency')) {
-      const latRate = opt('latency-rate', (m.rtRate ?? 2_000) / 2);
-      const latCount = Math.max(50, Math.round((latRate * P.latencyMs) / 1000));
-      const latFrom = next;
-      log(`latency: ${latCount} realtime records at ${fmt(latRate)}/s (open loop)`);
-      const probe = probeVisibility(raw, DB, latFrom, latFrom + latCount);
-      let lat: LoadResult;
+    // (4) Push → queryable latency at half the highest sustained rate, open loop: realtime records at
+    // half of (2b), and bulk deliveries at half of (2a).
+    const latency = async (what: 'realtime' | 'bulk', rate: number): Promise<Latency> => {
+      const size = what === 'bulk' ? 1_000 : 1;
+      const count = Math.max(size * 3, Math.round((rate * P.latencyMs) / 1000 / size) * size);
+      const from = next;
+      log(`latency, ${what}: ${count} records at ${fmt(rate)} records/s (open loop)`);
+      const probe = probeVisibility(raw, DB, from, from + count);
+      let r: LoadResult;
       try {
-        lat = await measure('latency', () => latCount, () =>
-          load({ op: 'realtime', target: rt(receiver.url), kind: 'mixed', from: latFrom, count: latCount, connections: P.senders, rate: latRate }),
+        r = await measure(`latency: ${what}`, () => count, (ready) =>
+          what === 'bulk'
+            ? load({ op: 'bulk', target: bulkTarget, kind: 'mixed', from, deliveries: count / size, size, concurrency: 8, rate }, ready)
+            : load({ op: 'realtime', target: rt(receiver.url), kind: 'mixed', from, count, connections: P.senders, rate }, ready),
         );
-        checkAll2xx('latency', lat);
+        checkAll2xx(`latency ${what}`, r);
       } catch (err) {
         probe.cancel();
         throw err;
       }
-      next += latCount;
-      delivered += lat.records;
+      next += count;
+      delivered += r.records;
       const missing = await probe.finish();
-      if (missing > 0) throw new Error(`latency phase: ${missing} of ${latCount} records never became queryable`);
-      m.latencies = Array.from(probe.seenAt, (t, i) => t - lat.sentAt![i]!).sort((a, b) => a - b);
-      m.acks = lat.latencies;
-      m.latRate = latRate;
-      m.latCount = latCount;
-      log(`latency p50 ${fmt(pct(m.latencies, 50))} ms, p99 ${fmt(pct(m.latencies, 99))} ms (2xx p50 ${fmt(pct(m.acks, 50), 1)} ms, p99 ${fmt(pct(m.acks, 99), 1)} ms)`);
+      if (missing > 0) throw new Error(`latency phase: ${missing} of ${count} records never became queryable`);
+      const latencies = Array.from(probe.seenAt, (t, i) => t - r.sentAt![Math.floor(i / size)]!).sort((a, b) => a - b);
+      log(`latency p50 ${fmt(pct(latencies, 50))} ms, p99 ${fmt(pct(latencies, 99))} ms (2xx p50 ${fmt(pct(r.latencies, 50), 1)} ms, p99 ${fmt(pct(r.latencies, 99), 1)} ms)`);
+      return { rate, count, latencies, acks: r.latencies };
+    };
+    if (want('latency')) {
+      m.rtLatency = await latency('realtime', opt('latency-rate', (m.rtRate ?? 2_000) / 2));
+      if (m.bulkRate !== undefined) m.bulkLatency = await latency('bulk', m.bulkRate / 2);
     }
 
     // Every record the service answered 2xx for is in InfluxDB.
@@ -412,7 +432,7 @@ async function main(): Promise<void> {
     if (m.ceilingRate !== undefined) {
       rows.push({
         n: '1',
-        what: `Storage ceiling: line protocol written straight to InfluxDB through the same /api/v2/write front, 5000-line batches, ${P.ceilingConcurrency} concurrent`,
+        what: `Storage ceiling: the same records as line protocol (src/flatten), written straight to InfluxDB through the same /api/v2/write front, 5000-line batches, ${P.ceilingConcurrency} concurrent, until queryable`,
         value: `${fmt(m.ceilingRate)} records/s`,
         reference: '',
         ratio: '',
@@ -422,7 +442,7 @@ async function main(): Promise<void> {
     if (m.bulkRate !== undefined) {
       rows.push({
         n: '2a',
-        what: 'End to end, bulk: 1000 mixed gps+can records per push, receiver → Redis → workers → InfluxDB, until queryable',
+        what: `End to end, bulk: 1000 mixed gps+can records per push, ${P.bulkConcurrency} pushes at a time, receiver → Redis → worker → InfluxDB, until queryable`,
         value: `${fmt(m.bulkRate)} records/s`,
         reference: ceilingRef,
         ratio: ratio(m.bulkRate, m.ceilingRate),
@@ -443,7 +463,7 @@ async function main(): Promise<void> {
     if (m.receiverRate !== undefined && m.bareRate !== undefined) {
       rows.push({
         n: '3',
-        what: `Receiver: realtime pushes answered 202 (each after Redis confirmed its enqueue), ${P.senders} senders`,
+        what: `Receiver: realtime pushes answered 202, each after Redis confirmed its enqueue, ${P.senders} senders, no worker running`,
         value: `${fmt(m.receiverRate)} req/s`,
         reference: `bare Hono ${fmt(m.bareRate)} req/s`,
         ratio: ratio(m.receiverRate, m.bareRate),
@@ -451,23 +471,27 @@ async function main(): Promise<void> {
         ok: m.receiverRate >= 0.6 * m.bareRate,
       });
     }
-    if (m.latencies !== undefined) {
-      rows.push({
-        n: '4',
-        what: `Latency push → queryable, realtime at ${fmt(m.latRate!)} records/s (${m.rtRate === undefined ? 'given rate' : 'half of 2b'}), ${m.latCount} records, open loop`,
-        value: `p50 ${fmt(pct(m.latencies, 50))} ms, p99 ${fmt(pct(m.latencies, 99))} ms`,
-        reference: `202 answered: p50 ${fmt(pct(m.acks!, 50), 1)} ms, p99 ${fmt(pct(m.acks!, 99), 1)} ms`,
-        ratio: '',
-        target: 'p99 ≤ 1000 ms',
-        ok: pct(m.latencies, 99) <= 1000,
-      });
+    const latencyRow = (n: string, what: string, l: Latency): Row => ({
+      n,
+      what,
+      value: `p50 ${fmt(pct(l.latencies, 50))} ms, p99 ${fmt(pct(l.latencies, 99))} ms`,
+      reference: `202 answered: p50 ${fmt(pct(l.acks, 50), 1)} ms, p99 ${fmt(pct(l.acks, 99), 1)} ms`,
+      ratio: '',
+      target: 'p99 ≤ 1000 ms',
+      ok: pct(l.latencies, 99) <= 1000,
+    });
+    if (m.rtLatency) {
+      rows.push(latencyRow('4a', `Latency push → queryable, realtime records at ${fmt(m.rtLatency.rate)}/s (${m.rtRate === undefined ? 'given rate' : 'half of 2b'}), open loop, ${fmt(m.rtLatency.count)} records`, m.rtLatency));
+    }
+    if (m.bulkLatency) {
+      rows.push(latencyRow('4b', `Latency push → queryable, 1000-record pushes at ${fmt(m.bulkLatency.rate)} records/s (half of 2a), open loop, ${fmt(m.bulkLatency.count)} records`, m.bulkLatency));
     }
     if (m.bytesPerRecord !== undefined) {
       rows.push({
         n: '5a',
-        what: 'Redis memory per queued CAN record with all 69 spec fields (used_memory delta, no worker running, 1000-record pushes)',
+        what: 'Redis memory per queued CAN record with all 69 spec fields (used_memory delta over 1000-record pushes, no worker running)',
         value: `${fmt(m.bytesPerRecord, 0)} bytes`,
-        reference: `its JSON push: ${fmt(Buffer.byteLength(JSON.stringify(new BenchData(P.vehicles).fullCan(0))))} bytes`,
+        reference: `its JSON push ${fmt(Buffer.byteLength(JSON.stringify(new BenchData(P.vehicles).fullCan(0))))} bytes; job data ${fmt((m.jobDataBytes ?? NaN) / 1000, 0)} bytes/record`,
         ratio: '',
         target: '≤ 300 bytes',
         ok: m.bytesPerRecord <= 300,
@@ -476,7 +500,7 @@ async function main(): Promise<void> {
     if (workerRss.length > 0) {
       rows.push({
         n: '5b',
-        what: `Worker RSS (${P.workers} process${P.workers > 1 ? 'es' : ''}, concurrency ${P.workerConcurrency}): at the end / peak`,
+        what: `Worker RSS (${P.workers} process${P.workers > 1 ? 'es' : ''}, WORKER_CONCURRENCY ${P.workerConcurrency}): at the end / peak`,
         value: workerRss.map((r) => `${mb(r.now)} / ${mb(r.peak)}`).join(', '),
         reference: '',
         ratio: '',
@@ -494,12 +518,13 @@ async function main(): Promise<void> {
 
     const machine = `${cpus().length} cores (${cpus()[0]?.model.trim() ?? '?'}), ${fmt(totalmem() / 2 ** 30, 1)} GiB, node ${process.version}`;
     process.stdout.write(`\ntelematics-ingest benchmark${SMOKE ? ' (smoke: tiny counts, numbers meaningless)' : ''} — ${started.toISOString()}\n`);
-    process.stdout.write(`machine: ${machine}; redis-server and influxd 1.6.7 on the same machine, loopback only\n`);
-    process.stdout.write(`records: ${P.vehicles} vehicles, fleet model of src/emulator; ${P.workers} worker process(es)\n\n`);
+    process.stdout.write(`machine: ${machine}; redis-server (AOF ${flag('no-aof') ? 'off' : 'on, appendfsync always'}) and influxd 1.6.7 on the same machine, loopback only\n`);
+    process.stdout.write(`records: ${P.vehicles} vehicles, fleet model of src/emulator; ${P.workers} worker process(es); load generator in its own process\n\n`);
     process.stdout.write(`${table(rows)}\n\n`);
     process.stdout.write(`every record reached InfluxDB: ${everyRecord ? 'yes' : 'NO'} (${total} of ${delivered} acknowledged, ${next} sent)\n\n`);
     process.stdout.write(`${cpuTable(m.cpu)}\n\n`);
-    const json = { smoke: SMOKE, everyRecord, total, delivered, ...m, latencies: undefined, acks: undefined, cpu: undefined, p50: m.latencies && pct(m.latencies, 50), p99: m.latencies && pct(m.latencies, 99), receiverRss, workerRss };
+    const lat = (l?: Latency) => l && { rate: l.rate, count: l.count, p50: pct(l.latencies, 50), p99: pct(l.latencies, 99), ackP50: pct(l.acks, 50), ackP99: pct(l.acks, 99) };
+    const json = { smoke: SMOKE, everyRecord, total, delivered, ...m, cpu: undefined, rtLatency: lat(m.rtLatency), bulkLatency: lat(m.bulkLatency), receiverRss, workerRss };
     process.stdout.write(`BENCH_RESULT ${JSON.stringify(json)}\n`);
     if (!everyRecord) process.exitCode = 1;
   } finally {
