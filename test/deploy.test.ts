@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { CONFIG_KEYS, loadConfig } from '../src/config/index.js';
 
 /** No Docker engine runs here; these keep docker-compose.yml, deploy/ and .env.example true by reading them. */
@@ -59,6 +59,31 @@ describe('deploy/Dockerfile', () => {
     expect(text).toContain('ENTRYPOINT ["node", "dist/cmd/ingest.js"]');
     const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { bin: Record<string, string> };
     expect(Object.values(pkg.bin)).toContain('dist/cmd/ingest.js');
+  });
+});
+
+describe('deploy/kubernetes', () => {
+  type Doc = { kind: string; data?: Record<string, string>; spec?: { template?: { spec: { terminationGracePeriodSeconds: number; containers: Array<{ args: string[]; env?: Array<{ name: string }>; readinessProbe: { httpGet: { path: string } }; livenessProbe: { httpGet: { path: string } } }> } } } };
+  const docs = ['config.yaml', 'receiver.yaml', 'worker.yaml'].flatMap((f) =>
+    parseAllDocuments(readFileSync(`deploy/kubernetes/${f}`, 'utf8')).map((d) => d.toJS() as Doc),
+  );
+  const config = docs.find((d) => d.kind === 'ConfigMap')!.data!;
+  const deployments = docs.filter((d) => d.kind === 'Deployment');
+
+  it('configures only settings the service knows', () => {
+    for (const key of Object.keys(config)) expect(CONFIG_KEYS).toContain(key);
+    for (const d of deployments) for (const e of d.spec!.template!.spec.containers[0]!.env ?? []) expect(CONFIG_KEYS).toContain(e.name);
+  });
+
+  it('runs one receiver and one worker deployment, probed on /readyz and /healthz, with more grace than SHUTDOWN_GRACE', () => {
+    expect(deployments.map((d) => d.spec!.template!.spec.containers[0]!.args)).toEqual([['receiver'], ['worker']]);
+    const grace = loadConfig({ PUSH_AUTH: 'none', SHUTDOWN_GRACE: config.SHUTDOWN_GRACE }).SHUTDOWN_GRACE;
+    for (const d of deployments) {
+      const pod = d.spec!.template!.spec;
+      expect(pod.containers[0]!.readinessProbe.httpGet.path).toBe('/readyz');
+      expect(pod.containers[0]!.livenessProbe.httpGet.path).toBe('/healthz');
+      expect(pod.terminationGracePeriodSeconds * 1000).toBeGreaterThan(grace);
+    }
   });
 });
 
