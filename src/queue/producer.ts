@@ -22,21 +22,32 @@ export interface ProducerOptions {
 
 interface Waiter {
   records: TelemetryRecord[];
+  /** When the caller asked; its promise settles within ENQUEUE_TIMEOUT of this. */
+  at: number;
   resolve: () => void;
   reject: (err: Error) => void;
 }
 
 /**
+ * Enqueue round trips in flight at once. While they are out, the records of new pushes wait and
+ * then go together in the next round trip (group commit): under load the jobs grow with the
+ * load, so a realtime push costs a sliver of one Redis call, of one job's overhead in Redis, and
+ * of one InfluxDB write; when idle a push is sent at once.
+ */
+const MAX_IN_FLIGHT = 1;
+
+/**
  * Puts validated records into BullMQ in chunks, never a job per record. Records of concurrent
- * pushes that arrive in the same turn of the event loop share one `addBulk` round trip, so a
- * realtime sender costs a slice of a Redis call rather than one each. A caller's promise
- * settles only when Redis has confirmed the jobs holding its records.
+ * pushes share one `addBulk` round trip: those arriving in the same turn of the event loop, and
+ * those arriving while the previous round trip is out. A caller's promise settles only when Redis
+ * has confirmed the jobs holding its records, or rejects within ENQUEUE_TIMEOUT.
  */
 export class Producer {
   readonly queue: Queue;
   private pending: Waiter[] = [];
-  private pendingCount = 0;
   private scheduled = false;
+  private inFlight = 0;
+  private readonly idle: Array<() => void> = [];
 
   constructor(
     private readonly redis: Redis,
@@ -62,43 +73,64 @@ export class Producer {
       return Promise.reject(new EnqueueError(`Redis is not reachable (connection ${this.redis.status})`));
     }
     return new Promise<void>((resolve, reject) => {
-      this.pending.push({ records, resolve, reject });
-      this.pendingCount += records.length;
-      if (this.pendingCount >= this.opts.maxRecordsPerJob) this.flush();
-      else if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => this.flush());
-      }
+      this.pending.push({ records, at: Date.now(), resolve, reject });
+      this.schedule();
+    });
+  }
+
+  /** Flushes at the end of this turn of the event loop, or when a round trip in flight returns. */
+  private schedule(): void {
+    if (this.scheduled || this.inFlight >= MAX_IN_FLIGHT) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.flush();
     });
   }
 
   private flush(): void {
-    this.scheduled = false;
-    const waiters = this.pending;
-    if (waiters.length === 0) return;
+    if (this.pending.length === 0 || this.inFlight >= MAX_IN_FLIGHT) return;
+    let waiters = this.pending;
     this.pending = [];
-    this.pendingCount = 0;
+
+    // Those that waited their whole time behind a slow round trip are answered now.
+    const now = Date.now();
+    const late = waiters.filter((w) => now - w.at >= this.opts.timeoutMs);
+    if (late.length > 0) {
+      const e = new EnqueueError(`Redis did not confirm the enqueue within ${this.opts.timeoutMs} ms`);
+      for (const w of late) w.reject(e);
+      waiters = waiters.filter((w) => now - w.at < this.opts.timeoutMs);
+      if (waiters.length === 0) return;
+    }
 
     const jobs: Array<{ name: string; data: ReturnType<typeof encodeJob> }> = [];
-    let chunk: TelemetryRecord[] = [];
-    for (const w of waiters) {
-      for (const r of w.records) {
-        chunk.push(r);
-        if (chunk.length === this.opts.maxRecordsPerJob) {
-          jobs.push({ name: JOB_NAME, data: encodeJob(chunk) });
-          chunk = [];
+    try {
+      let chunk: TelemetryRecord[] = [];
+      for (const w of waiters) {
+        for (const r of w.records) {
+          chunk.push(r);
+          if (chunk.length === this.opts.maxRecordsPerJob) {
+            jobs.push({ name: JOB_NAME, data: encodeJob(chunk) });
+            chunk = [];
+          }
         }
       }
+      if (chunk.length > 0) jobs.push({ name: JOB_NAME, data: encodeJob(chunk) });
+    } catch (err) {
+      const e = new EnqueueError(`enqueue failed: ${(err as Error)?.message ?? err}`, { cause: err });
+      for (const w of waiters) w.reject(e);
+      return;
     }
-    if (chunk.length > 0) jobs.push({ name: JOB_NAME, data: encodeJob(chunk) });
 
+    const waitMs = Math.max(0, this.opts.timeoutMs - (Date.now() - waiters[0]!.at));
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(
         () => reject(new EnqueueError(`Redis did not confirm the enqueue within ${this.opts.timeoutMs} ms`)),
-        this.opts.timeoutMs,
+        waitMs,
       );
     });
+    this.inFlight++;
     Promise.race([this.queue.addBulk(jobs), timeout])
       .then(() => {
         for (const w of waiters) w.resolve();
@@ -107,11 +139,18 @@ export class Producer {
         const e = err instanceof EnqueueError ? err : new EnqueueError(`enqueue failed: ${(err as Error)?.message ?? err}`, { cause: err });
         for (const w of waiters) w.reject(e);
       })
-      .finally(() => clearTimeout(timer));
+      .finally(() => {
+        clearTimeout(timer);
+        this.inFlight--;
+        this.flush();
+        if (this.inFlight === 0 && this.pending.length === 0) for (const done of this.idle.splice(0)) done();
+      });
   }
 
+  /** Sends what is pending, waits for every round trip out, then closes the queue. */
   async close(): Promise<void> {
-    if (this.scheduled || this.pending.length > 0) this.flush();
+    this.flush();
+    if (this.inFlight > 0 || this.pending.length > 0) await new Promise<void>((resolve) => this.idle.push(resolve));
     await this.queue.close();
   }
 }

@@ -1,0 +1,33 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { expect, it } from 'vitest';
+
+/**
+ * The benchmark's short form, as CI runs it: every phase with tiny counts, on its own private
+ * redis-server and influxd. No timing is asserted (a shared CI machine says nothing about speed);
+ * only that the table is produced and that every record acknowledged reached InfluxDB.
+ */
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+it('npm run bench -- --smoke prints the table and every record reaches InfluxDB', async () => {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/bench/run.ts', '--smoke'], {
+    cwd: ROOT,
+    env: { ...process.env, BENCH_CPU_PROF: '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr.on('data', (b: Buffer) => (err += b.toString()));
+  const guard = setTimeout(() => child.kill('SIGKILL'), 110_000);
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  clearTimeout(guard);
+  expect(code, `${out}\n${err}`).toBe(0);
+
+  for (const row of ['| 1 |', '| 2a |', '| 2b |', '| 3 |', '| 4a |', '| 4b |', '| 5a |', '| 5b |', '| 5c |']) expect(out).toContain(row);
+  expect(out).toMatch(/every record reached InfluxDB: yes \((\d+) of \1 acknowledged, \1 sent\)/);
+  const result = JSON.parse(/^BENCH_RESULT (.*)$/m.exec(out)![1]!) as { everyRecord: boolean; delivered: number; total: number };
+  expect(result.everyRecord).toBe(true);
+  expect(result.total).toBe(result.delivered);
+  expect(result.delivered).toBeGreaterThan(1_000);
+}, 120_000);
