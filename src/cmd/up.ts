@@ -94,13 +94,17 @@ async function main(): Promise<void> {
   const since = push.bulkData[0]!.data.time;
   const deadline = Date.now() + 15_000;
   let rows: Array<Record<string, unknown>> = [];
+  const read = async () => [
+    ...(await influxQL(queryUrl, cfg.INFLUX_BUCKET, `SELECT * FROM gps WHERE time >= ${since}ms AND vehicleno =~ /^DEMO-/`).catch(() => [])),
+    ...(await influxQL(queryUrl, cfg.INFLUX_BUCKET, `SELECT * FROM can WHERE time >= ${since}ms AND vehicleno =~ /^DEMO-/`).catch(() => [])),
+  ];
   while (Date.now() < deadline && rows.length < 4) {
-    rows = [
-      ...(await influxQL(queryUrl, cfg.INFLUX_BUCKET, `SELECT * FROM gps WHERE time >= ${since}ms AND vehicleno =~ /^DEMO-/`).catch(() => [])),
-      ...(await influxQL(queryUrl, cfg.INFLUX_BUCKET, `SELECT * FROM can WHERE time >= ${since}ms AND vehicleno =~ /^DEMO-/`).catch(() => [])),
-    ];
+    rows = await read();
     if (rows.length < 4) await new Promise((r) => setTimeout(r, 200));
   }
+  // InfluxDB 1.x may show a point before all its fields: read once more after a moment.
+  await new Promise((r) => setTimeout(r, 200));
+  rows = await read();
   say(`\nqueried back from InfluxDB (InfluxQL on ${cfg.INFLUX_BUCKET}):`);
   for (const r of rows) {
     const fields = Object.entries(r).filter(([k, v]) => v !== null && k !== 'time' && k !== 'vehicleno');

@@ -69,8 +69,9 @@ const env = z.object({
   REDIS_MEMORY_LIMIT: size.default(0),
 
   JOB_MAX_RECORDS: int(1, 100_000).default(1_000),
-  WORKER_CONCURRENCY: int(1, 256).default(4),
+  WORKER_CONCURRENCY: int(1, 256).default(8),
   WRITE_BATCH_LINES: int(1, 5_000).default(5_000),
+  WRITE_CONCURRENCY: int(1, 64).default(2),
   WORKER_LOCK_DURATION: duration.default(30_000),
   WORKER_MAX_STALLS: int(1, 1_000).default(20),
   RETRY_SPAN: duration.default(6 * 3_600_000),

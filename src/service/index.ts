@@ -11,6 +11,7 @@ import { Quarantine } from '../queue/quarantine.js';
 import { Admission } from '../queue/admission.js';
 import type { RetryPolicy } from '../queue/retry.js';
 import { InfluxSink } from '../write/influx.js';
+import { CoalescingSink } from '../write/coalesce.js';
 import { startWorker } from '../worker/index.js';
 import { UpstreamClient } from '../upstream/index.js';
 import { scheduleFuelSync, syncFuel } from '../sync/fuel.js';
@@ -74,15 +75,19 @@ export async function startService(cfg: Config, log: Logger): Promise<RunningSer
   let worker: Worker | undefined;
   let workerRedis: Redis | undefined;
   if (works) {
-    const sink = new InfluxSink({
-      url: cfg.INFLUX_URL,
-      token: cfg.INFLUX_TOKEN,
-      org: cfg.INFLUX_ORG,
-      bucket: cfg.INFLUX_BUCKET,
-      timeoutMs: cfg.INFLUX_TIMEOUT,
-      // The processor splits jobs into batches itself, to isolate points the store refuses.
-      batchLines: Number.MAX_SAFE_INTEGER,
-    });
+    // The processor splits jobs into batches itself, to isolate points the store refuses;
+    // the coalescer merges the batches of concurrent jobs into requests of up to WRITE_BATCH_LINES.
+    const sink = new CoalescingSink(
+      new InfluxSink({
+        url: cfg.INFLUX_URL,
+        token: cfg.INFLUX_TOKEN,
+        org: cfg.INFLUX_ORG,
+        bucket: cfg.INFLUX_BUCKET,
+        timeoutMs: cfg.INFLUX_TIMEOUT,
+        batchLines: Number.MAX_SAFE_INTEGER,
+      }),
+      { maxLines: cfg.WRITE_BATCH_LINES, maxInFlight: cfg.WRITE_CONCURRENCY },
+    );
     // Workers block on Redis; BullMQ requires them to retry commands indefinitely.
     workerRedis = new Redis(cfg.REDIS_URL, { maxRetriesPerRequest: null, retryStrategy: (t) => Math.min(t * 250, 2_000) });
     workerRedis.on('error', (err) => log.debug({ err: err.message }, 'worker redis connection error'));

@@ -33,6 +33,8 @@ export function unusedSensor(field: string, rec: SentRecord): boolean {
 }
 
 export async function reconcile(rawUrl: string, db: string, acked: readonly SentRecord[]): Promise<Reconciliation> {
+  // InfluxDB 1.x may show a just-written point before all its fields are visible: let writes settle.
+  await new Promise((r) => setTimeout(r, 250));
   const want = new Map<string, SentRecord>();
   for (const r of acked) want.set(key(r.type, r.vehicleno, Number(r.data.time)), r);
   const points = new Map<string, Record<string, unknown>>();

@@ -59,14 +59,19 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
     },
     query,
     async waitForRows(q, n, timeoutMs = 15_000) {
+      // InfluxDB 1.x can show a point whose fields are not all visible yet (its cache takes a
+      // point's fields one by one), so a result counts only once two reads 50 ms apart agree.
       const deadline = Date.now() + timeoutMs;
       let rows: Row[] = [];
+      let last = '';
       while (Date.now() < deadline) {
         rows = await query(q);
-        if (rows.length >= n) return rows;
-        await new Promise((r) => setTimeout(r, 100));
+        const now = JSON.stringify(rows);
+        if (rows.length >= n && now === last) return rows;
+        last = rows.length >= n ? now : '';
+        await new Promise((r) => setTimeout(r, 50));
       }
-      throw new Error(`expected ${n} rows for ${q}, got ${rows.length} after ${timeoutMs} ms`);
+      throw new Error(`expected ${n} settled rows for ${q}, got ${rows.length} after ${timeoutMs} ms`);
     },
     post(path, body, init = {}) {
       const { token = TEST_TOKEN, headers, ...rest } = init;
