@@ -1,6 +1,6 @@
 import { Queue, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { decodeJob } from '../queue/codec.js';
+import { decodeJob, jobRecordCount } from '../queue/codec.js';
 import type { Producer } from '../queue/producer.js';
 import { Quarantine, type QuarantineEntry } from '../queue/quarantine.js';
 import { validateRecord, type TelemetryRecord } from '../validate/record.js';
@@ -75,7 +75,7 @@ export class DeadLetters {
       const job = await this.failedJob(id);
       if (!job) return { id, ok: true, detail: 'no such failed job (already replayed or purged)' };
       await job.retry('failed');
-      return { id, ok: true, detail: `job queued again with ${decodeJob(job.data).length} record(s)` };
+      return { id, ok: true, detail: `job queued again with ${jobRecordCount(job.data)} record(s)` };
     }
     const entry = await this.quarantine.get(id);
     if (!entry) return { id, ok: true, detail: 'no such entry (already replayed or purged)' };
@@ -125,7 +125,7 @@ export class DeadLetters {
 function jobItem(j: Job): DeadLetterItem {
   let records = 0;
   try {
-    records = decodeJob(j.data).length;
+    records = jobRecordCount(j.data);
   } catch {
     // An unreadable payload is still listed; its reason will say why it failed.
   }

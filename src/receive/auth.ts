@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 
 /**
  * Push authentication. The spec leaves it open; senders differ in what they can set, so a
@@ -27,7 +27,8 @@ export class TokenAuth {
 }
 
 function digest(s: string): Buffer {
-  return createHash('sha256').update(s).digest();
+  // One-shot hash (Node 20.12+): half the cost of createHash per push.
+  return hash('sha256', s, 'buffer');
 }
 
 function tokenOf(req: Request): string | undefined {

@@ -37,7 +37,7 @@ const SMOKE = flag('smoke');
 const P = {
   vehicles: opt('vehicles', SMOKE ? 50 : 500),
   workers: opt('workers', 1),
-  workerConcurrency: opt('worker-concurrency', 4),
+  workerConcurrency: opt('worker-concurrency', 8),
   ceilingRecords: opt('ceiling-records', SMOKE ? 2_000 : 200_000),
   ceilingConcurrency: opt('ceiling-concurrency', 4),
   bulkDeliveries: opt('bulk-deliveries', SMOKE ? 3 : 200),
