@@ -3,6 +3,7 @@ import { flattenRecord, flattenRecords } from './flatten.js';
 import { escapeTag, formatFloat } from './lineProtocol.js';
 import { CAN_FIELDS, GPS_FIELDS, temperatureSensorNumber } from '../validate/fields.js';
 import type { TelemetryRecord } from '../validate/record.js';
+import { mulberry32 } from '../emulator/prng.js';
 
 /*
  * flatten.ts was reworked for speed (sensor numbers and escaped tags looked up once per name,
@@ -30,15 +31,6 @@ function referenceFlattenRecord(record: TelemetryRecord, opts: { temperatureSent
   }
   if (!fields) return { line: undefined, dropped };
   return { line: `${record.type},vehicleno=${escapeTag(record.vehicleno)} ${fields} ${record.time}`, dropped };
-}
-
-function mulberry32(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const NAMES = [...GPS_FIELDS, ...CAN_FIELDS, 'cell_temperature_00', 'cell_temperature_07', 'cell_temperature_99', 'cell_temperature_1', 'x_cell_temperature_01', 'new_param'];

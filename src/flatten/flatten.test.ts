@@ -3,17 +3,9 @@ import { Point } from '@influxdata/influxdb-client';
 import { flattenRecord, flattenRecords } from './flatten.js';
 import { escapeTag, formatFloat, unrepresentableTag } from './lineProtocol.js';
 import type { TelemetryRecord } from '../validate/record.js';
+import { mulberry32 } from '../emulator/prng.js';
 
 const opts = { temperatureSentinels: [-40] };
-
-function mulberry32(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ALPHABET = ['a', 'Z', '7', ' ', ',', '=', '"', "'", '\\', 'Ü', 'ø', 'त', '😀', '-', '_', '\t'.replace('\t', '#')];
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { CAN_FIELDS, GPS_FIELDS } from '../validate/fields.js';
 import type { TelemetryRecord } from '../validate/record.js';
 import { decodeJob, encodeJob, jobRecordCount, V2_NAMES, type JobPayloadV1 } from './codec.js';
+import { mulberry32 } from '../emulator/prng.js';
 
 /** What BullMQ does to job data: JSON text in Redis, parsed again by the worker. */
 const throughRedis = (data: unknown): unknown => JSON.parse(JSON.stringify(data));
@@ -21,15 +22,6 @@ function expectExact(got: TelemetryRecord[], want: TelemetryRecord[]): void {
       if (!Object.is(g.fields[k], w.fields[k])) throw new Error(`record ${i} field ${k}: got ${g.fields[k]}, want ${w.fields[k]}`);
     }
   }
-}
-
-function mulberry32(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const T = 1_763_700_000_000;

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { GPS_FIELDS, CAN_FIELDS } from './fields.js';
 import { unrepresentableTag } from '../flatten/lineProtocol.js';
 import { validateRecord, VEHICLENO_MAX, type TelemetryRecord } from './record.js';
+import { mulberry32 } from '../emulator/prng.js';
 
 /*
  * record.ts was reworked for speed (z.record's per-key copy of `data` replaced by a plain-object
@@ -174,15 +175,6 @@ export function referenceValidateRecord(input: unknown, receivedAt: number): Val
 }
 
 // ---- the comparison ---------------------------------------------------------------------------
-
-function mulberry32(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const T = 1_763_700_000_000;
 const NOW = 1_763_700_000_123;
