@@ -75,10 +75,6 @@ export class Quarantine {
   async remove(ids: readonly string[]): Promise<number> {
     return ids.length ? this.redis.xdel(this.key, ...ids) : 0;
   }
-
-  async size(): Promise<number> {
-    return this.redis.xlen(this.key);
-  }
 }
 
 function parse(id: string, kv: string[]): QuarantineEntry {

@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { serve } from '@hono/node-server';
+import type { Hono } from 'hono';
 import { Redis } from 'ioredis';
 import type { Worker } from 'bullmq';
 import type { Config } from '../config/index.js';
@@ -46,7 +47,7 @@ export async function startService(cfg: Config, log: Logger): Promise<RunningSer
   checks.push({ name: 'redis', check: async () => redis.status === 'ready' && (await redis.ping()) === 'PONG' });
   redis.once('ready', () => void checkRedisSettings(redis, log));
 
-  let push;
+  let push: Hono | undefined;
   if (receives) {
     const producer = new Producer(redis, {
       queueName: cfg.QUEUE_NAME,
