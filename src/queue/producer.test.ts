@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import type { TelemetryRecord } from '../validate/record.js';
 import { decodeJob } from './codec.js';
 import { Producer } from './producer.js';
+import { attemptsForSpan, BACKOFF_TYPE } from './retry.js';
 
 /** On the run's real Redis: grouping of concurrent pushes into jobs, and nothing lost or reordered. */
 let redis: Redis;
@@ -63,5 +64,21 @@ describe('Producer', () => {
     await Promise.all(all);
     expect(settled).toBe(50);
     expect((await queued(p)).flat()).toHaveLength(50);
+  });
+
+  it('gives a job the retry options whether it went alone (add) or with others (addBulk)', async () => {
+    const p = producer(1_000);
+    await p.enqueue([record(1)]);
+    await p.enqueue(Array.from({ length: 1_500 }, (_, i) => record(i)));
+    const jobs = await p.queue.getJobs(['wait'], 0, -1, true);
+    expect(jobs.map((j) => decodeJob(j.data).length).sort((a, b) => a - b)).toEqual([1, 500, 1_000]);
+    for (const j of jobs) {
+      expect(j.opts).toMatchObject({
+        attempts: attemptsForSpan({ spanMs: 3_600_000, baseMs: 1_000, maxMs: 60_000 }),
+        backoff: { type: BACKOFF_TYPE },
+        removeOnComplete: true,
+        removeOnFail: false,
+      });
+    }
   });
 });

@@ -63,22 +63,17 @@ export function pushRoutes(records: RecordSink, quarantine: QuarantineSink, opts
       ? { raw: s.slice(0, opts.quarantineRawLimit), truncated: true }
       : { raw: s, truncated: false };
 
-  // The delivery id of each push, for its answer's X-Delivery-Id. Kept aside rather than set with
-  // c.header(), which makes Hono build a WHATWG Headers object and takes every 202 off
-  // @hono/node-server's fast path for plain-object headers (a seventh of a realtime push's cost).
-  const deliveryIds = new WeakMap<Context, string>();
-
-  const fail = (c: Context, status: Status, code: FailureCode, msg: string, retryAfter = opts.retryAfterSeconds) => {
-    const deliveryId = deliveryIds.get(c);
+  // The 202 carries X-Delivery-Id in plain headers rather than through c.header(), which makes Hono
+  // build a WHATWG Headers object and takes every 202 off @hono/node-server's fast path for
+  // plain-object headers (a seventh of a realtime push's cost). Error answers use c.header().
+  const fail = (c: Context, status: Status, code: FailureCode, msg: string, retryAfter = opts.retryAfterSeconds, deliveryId?: string) => {
     if (deliveryId !== undefined) c.header('X-Delivery-Id', deliveryId);
     if (status === 503 || status === 429) c.header('Retry-After', String(retryAfter));
     return c.json(failure(code, msg), status);
   };
 
-  async function handle(c: Context, shape: Shape): Promise<Response> {
-    // Only quarantine entries and logs need it, and parsing the URL is not free on every push.
-    let pathname: string | undefined;
-    const routeOf = () => (pathname ??= new URL(c.req.url).pathname);
+  /** Checks that need no body; a push that passes them gets its delivery id and is read. */
+  function handle(c: Context, shape: Shape): Response | Promise<Response> {
     if (auth && !auth.check(c.req.raw)) {
       return fail(c, 401, 'unauthorized', 'missing or invalid token: send Authorization: Bearer <token>, X-Api-Key or ?token=');
     }
@@ -86,9 +81,15 @@ export function pushRoutes(records: RecordSink, quarantine: QuarantineSink, opts
     if (gate && !gate.open) return fail(c, gate.status, 'overloaded', gate.reason, gate.retryAfterSeconds);
     const badType = checkContentType(c.req.header('content-type') ?? null);
     if (badType) return fail(c, 415, 'unsupported_media_type', badType);
-
     const deliveryId = randomUUID();
-    deliveryIds.set(c, deliveryId);
+    return receive(c, shape, deliveryId).catch((err: unknown) => unstored(c, err, deliveryId));
+  }
+
+  async function receive(c: Context, shape: Shape, deliveryId: string): Promise<Response> {
+    // Only quarantine entries and logs need it, and parsing the URL is not free on every push.
+    let pathname: string | undefined;
+    const routeOf = () => (pathname ??= new URL(c.req.url).pathname);
+    const failed = (status: Status, code: FailureCode, msg: string) => fail(c, status, code, msg, opts.retryAfterSeconds, deliveryId);
     const receivedAt = Date.now();
     const keepWhole = async (raw: string, reason: string) =>
       quarantine.add([{ deliveryId, index: -1, reason, ...bound(raw), receivedAt, route: routeOf(), stage: 'receive' }]);
@@ -99,7 +100,7 @@ export function pushRoutes(records: RecordSink, quarantine: QuarantineSink, opts
     } catch (err) {
       if (!(err instanceof BodyError)) throw err;
       if (err.raw) await keepWhole(`base64:${Buffer.from(err.raw).toString('base64')}`, err.message);
-      return fail(c, err.status, err.code, err.message);
+      return failed(err.status, err.code, err.message);
     }
 
     const text = decoder.decode(bytes);
@@ -109,7 +110,7 @@ export function pushRoutes(records: RecordSink, quarantine: QuarantineSink, opts
     } catch (err) {
       const msg = `body is not valid JSON: ${(err as Error).message}`;
       await keepWhole(text, msg);
-      return fail(c, 400, 'invalid_json', msg);
+      return failed(400, 'invalid_json', msg);
     }
 
     const isObject = typeof body === 'object' && body !== null && !Array.isArray(body);
@@ -121,7 +122,7 @@ export function pushRoutes(records: RecordSink, quarantine: QuarantineSink, opts
     else if (!isObject) problem = 'expected a JSON object: a push record or {"bulkData":[...]}';
     if (problem) {
       await keepWhole(text, problem);
-      return fail(c, 400, 'invalid_shape', problem);
+      return failed(400, 'invalid_shape', problem);
     }
 
     const items: unknown[] = isBulk ? (body as { bulkData: unknown[] }).bulkData : [body];
@@ -137,12 +138,12 @@ export function pushRoutes(records: RecordSink, quarantine: QuarantineSink, opts
       }
     }
 
-    await Promise.all([records.enqueue(valid), quarantine.add(held)]);
+    await (held.length === 0 ? records.enqueue(valid) : Promise.all([records.enqueue(valid), quarantine.add(held)]));
     if (rejected.length > 0) {
       opts.log.info({ deliveryId, route: routeOf(), accepted: valid.length, rejected: rejected.length }, 'push had invalid records; quarantined');
     }
     if (!isBulk && rejected.length > 0) {
-      return fail(c, 400, 'invalid_record', `invalid record (quarantined): ${rejected[0]!.error}`);
+      return failed(400, 'invalid_record', `invalid record (quarantined): ${rejected[0]!.error}`);
     }
     const data: PushAccepted = { deliveryId, accepted: valid.length, rejected };
     const msg =
@@ -155,13 +156,17 @@ export function pushRoutes(records: RecordSink, quarantine: QuarantineSink, opts
     });
   }
 
-  const guarded = (shape: Shape) => async (c: Context) => {
+  /** Anything that kept us from storing a push (Redis down or slow) is the sender's cue to retry. */
+  const unstored = (c: Context, err: unknown, deliveryId?: string) => {
+    opts.log.warn({ err: (err as Error).message, deliveryId, path: new URL(c.req.url).pathname }, 'push not stored; answered 503');
+    return fail(c, 503, 'unavailable', `push not stored, retry later: ${(err as Error).message}`, opts.retryAfterSeconds, deliveryId);
+  };
+
+  const guarded = (shape: Shape) => (c: Context) => {
     try {
-      return await handle(c, shape);
+      return handle(c, shape);
     } catch (err) {
-      // Anything that kept us from storing the push (Redis down or slow) is the sender's cue to retry.
-      opts.log.warn({ err: (err as Error).message, path: new URL(c.req.url).pathname }, 'push not stored; answered 503');
-      return fail(c, 503, 'unavailable', `push not stored, retry later: ${(err as Error).message}`);
+      return unstored(c, err);
     }
   };
 

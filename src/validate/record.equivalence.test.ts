@@ -2,7 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { GPS_FIELDS, CAN_FIELDS } from './fields.js';
 import { unrepresentableTag } from '../flatten/lineProtocol.js';
-import { validateRecord, VEHICLENO_MAX, type TelemetryRecord } from './record.js';
+import { plainRecord, validateRecord, validateWithZod, VEHICLENO_MAX, type TelemetryRecord } from './record.js';
+import { Fleet } from '../emulator/fleet.js';
+import { canRecordData } from '../emulator/can.js';
+import { Rng } from '../emulator/prng.js';
 import { mulberry32 } from '../emulator/prng.js';
 
 /*
@@ -295,5 +298,62 @@ describe('validateRecord, reworked for speed', () => {
     expect(VEHICLENO_MAX).toBe(128);
     const r = validateRecord({ vehicleno: 'V', type: 'can', data: { soc: 1 } }, NOW);
     expect(r.ok && (r.record satisfies TelemetryRecord)).toBeTruthy();
+  });
+});
+
+describe('the plain path of validateRecord', () => {
+  it('gives exactly the record zod gives wherever it takes an input, on random input', () => {
+    const next = generator(7_654_321);
+    let taken = 0;
+    for (let i = 0; i < 30_000; i++) {
+      const input = next();
+      const plain = plainRecord(input, NOW);
+      if (plain === undefined) continue;
+      taken++;
+      const viaZod = validateWithZod(input, NOW);
+      expect(viaZod).toEqual({ ok: true, record: plain });
+      expect(JSON.stringify(viaZod)).toBe(JSON.stringify({ ok: true, record: plain }));
+    }
+    expect(taken).toBeGreaterThan(1_000);
+  });
+
+  it('takes every record the emulator sends, each exactly as zod gives it', () => {
+    const fleet = Fleet.create({ seed: 5, size: 20 });
+    const rng = Rng.seeded(9);
+    for (let k = 0; k < 2_000; k++) {
+      const v = fleet.vehicles[k % 20]!;
+      const t = T + 1_000 * k;
+      const input = JSON.parse(
+        JSON.stringify(
+          k % 2 === 0
+            ? { vehicleno: v.vehicleno, type: 'gps', data: fleet.gpsAt(v, t) }
+            : { vehicleno: v.vehicleno, type: 'can', data: canRecordData(fleet.canStateAt(v, t), rng) },
+        ),
+      ) as unknown;
+      const plain = plainRecord(input, NOW);
+      expect(plain, JSON.stringify(input)).toBeDefined();
+      expect(JSON.stringify({ ok: true, record: plain })).toBe(JSON.stringify(validateWithZod(input, NOW)));
+    }
+  });
+
+  it('leaves conversions, nulls in GPS core fields and every error to zod', () => {
+    const gps = { lat: 12.5, lng: 77.1, alti: 900, speed: 40, ignstatus: 1, time: T };
+    for (const data of [
+      { ...gps, lat: '12.5' },
+      { ...gps, ignstatus: true },
+      { ...gps, speed: null },
+      { ...gps, time: T / 1000 },
+      { ...gps, extra: '7' },
+      { ...gps, lat: 91 },
+    ]) {
+      expect(plainRecord({ vehicleno: 'V', type: 'gps', data }, NOW)).toBeUndefined();
+    }
+    expect(plainRecord({ vehicleno: 'V', type: 'can', data: { time: T } }, NOW)).toBeUndefined();
+    expect(plainRecord({ vehicleno: ' ', type: 'can', data: { soc: 1 } }, NOW)).toBeUndefined();
+    expect(plainRecord({ vehicleno: 'V', type: 'can', data: Object.create(null) as object }, NOW)).toBeUndefined();
+    expect(validateRecord({ vehicleno: 'V', type: 'gps', data: { ...gps, lat: '12.5' } }, NOW)).toEqual({
+      ok: true,
+      record: { vehicleno: 'V', type: 'gps', time: T, fields: { lat: 12.5, lng: 77.1, alti: 900, speed: 40, ignstatus: 1 } },
+    });
   });
 });

@@ -1,4 +1,4 @@
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { freePort, stopProcess } from '../../src/devstack/process.js';
@@ -37,10 +37,29 @@ function rssOf(pid: number | undefined): { now: number; peak: number } {
   }
 }
 
-/** A node process running `script args` with tsx, HTTP on a free port, ready when /readyz answers 200. */
+/**
+ * Compiles the service (and the bare endpoint) with tsc, as `npm start` runs it, into a private
+ * folder, so the benchmark measures the JavaScript operators run rather than tsx's transform of it
+ * (esbuild's keep-names wraps every closure a request creates in a defineProperty call).
+ * Returns the compiled paths of `src/cmd/ingest.ts` and `test/bench/bare.ts`.
+ */
+export function buildForBench(): { ingest: string; bare: string } {
+  const out = `${ROOT}.devstack/bench-dist`;
+  const tsc = `${ROOT}node_modules/typescript/bin/tsc`;
+  execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', `${out}/src`], { cwd: ROOT, stdio: 'inherit' });
+  execFileSync(
+    process.execPath,
+    [tsc, 'test/bench/bare.ts', '--outDir', `${out}/bare`, '--module', 'nodenext', '--target', 'es2022', '--strict', '--skipLibCheck', '--types', 'node'],
+    { cwd: ROOT, stdio: 'inherit' },
+  );
+  return { ingest: `${out}/src/cmd/ingest.js`, bare: `${out}/bare/bare.js` };
+}
+
+/** A node process running `script args` (TypeScript through tsx), HTTP on a free port, ready when /readyz answers 200. */
 export async function spawnNode(name: string, script: string, args: string[], env: Record<string, string>, nodeArgs: string[] = []): Promise<Proc> {
   const port = await freePort();
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', script, ...args], {
+  const loader = script.endsWith('.ts') ? ['--import', 'tsx'] : [];
+  const child = spawn(process.execPath, [...nodeArgs, ...loader, script, ...args], {
     cwd: ROOT,
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -29,6 +29,8 @@ it('answers 503 with Retry-After while Redis is down, never 2xx, and recovers wi
   const res = await svc.post('/push/realtime', rec(T0 + 1));
   expect(res.status).toBe(503);
   expect(res.headers.get('retry-after')).toBe('5');
+  // The sender can name the delivery that was not stored when it reports it.
+  expect(res.headers.get('x-delivery-id')).toMatch(/^[0-9a-f-]{36}$/);
   const body = (await res.json()) as { status: string; err: string; msg: string };
   expect(body.status).toBe('FAILURE');
   expect(body.err).toBe('unavailable');
