@@ -20,6 +20,8 @@ export interface ProducerOptions {
   retry: RetryPolicy;
 }
 
+const NO_RECORDS: TelemetryRecord[] = [];
+
 interface Waiter {
   records: TelemetryRecord[];
   /** When the caller asked; its promise settles within ENQUEUE_TIMEOUT of this. */
@@ -116,6 +118,8 @@ export class Producer {
         }
       }
       if (chunk.length > 0) jobs.push({ name: JOB_NAME, data: encodeJob(chunk) });
+      // Encoded: the records need not live through the round trip (see receive/app.ts).
+      for (const w of waiters) w.records = NO_RECORDS;
     } catch (err) {
       const e = new EnqueueError(`enqueue failed: ${(err as Error)?.message ?? err}`, { cause: err });
       for (const w of waiters) w.reject(e);

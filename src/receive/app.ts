@@ -138,18 +138,23 @@ export function pushRoutes(records: RecordSink, quarantine: QuarantineSink, opts
       }
     }
 
+    // Only counts are used after the wait: the parsed push and its records are then garbage as soon
+    // as the producer has encoded them, not kept through the Redis round trip (fewer survivors for
+    // each young-generation collection, which otherwise copies and promotes every push in flight).
+    const accepted = valid.length;
+    const total = items.length;
     await (held.length === 0 ? records.enqueue(valid) : Promise.all([records.enqueue(valid), quarantine.add(held)]));
     if (rejected.length > 0) {
-      opts.log.info({ deliveryId, route: routeOf(), accepted: valid.length, rejected: rejected.length }, 'push had invalid records; quarantined');
+      opts.log.info({ deliveryId, route: routeOf(), accepted, rejected: rejected.length }, 'push had invalid records; quarantined');
     }
     if (!isBulk && rejected.length > 0) {
       return failed(400, 'invalid_record', `invalid record (quarantined): ${rejected[0]!.error}`);
     }
-    const data: PushAccepted = { deliveryId, accepted: valid.length, rejected };
+    const data: PushAccepted = { deliveryId, accepted, rejected };
     const msg =
       rejected.length === 0
-        ? `accepted ${valid.length} record(s)`
-        : `accepted ${valid.length} of ${items.length} record(s); ${rejected.length} rejected and quarantined`;
+        ? `accepted ${accepted} record(s)`
+        : `accepted ${accepted} of ${total} record(s); ${rejected.length} rejected and quarantined`;
     return new Response(JSON.stringify(success(data, msg)), {
       status: 202,
       headers: { 'Content-Type': 'application/json', 'X-Delivery-Id': deliveryId },
