@@ -107,6 +107,24 @@ const requiredEpochMs = z.unknown().transform((v, ctx) => {
 });
 
 const CONTROL = /[\u0000-\u001f\u007f]/;
+const NO_FAULTS: readonly string[] = [];
+
+/**
+ * What keeps a non-empty plate from being a tag, in the order zod reports it; one list of rules for
+ * the zod schema and the plain path. Control characters cannot be written as an InfluxDB tag and are
+ * never a real plate or id.
+ */
+function plateFaults(s: string): readonly string[] {
+  const control = CONTROL.test(s);
+  const blank = s.length > 0 && s.trim().length === 0;
+  const why = unrepresentableTag(s);
+  if (!control && !blank && why === undefined) return NO_FAULTS;
+  const faults: string[] = [];
+  if (control) faults.push('must not contain control characters');
+  if (blank) faults.push('must not be blank');
+  if (why !== undefined) faults.push(why);
+  return faults;
+}
 
 const vehicleno = z
   .string({ error: (i) => (i.input === undefined ? 'is required' : `expected a string, got ${show(i.input)}`) })
@@ -114,11 +132,7 @@ const vehicleno = z
   .min(1, 'must not be empty')
   .max(VEHICLENO_MAX, `must be at most ${VEHICLENO_MAX} characters`)
   .superRefine((s, ctx) => {
-    // Control characters cannot be written as an InfluxDB tag and are never a real plate or id.
-    if (CONTROL.test(s)) ctx.addIssue({ code: 'custom', message: 'must not contain control characters' });
-    if (s.length > 0 && s.trim().length === 0) ctx.addIssue({ code: 'custom', message: 'must not be blank' });
-    const why = unrepresentableTag(s);
-    if (why) ctx.addIssue({ code: 'custom', message: why });
+    for (const message of plateFaults(s)) ctx.addIssue({ code: 'custom', message });
   });
 
 const gpsCore = z.object({
@@ -217,8 +231,7 @@ export function validateRecord(input: unknown, receivedAt: number): ValidationRe
 export function plainRecord(input: unknown, receivedAt: number): TelemetryRecord | undefined {
   if (typeof input !== 'object' || input === null) return undefined;
   const { vehicleno: v, type, data } = input as { vehicleno?: unknown; type?: unknown; data?: unknown };
-  if (typeof v !== 'string' || v.length === 0 || v.length > VEHICLENO_MAX || CONTROL.test(v)) return undefined;
-  if (v.trim().length === 0 || unrepresentableTag(v) !== undefined) return undefined;
+  if (typeof v !== 'string' || v.length === 0 || v.length > VEHICLENO_MAX || plateFaults(v).length > 0) return undefined;
   if ((type !== 'gps' && type !== 'can') || typeof data !== 'object' || data === null) return undefined;
   if (Object.getPrototypeOf(data) !== Object.prototype) return undefined;
   const d = data as Record<string, unknown>;
