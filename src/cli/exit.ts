@@ -1,5 +1,5 @@
 /** Exit codes scripts can rely on (listed in README and in `telematics --help`). */
-import { UpstreamError, UpstreamProtocolError, UpstreamTransportError } from '../upstream/errors.js';
+import { UpstreamError, UpstreamProtocolError, UpstreamTransportError } from '../upstream/client/errors.js';
 import type { CliIO } from './io.js';
 
 export const EXIT = {

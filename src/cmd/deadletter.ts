@@ -6,9 +6,9 @@
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { ConfigError, loadConfig } from '../config/index.js';
-import { DeadLetters, type DeadLetterItem } from '../deadletter/index.js';
-import { Producer } from '../queue/producer.js';
-import { retryPolicy } from '../service/index.js';
+import { DeadLetters, type DeadLetterItem } from '../ingest/deadletter/index.js';
+import { Producer } from '../ingest/queue/producer.js';
+import { retryPolicy } from '../ingest/service/index.js';
 
 const HELP = `usage: telematics-deadletter <command> [options]
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { ConfigError, loadConfig, MODES, redactedConfig, type Mode } from '../config/index.js';
 import { createLogger } from '../log/index.js';
-import { startService } from '../service/index.js';
+import { startService } from '../ingest/service/index.js';
 
 /** `telematics-ingest [all|receiver|worker]`; the argument wins over SERVICE_MODE. */
 async function main(): Promise<void> {

@@ -9,11 +9,11 @@
 import { randomBytes } from 'node:crypto';
 import { loadConfig, redactedConfig } from '../config/index.js';
 import { createLogger } from '../log/index.js';
-import { startService } from '../service/index.js';
+import { startService } from '../ingest/service/index.js';
 import { ensureDebianPackages, waitFor } from '../devstack/process.js';
 import { startRedis, type LocalRedis } from '../devstack/redis.js';
 import { influxQL, startInflux, type LocalInflux } from '../devstack/influxd.js';
-import { runFeed } from '../emulator/feed.js';
+import { runFeed } from '../upstream/emulator/feed.js';
 
 const say = (m: string) => process.stdout.write(`${m}\n`);
 

@@ -7,10 +7,10 @@
  * phase, so a record is identified in InfluxDB by its timestamp (the latency probe relies on it),
  * and each vehicle reports every 10·V ms, as a fleet reporting every few seconds does.
  */
-import { Fleet, type VehicleProfile } from '../../src/emulator/fleet.js';
-import { canRecordData } from '../../src/emulator/can.js';
-import { Rng, hash32, round } from '../../src/emulator/prng.js';
-import { CAN_FIELDS } from '../../src/validate/fields.js';
+import { Fleet, type VehicleProfile } from '../../src/upstream/emulator/fleet.js';
+import { canRecordData } from '../../src/upstream/emulator/can.js';
+import { Rng, hash32, round } from '../../src/upstream/emulator/prng.js';
+import { CAN_FIELDS } from '../../src/telemetry/fields.js';
 
 export const T0 = 1_763_700_000_000;
 export const STEP_MS = 10;

@@ -5,8 +5,8 @@
  */
 import { BenchData, type PushRecord } from './data.js';
 import { buildRequest, Connection, type Answer } from './http.js';
-import { validateRecord } from '../../src/validate/record.js';
-import { flattenRecords } from '../../src/flatten/flatten.js';
+import { validateRecord } from '../../src/ingest/validate/record.js';
+import { flattenRecords } from '../../src/ingest/flatten/flatten.js';
 
 export type Kind = 'mixed' | 'fullCan';
 

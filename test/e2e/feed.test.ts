@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { runFeed } from '../../src/emulator/feed.js';
+import { runFeed } from '../../src/upstream/emulator/feed.js';
 import { countPoints, reconcile } from '../harness/reconcile.js';
 import { startTestService, TEST_TOKEN, waitUntil, type TestService } from '../harness/service.js';
 

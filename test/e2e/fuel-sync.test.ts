@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { inject } from 'vitest';
-import { startEmulator } from '../../src/emulator/index.js';
-import { UpstreamClient } from '../../src/upstream/index.js';
-import { syncFuel } from '../../src/sync/fuel.js';
-import { InfluxSink } from '../../src/write/influx.js';
+import { startEmulator } from '../../src/upstream/emulator/index.js';
+import { UpstreamClient } from '../../src/upstream/client/index.js';
+import { syncFuel } from '../../src/ingest/sync/fuel.js';
+import { InfluxSink } from '../../src/ingest/write/influx.js';
 import { influxQuery } from '../harness/influx.js';
 import { startTestService, uniqueName, waitUntil, type TestService } from '../harness/service.js';
 

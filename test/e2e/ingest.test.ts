@@ -1,6 +1,6 @@
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CAN_FIELDS } from '../../src/validate/fields.js';
+import { CAN_FIELDS } from '../../src/telemetry/fields.js';
 import { startTestService, TEST_TOKEN, type TestService } from '../harness/service.js';
 
 const T0 = 1_763_700_000_000;

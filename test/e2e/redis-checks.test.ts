@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { Redis } from 'ioredis';
 import { startRedis, type LocalRedis } from '../../src/devstack/redis.js';
-import { checkRedisSettings } from '../../src/service/redisChecks.js';
+import { checkRedisSettings } from '../../src/ingest/service/redisChecks.js';
 
 let server: LocalRedis;
 let redis: Redis;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Queue } from 'bullmq';
-import { runFeed } from '../../src/emulator/feed.js';
+import { runFeed } from '../../src/upstream/emulator/feed.js';
 import { countPoints } from '../harness/reconcile.js';
 import { waitUntil } from '../harness/service.js';
 import { startStack, TOKEN, type Stack } from '../harness/stack.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { runFeed } from '../../src/emulator/feed.js';
+import { runFeed } from '../../src/upstream/emulator/feed.js';
 import { waitUntil } from '../harness/service.js';
 import { startStack, TOKEN, type Stack } from '../harness/stack.js';
 

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Queue } from 'bullmq';
 import { inject } from 'vitest';
-import { encodeJob } from '../../src/queue/codec.js';
-import { JOB_NAME } from '../../src/queue/producer.js';
+import { encodeJob } from '../../src/ingest/queue/codec.js';
+import { JOB_NAME } from '../../src/ingest/queue/producer.js';
 import { startTestService, type TestService } from '../harness/service.js';
 
 const T0 = 1_763_700_000_000;

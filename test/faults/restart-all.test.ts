@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { runFeed } from '../../src/emulator/feed.js';
+import { runFeed } from '../../src/upstream/emulator/feed.js';
 import { freePort } from '../../src/devstack/process.js';
 import { startStack, TOKEN, type Stack } from '../harness/stack.js';
 

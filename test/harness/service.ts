@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
 import { loadConfig, type Config } from '../../src/config/index.js';
 import { createLogger } from '../../src/log/index.js';
-import { startService, type RunningService } from '../../src/service/index.js';
+import { startService, type RunningService } from '../../src/ingest/service/index.js';
 import { Redis } from 'ioredis';
-import { Quarantine } from '../../src/queue/quarantine.js';
+import { Quarantine } from '../../src/ingest/queue/quarantine.js';
 import { influxQuery, type Row } from './influx.js';
 import { waitUntil } from './wait.js';
 

@@ -1,4 +1,4 @@
-import { runFeed } from '../../src/emulator/feed.js';
+import { runFeed } from '../../src/upstream/emulator/feed.js';
 import type { ServiceProcess } from '../harness/proc.js';
 import { startStack, TOKEN } from '../harness/stack.js';
 

@@ -1,0 +1,134 @@
+import { Queue, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { decodeJob, jobRecordCount } from '../queue/codec.js';
+import type { Producer } from '../queue/producer.js';
+import { Quarantine, type QuarantineEntry } from '../queue/quarantine.js';
+import { validateRecord } from '../validate/record.js';
+import { type TelemetryRecord } from '../../telemetry/record.js';
+
+/**
+ * What an operator does with what did not land: quarantined records (refused by the receiver's
+ * validation or by InfluxDB) and failed jobs (retry span exhausted). Replay is idempotent: a
+ * replayed record writes the same point however often, and an item is removed only after its
+ * records are queued again.
+ */
+
+export type ItemId = string;
+/** Quarantine entries are named by their stream id (`1763700000000-0`), failed jobs as `job:<id>`. */
+export const isJobId = (id: ItemId): boolean => id.startsWith('job:');
+
+export interface DeadLetterItem {
+  id: ItemId;
+  source: 'quarantine' | 'failed-job';
+  /** receive / write for quarantine entries; `job` for failed jobs. */
+  stage: 'receive' | 'write' | 'job';
+  at: number;
+  reason: string;
+  records: number;
+}
+
+export interface ReplayOutcome {
+  id: ItemId;
+  ok: boolean;
+  detail: string;
+}
+
+export class DeadLetters {
+  readonly quarantine: Quarantine;
+  readonly queue: Queue;
+
+  constructor(
+    redis: Redis,
+    queueName: string,
+    private readonly producer: Pick<Producer, 'enqueue'>,
+  ) {
+    this.quarantine = new Quarantine(redis, queueName);
+    this.queue = new Queue(queueName, { connection: redis });
+  }
+
+  async list(opts: { source?: 'quarantine' | 'failed' | 'all'; limit?: number } = {}): Promise<DeadLetterItem[]> {
+    const limit = opts.limit ?? 100;
+    const out: DeadLetterItem[] = [];
+    if (opts.source !== 'failed') {
+      for (const e of await this.quarantine.list({ count: limit })) {
+        out.push({ id: e.id, source: 'quarantine', stage: e.stage, at: e.receivedAt, reason: e.reason, records: 1 });
+      }
+    }
+    if (opts.source !== 'quarantine') {
+      for (const j of await this.queue.getFailed(0, limit - 1)) out.push(jobItem(j));
+    }
+    return out;
+  }
+
+  async show(id: ItemId): Promise<{ item: DeadLetterItem; entry?: QuarantineEntry; records?: TelemetryRecord[] } | undefined> {
+    if (isJobId(id)) {
+      const job = await this.failedJob(id);
+      return job ? { item: jobItem(job), records: decodeJob(job.data) } : undefined;
+    }
+    const entry = await this.quarantine.get(id);
+    if (!entry) return undefined;
+    return { item: { id, source: 'quarantine', stage: entry.stage, at: entry.receivedAt, reason: entry.reason, records: 1 }, entry };
+  }
+
+  /** Validates a quarantined record (or body) again and queues what now passes; retries a failed job. */
+  async replay(id: ItemId): Promise<ReplayOutcome> {
+    if (isJobId(id)) {
+      const job = await this.failedJob(id);
+      if (!job) return { id, ok: true, detail: 'no such failed job (already replayed or purged)' };
+      await job.retry('failed');
+      return { id, ok: true, detail: `job queued again with ${jobRecordCount(job.data)} record(s)` };
+    }
+    const entry = await this.quarantine.get(id);
+    if (!entry) return { id, ok: true, detail: 'no such entry (already replayed or purged)' };
+    if (entry.truncated) return { id, ok: false, detail: 'kept only in part (QUARANTINE_RAW_LIMIT); cannot be replayed' };
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(entry.raw);
+    } catch {
+      return { id, ok: false, detail: 'still not JSON' };
+    }
+    const items =
+      typeof parsed === 'object' && parsed !== null && Array.isArray((parsed as { bulkData?: unknown }).bulkData)
+        ? (parsed as { bulkData: unknown[] }).bulkData
+        : [parsed];
+    const records: TelemetryRecord[] = [];
+    for (const item of items) {
+      // The original receive time stamps CAN records without one, as it did the first time.
+      const r = validateRecord(item, entry.receivedAt);
+      if (!r.ok) return { id, ok: false, detail: `still invalid: ${r.error}` };
+      records.push(r.record);
+    }
+    await this.producer.enqueue(records);
+    await this.quarantine.remove([id]);
+    return { id, ok: true, detail: `${records.length} record(s) queued again` };
+  }
+
+  async purge(id: ItemId): Promise<boolean> {
+    if (isJobId(id)) {
+      const job = await this.failedJob(id);
+      if (!job) return false;
+      await job.remove();
+      return true;
+    }
+    return (await this.quarantine.remove([id])) > 0;
+  }
+
+  async close(): Promise<void> {
+    await this.queue.close();
+  }
+
+  private async failedJob(id: ItemId): Promise<Job | undefined> {
+    const job = await this.queue.getJob(id.slice('job:'.length));
+    return job && (await job.isFailed()) ? job : undefined;
+  }
+}
+
+function jobItem(j: Job): DeadLetterItem {
+  let records = 0;
+  try {
+    records = jobRecordCount(j.data);
+  } catch {
+    // An unreadable payload is still listed; its reason will say why it failed.
+  }
+  return { id: `job:${j.id}`, source: 'failed-job', stage: 'job', at: j.finishedOn ?? j.timestamp, reason: j.failedReason, records };
+}

@@ -1,0 +1,272 @@
+import { deflateRawSync, inflateRawSync, constants as zlib } from 'node:zlib';
+import type { TelemetryRecord } from '../../telemetry/record.js';
+
+/**
+ * The payload of one job: a chunk of validated records. Versioned so workers of a newer
+ * release can still read jobs queued by an older one during a rolling upgrade, and so an
+ * operator's replay of an old dead letter still decodes.
+ *
+ * v1: the records as they are, `{v: 1, records}` (about 1.7 kB per CAN record of all 69 fields).
+ *
+ * v2: the records column by column, `{v: 2, n, c}` or, deflated and base64-encoded, `{v: 2, n, z}`.
+ * Redis holds every queued record until a worker writes it, so its size is what a backlog costs:
+ * a CAN record with all 69 fields takes about 1/15 of v1 this way (see docs/benchmarks.md).
+ * `c` (and the inflated `z`, as JSON) is the array
+ *
+ *   [vehiclenos, types, names, vehicle, counts, fieldIdx, times, columns, specials]
+ *
+ * - `vehiclenos`, `types`: the distinct values, in order of first appearance.
+ * - `names`: the distinct field names; a number stands for `V2_NAMES[number]`, a string for itself.
+ * - per record: `vehicle[i]` indexes `vehiclenos`; `counts[i]` is `fieldCount * T + typeIndex`,
+ *   where T is the number of types, at least 2.
+ * - `fieldIdx`: every record's field names as indices into `names`, in the record's key order,
+ *   record after record (`counts` says how many are whose). Repeated lists deflate to little.
+ * - `times`: `[0, t0, t1, …]` as they are, or `[1, t0, t1 - t0, t2 - t1, …]` when every time is an
+ *   integer within ±2^52, so every difference and sum is exact (the usual case; deltas deflate better).
+ * - `columns[f]`: the values of field `names[f]`, in record order, for the records that have it.
+ * - `specials`: `[column, position, code]` for values JSON cannot carry: -0 and non-finite
+ *   numbers (`"-0"`, `"NaN"`, `"Infinity"`, `"-Infinity"`); they sit as 0 in their column. A
+ *   `column` of -1 means the times (absolute form only).
+ *
+ * Every number is written by JSON.stringify (the shortest text that reads back as the same
+ * double) and read by JSON.parse, so values come back bit for bit; strings too, including
+ * unpaired surrogates, which JSON.stringify escapes.
+ */
+export interface JobPayloadV1 {
+  v: 1;
+  records: TelemetryRecord[];
+}
+export interface JobPayloadV2 {
+  v: 2;
+  /** Number of records (so a dead-letter listing need not decode). */
+  n: number;
+  /** The columnar array, as JSON (small jobs, where deflate gains little). */
+  c?: Columnar;
+  /** The columnar array as JSON, raw-deflated, base64. */
+  z?: string;
+}
+export type JobPayload = JobPayloadV1 | JobPayloadV2;
+
+type Name = number | string;
+type Special = [number, number, string];
+type Columnar = [
+  vehiclenos: string[],
+  types: string[],
+  names: Name[],
+  vehicle: number[],
+  counts: number[],
+  fieldIdx: number[],
+  times: number[],
+  columns: number[][],
+  specials: Special[],
+];
+
+/**
+ * Field names a v2 payload may refer to by number: the spec's, frozen here as they were when v2
+ * was made. Never reorder or remove; new names need no entry (they travel as strings).
+ */
+export const V2_NAMES: readonly string[] = Object.freeze([
+  'lat', 'lng', 'alti', 'speed', 'ignstatus', 'time',
+  'allow_charging', 'allow_discharging', 'battery_voltage', 'current', 'power', 'soc', 'soh',
+  'battery_capacity', 'charge_cycle', 'chemistry', 'load_status', 'bms_id',
+  'bat_id_1', 'bat_id_2', 'bat_id_3', 'bat_id_4', 'bat_id_5', 'bat_id_6', 'bat_id_7', 'bat_id_8',
+  'bat_id_9', 'bat_id_10', 'bat_id_11', 'bat_id_12', 'bat_id_13', 'bat_id_14', 'bat_id_15', 'bat_id_16',
+  'no_of_cells', 'no_of_temperature_sensors',
+  'cell_voltage_01', 'cell_voltage_02', 'cell_voltage_03', 'cell_voltage_04', 'cell_voltage_05',
+  'cell_voltage_06', 'cell_voltage_07', 'cell_voltage_08', 'cell_voltage_09', 'cell_voltage_10',
+  'cell_voltage_11', 'cell_voltage_12', 'cell_voltage_13', 'cell_voltage_14', 'cell_voltage_15',
+  'cell_voltage_16',
+  'cell_temperature_01', 'cell_temperature_02', 'cell_temperature_03', 'cell_temperature_04',
+  'cell_temperature_05', 'cell_temperature_06',
+  'alert', 'alert_board_over_temp', 'alert_board_under_temp', 'alert_cell_conn_broken',
+  'alert_cell_diff_fault_battery_is_disbalanced', 'alert_cell_over_voltage_charged',
+  'alert_cell_under_voltage_discharged', 'alert_over_current_charging', 'alert_over_current_cont_charging',
+  'alert_over_current_discharging', 'alert_over_temp',
+  'alert_pack_ov_fault_total_pack_voltage_is_higher_than_set_threshold',
+  'alert_prl_fault_fault_in_battery_connected_in_parallel', 'alert_short_circuit', 'alert_thermal_runaway',
+  'alert_under_temp',
+]);
+const V2_INDEX = new Map(V2_NAMES.map((n, i) => [n, i]));
+
+/**
+ * Below about this much JSON a job is stored as it is: small jobs (realtime pushes grouped over a few
+ * milliseconds) are few records, where BullMQ's own per-job keys outweigh the payload and a fresh
+ * zlib stream per job would cost more CPU than the records themselves.
+ */
+const DEFLATE_FROM = 16_384;
+/** The fastest deflate: on these payloads within 15 % of level 9's size at 1/5 to 1/20 of its time. */
+const DEFLATE = { level: 1, strategy: zlib.Z_DEFAULT_STRATEGY };
+
+function special(v: number): string | undefined {
+  if (v === 0) return Object.is(v, -0) ? '-0' : undefined;
+  return Number.isFinite(v) ? undefined : String(v);
+}
+
+function fromSpecial(code: string): number {
+  switch (code) {
+    case '-0': return -0;
+    case 'NaN': return NaN;
+    case 'Infinity': return Infinity;
+    case '-Infinity': return -Infinity;
+    default: throw new Error(`job payload v2: unknown special value ${JSON.stringify(code)}`);
+  }
+}
+
+const hasOwn = Object.prototype.hasOwnProperty;
+
+export function encodeColumnar(records: readonly TelemetryRecord[]): Columnar {
+  const vehiclenos: string[] = [];
+  const vehicleIndex = new Map<string, number>();
+  const types: string[] = [];
+  const names: Name[] = [];
+  const nameIndex = new Map<string, number>();
+  const vehicle: number[] = new Array<number>(records.length);
+  const counts: number[] = new Array<number>(records.length);
+  const typeOf: number[] = new Array<number>(records.length);
+  const fieldIdx: number[] = [];
+  const columns: number[][] = [];
+  const specials: Special[] = [];
+  const times: number[] = new Array<number>(records.length + 1);
+
+  let delta = true;
+  for (const r of records) {
+    // Within ±2^52 every difference and every running sum is an exact integer.
+    if (!Number.isInteger(r.time) || Math.abs(r.time) > 2 ** 52 || Object.is(r.time, -0)) {
+      delta = false;
+      break;
+    }
+  }
+  times[0] = delta ? 1 : 0;
+
+  let prev = 0;
+  for (let i = 0; i < records.length; i++) {
+    const r = records[i]!;
+    let v = vehicleIndex.get(r.vehicleno);
+    if (v === undefined) {
+      v = vehiclenos.push(r.vehicleno) - 1;
+      vehicleIndex.set(r.vehicleno, v);
+    }
+    vehicle[i] = v;
+    let t = types.indexOf(r.type);
+    if (t < 0) t = types.push(r.type) - 1;
+    typeOf[i] = t;
+
+    if (delta) {
+      times[i + 1] = r.time - prev;
+      prev = r.time;
+    } else {
+      const s = special(r.time);
+      times[i + 1] = s === undefined ? r.time : 0;
+      if (s !== undefined) specials.push([-1, i, s]);
+    }
+
+    // The record's fields in its own key order (for-in gives Object.keys' order; inherited keys,
+    // which Object.keys leaves out, are skipped): each name's index, and its value in its column.
+    const fields = r.fields;
+    let n = 0;
+    for (const name in fields) {
+      if (!hasOwn.call(fields, name)) continue;
+      let f = nameIndex.get(name);
+      if (f === undefined) {
+        f = names.push(V2_INDEX.get(name) ?? name) - 1;
+        nameIndex.set(name, f);
+        columns.push([]);
+      }
+      fieldIdx.push(f);
+      n++;
+      const value = fields[name]!;
+      const col = columns[f]!;
+      if (value === 0 || !Number.isFinite(value)) {
+        const s = special(value);
+        if (s !== undefined) {
+          specials.push([f, col.length, s]);
+          col.push(0);
+          continue;
+        }
+      }
+      col.push(value);
+    }
+    counts[i] = n;
+  }
+  const nt = Math.max(2, types.length);
+  for (let i = 0; i < records.length; i++) counts[i] = counts[i]! * nt + typeOf[i]!;
+  return [vehiclenos, types, names, vehicle, counts, fieldIdx, times, columns, specials];
+}
+
+export function decodeColumnar(c: Columnar, n?: number): TelemetryRecord[] {
+  if (!Array.isArray(c) || c.length !== 9) throw new Error('job payload v2: malformed');
+  const [vehiclenos, types, names, vehicle, counts, fieldIdx, times, columns, specials] = c;
+  const count = vehicle.length;
+  if (n !== undefined && n !== count) throw new Error(`job payload v2: says ${n} records, holds ${count}`);
+  const nt = Math.max(2, types.length);
+  const fieldNames = names.map((x) => (typeof x === 'number' ? V2_NAMES[x] : x));
+  if (fieldNames.some((x) => x === undefined)) throw new Error('job payload v2: unknown field name number');
+
+  // Specials are put back into copies of their columns before the records are built.
+  const cols = specials.length === 0 ? columns : columns.map((col) => col.slice());
+  const t = times.slice(1);
+  for (const [f, pos, code] of specials) {
+    if (f === -1) t[pos] = fromSpecial(code);
+    else cols[f]![pos] = fromSpecial(code);
+  }
+  if (times[0] === 1) {
+    let acc = 0;
+    for (let i = 0; i < t.length; i++) {
+      acc += t[i]!;
+      t[i] = acc;
+    }
+  }
+
+  // Fields objects without a prototype are plain hash tables to V8. Ordinary objects get a hidden
+  // class per subset of CAN parameters, and real traffic has thousands of subsets: built key by key
+  // they decoded a third slower, as clones of per-shape templates ten times slower (docs/benchmarks.md).
+  const at = new Array<number>(cols.length).fill(0);
+  const out = new Array<TelemetryRecord>(count);
+  let next = 0;
+  for (let i = 0; i < count; i++) {
+    const tc = counts[i]!;
+    const type = types[tc % nt];
+    const fieldCount = Math.floor(tc / nt);
+    const vno = vehiclenos[vehicle[i]!];
+    if (type === undefined || vno === undefined || next + fieldCount > fieldIdx.length) throw new Error(`job payload v2: record ${i} is malformed`);
+    const fields = Object.create(null) as Record<string, number>;
+    for (let k = 0; k < fieldCount; k++) {
+      const f = fieldIdx[next++]!;
+      const col = cols[f];
+      if (col === undefined) throw new Error(`job payload v2: record ${i} is malformed`);
+      fields[fieldNames[f]!] = col[at[f]!++]!;
+    }
+    out[i] = { vehicleno: vno, type: type as TelemetryRecord['type'], time: t[i]!, fields };
+  }
+  if (next !== fieldIdx.length) throw new Error('job payload v2: malformed');
+  return out;
+}
+
+export function encodeJob(records: TelemetryRecord[]): JobPayloadV2 {
+  const c = encodeColumnar(records);
+  // A small job goes as it is, judged by an estimate of its JSON (about 8 characters a value, 24 a
+  // record) rather than by writing it out twice: BullMQ stringifies the job data itself.
+  if (c[5].length * 8 + records.length * 24 < DEFLATE_FROM) return { v: 2, n: records.length, c };
+  return { v: 2, n: records.length, z: deflateRawSync(JSON.stringify(c), DEFLATE).toString('base64') };
+}
+
+/** The records of a job payload of any version this release knows. */
+export function decodeJob(data: unknown): TelemetryRecord[] {
+  const p = data as { v?: unknown; records?: unknown; n?: number; c?: unknown; z?: unknown } | null;
+  if (p && p.v === 1 && Array.isArray(p.records)) return p.records as TelemetryRecord[];
+  if (p && p.v === 2) {
+    if (typeof p.z === 'string') {
+      const json = inflateRawSync(Buffer.from(p.z, 'base64')).toString('utf8');
+      return decodeColumnar(JSON.parse(json) as Columnar, p.n);
+    }
+    if (Array.isArray(p.c)) return decodeColumnar(p.c as Columnar, p.n);
+  }
+  throw new Error(`unknown job payload version ${JSON.stringify(p && (p as { v?: unknown }).v)}`);
+}
+
+/** How many records a payload holds, without decoding them when it says so itself. */
+export function jobRecordCount(data: unknown): number {
+  const p = data as Partial<JobPayloadV2> | null;
+  if (p && p.v === 2 && typeof p.n === 'number') return p.n;
+  return decodeJob(data).length;
+}

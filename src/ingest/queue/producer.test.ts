@@ -1,0 +1,84 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { Redis } from 'ioredis';
+import type { TelemetryRecord } from '../../telemetry/record.js';
+import { decodeJob } from './codec.js';
+import { Producer } from './producer.js';
+import { attemptsForSpan, BACKOFF_TYPE } from './retry.js';
+
+/** On the run's real Redis: grouping of concurrent pushes into jobs, and nothing lost or reordered. */
+let redis: Redis;
+const producers: Producer[] = [];
+
+beforeAll(async () => {
+  redis = new Redis(inject('redisUrl'), { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+  await new Promise<void>((resolve) => redis.once('ready', () => resolve()));
+});
+afterAll(async () => {
+  for (const p of producers) await p.close();
+  redis.disconnect();
+});
+
+function producer(maxRecordsPerJob = 1_000): Producer {
+  const p = new Producer(redis, {
+    queueName: `producer_${randomBytes(4).toString('hex')}`,
+    maxRecordsPerJob,
+    timeoutMs: 5_000,
+    retry: { spanMs: 3_600_000, baseMs: 1_000, maxMs: 60_000 },
+  });
+  producers.push(p);
+  return p;
+}
+
+const record = (i: number): TelemetryRecord => ({ vehicleno: `V${i % 7}`, type: i % 2 ? 'can' : 'gps', time: 1_763_700_000_000 + i, fields: { soc: i, lat: i / 10 } });
+
+async function queued(p: Producer): Promise<TelemetryRecord[][]> {
+  const jobs = await p.queue.getJobs(['wait'], 0, -1, true);
+  return jobs.map((j) => decodeJob(j.data));
+}
+
+describe('Producer', () => {
+  it('puts the records of many concurrent pushes into a few jobs, losing and duplicating none', async () => {
+    const p = producer();
+    await Promise.all(Array.from({ length: 300 }, (_, i) => p.enqueue([record(i)])));
+    const jobs = await queued(p);
+    expect(jobs.length).toBeLessThan(30);
+    const times = jobs.flat().map((r) => r.time).sort((a, b) => a - b);
+    expect(times).toEqual(Array.from({ length: 300 }, (_, i) => record(i).time));
+    expect(jobs.flat().find((r) => r.time === record(5).time)).toEqual(record(5));
+  });
+
+  it('never makes a job larger than JOB_MAX_RECORDS', async () => {
+    const p = producer(1_000);
+    await p.enqueue(Array.from({ length: 2_500 }, (_, i) => record(i)));
+    const sizes = (await queued(p)).map((j) => j.length).sort((a, b) => b - a);
+    expect(sizes).toEqual([1_000, 1_000, 500]);
+  });
+
+  it('settles nothing before Redis confirmed, and close() waits for what is in flight', async () => {
+    const p = producer();
+    let settled = 0;
+    const all = Array.from({ length: 50 }, (_, i) => p.enqueue([record(i)]).then(() => settled++));
+    expect(settled).toBe(0);
+    await p.close();
+    await Promise.all(all);
+    expect(settled).toBe(50);
+    expect((await queued(p)).flat()).toHaveLength(50);
+  });
+
+  it('gives a job the retry options whether it went alone (add) or with others (addBulk)', async () => {
+    const p = producer(1_000);
+    await p.enqueue([record(1)]);
+    await p.enqueue(Array.from({ length: 1_500 }, (_, i) => record(i)));
+    const jobs = await p.queue.getJobs(['wait'], 0, -1, true);
+    expect(jobs.map((j) => decodeJob(j.data).length).sort((a, b) => a - b)).toEqual([1, 500, 1_000]);
+    for (const j of jobs) {
+      expect(j.opts).toMatchObject({
+        attempts: attemptsForSpan({ spanMs: 3_600_000, baseMs: 1_000, maxMs: 60_000 }),
+        backoff: { type: BACKOFF_TYPE },
+        removeOnComplete: true,
+        removeOnFail: false,
+      });
+    }
+  });
+});

@@ -1,0 +1,102 @@
+import { Queue, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from '../../log/index.js';
+import type { FuelUnit, UpstreamClient } from '../../upstream/client/index.js';
+import { escapeTag, formatFloat } from '../../telemetry/lineProtocol.js';
+import type { PointSink } from '../write/sink.js';
+
+/**
+ * Fuel is not in the push feed: this input pulls it. For every vehicle the upstream lists, it
+ * reads the fuel history since that vehicle's watermark and writes measurement `fuel`
+ * (tag `vehicleno`, tag `unit`, float field `value`). The watermark advances only after
+ * InfluxDB accepted the points, so a failed run is simply done again; points are idempotent.
+ */
+export interface FuelSyncOptions {
+  client: Pick<UpstreamClient, 'listVehicles' | 'getFuelHistory'>;
+  sink: PointSink;
+  redis: Redis;
+  /** Redis hash of watermarks, field `<vehicleno>|<unit>` → last reading time (ms). */
+  watermarkKey: string;
+  units: readonly FuelUnit[];
+  /** How far back the first run of a vehicle reads. */
+  lookbackMs: number;
+  /** Longest range asked for in one call (upstreams bound it). */
+  maxRangeMs: number;
+  now?: () => number;
+}
+
+export interface FuelSyncResult {
+  vehicles: number;
+  readings: number;
+  failed: Array<{ vehicleno: string; error: string }>;
+}
+
+export function fuelLine(vehicleno: string, unit: FuelUnit, time: number, value: number): string {
+  return `fuel,unit=${unit},vehicleno=${escapeTag(vehicleno)} value=${formatFloat(value)} ${time}`;
+}
+
+export async function syncFuel(opts: FuelSyncOptions): Promise<FuelSyncResult> {
+  const now = (opts.now ?? Date.now)();
+  const vehicles = await opts.client.listVehicles();
+  const result: FuelSyncResult = { vehicles: vehicles.length, readings: 0, failed: [] };
+  for (const { vehicleno } of vehicles) {
+    for (const unit of opts.units) {
+      const field = `${vehicleno}|${unit}`;
+      try {
+        const mark = await opts.redis.hget(opts.watermarkKey, field);
+        let from = mark === null ? now - opts.lookbackMs : Number(mark) + 1;
+        while (from <= now) {
+          const to = Math.min(now, from + opts.maxRangeMs);
+          const readings = await opts.client.getFuelHistory({ vehicleno, from, to, inLitres: unit === 'litres' });
+          const fresh = readings.filter((r) => r.time >= from && r.time <= to);
+          if (fresh.length > 0) {
+            await opts.sink.write(fresh.map((r) => fuelLine(vehicleno, unit, r.time, r.value)));
+            result.readings += fresh.length;
+          }
+          // Only after the store has them: a crash before this line reads the same range again.
+          const newest = fresh.reduce((m, r) => Math.max(m, r.time), mark === null ? -Infinity : Number(mark));
+          if (Number.isFinite(newest)) await opts.redis.hset(opts.watermarkKey, field, String(newest));
+          from = to + 1;
+        }
+      } catch (err) {
+        result.failed.push({ vehicleno, error: err instanceof Error ? err.message : String(err) });
+      }
+    }
+  }
+  return result;
+}
+
+/**
+ * Runs `syncFuel` every `intervalMs` as a BullMQ job scheduler, so with several worker replicas
+ * exactly one of them syncs each time, and a sync that fails is retried by BullMQ.
+ */
+export async function scheduleFuelSync(
+  redis: Redis,
+  queueName: string,
+  intervalMs: number,
+  run: () => Promise<FuelSyncResult>,
+  log: Logger,
+): Promise<{ close(): Promise<void> }> {
+  const name = `${queueName}-fuel`;
+  const queue = new Queue(name, { connection: redis });
+  queue.on('error', () => {});
+  await queue.upsertJobScheduler('fuel-sync', { every: intervalMs }, { name: 'fuel-sync', opts: { removeOnComplete: true, removeOnFail: 100 } });
+  const worker = new Worker(
+    name,
+    async () => {
+      const r = await run();
+      log.info({ vehicles: r.vehicles, readings: r.readings, failed: r.failed.length }, 'fuel sync done');
+      if (r.failed.length > 0) throw new Error(`fuel sync failed for ${r.failed.map((f) => `${f.vehicleno}: ${f.error}`).join('; ')}`);
+      return r;
+    },
+    { connection: redis, concurrency: 1 },
+  );
+  worker.on('error', (err) => log.warn({ err: err.message }, 'fuel sync worker error'));
+  worker.on('failed', (_job, err) => log.warn({ err: err.message }, 'fuel sync failed; next run retries'));
+  return {
+    async close() {
+      await worker.close();
+      await queue.close();
+    },
+  };
+}

@@ -1,0 +1,308 @@
+import { z } from 'zod';
+import { util } from 'zod/v4/core';
+import { GPS_FIELDS } from '../../telemetry/fields.js';
+import { unrepresentableTag } from '../../telemetry/lineProtocol.js';
+import { VEHICLENO_MAX, type TelemetryRecord } from '../../telemetry/record.js';
+
+/** Epoch milliseconds InfluxDB can store (1973 to 2261); smaller values are most likely seconds. */
+const TIME_MIN = 100_000_000_000;
+const TIME_MAX = 9_200_000_000_000;
+
+const NUMERIC_STRING = /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/;
+/** Field keys that are safe in every InfluxDB version: `_`-prefixed keys are reserved by Flux. */
+const FIELD_KEY = /^[A-Za-z][A-Za-z0-9_]{0,127}$/;
+
+function show(v: unknown): string {
+  const s = typeof v === 'string' ? JSON.stringify(v) : String(JSON.stringify(v) ?? v);
+  return s.length > 40 ? `${s.slice(0, 37)}...` : s;
+}
+
+/** A number, a numeric string such as "51.2", or a boolean flag; the result must be finite. */
+function toNumber(v: unknown): number | undefined {
+  if (typeof v === 'number') return Number.isFinite(v) ? v : undefined;
+  if (typeof v === 'string' && NUMERIC_STRING.test(v)) {
+    const n = Number(v);
+    return Number.isFinite(n) ? n : undefined;
+  }
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  return undefined;
+}
+
+function numberIssue(v: unknown): string {
+  return `expected a finite number or numeric string, got ${show(v)}`;
+}
+
+/** An epoch-milliseconds time, or the reason it is not one. */
+function epochMsOf(v: unknown): number | string {
+  const n = toNumber(v);
+  if (n === undefined || typeof v === 'boolean' || !Number.isInteger(n)) {
+    return `expected an integer epoch time in milliseconds, got ${show(v)}`;
+  }
+  if (n < TIME_MIN || n > TIME_MAX) {
+    const hint = n >= 1_000_000_000 && n < TIME_MIN ? ' (this looks like seconds)' : '';
+    return `expected an epoch time in milliseconds, got ${n}${hint}`;
+  }
+  return n;
+}
+
+const epochMs = z.unknown().transform((v, ctx) => {
+  const n = epochMsOf(v);
+  if (typeof n === 'string') {
+    ctx.addIssue({ code: 'custom', message: n });
+    return z.NEVER;
+  }
+  return n;
+});
+
+/*
+ * Each rule is one zod step that does what a chain of steps did before (presence, then type, then
+ * range; or vehicleno's three refinements in their order, each reported), with the same messages in
+ * the same order: a chain of pipes and refinements costs zod more than the checks themselves, on every
+ * record. record.equivalence.test.ts holds these to the chains they replaced.
+ */
+
+/** A required GPS number, optionally within [min, max]. */
+const requiredNumber = (min?: number, max?: number) =>
+  z.unknown().transform((v, ctx) => {
+    if (v === undefined || v === null) {
+      ctx.addIssue({ code: 'custom', message: 'is required' });
+      return z.NEVER;
+    }
+    const n = toNumber(v);
+    if (n === undefined) {
+      ctx.addIssue({ code: 'custom', message: numberIssue(v) });
+      return z.NEVER;
+    }
+    if (min !== undefined && max !== undefined && !(n >= min && n <= max)) {
+      ctx.addIssue({ code: 'custom', message: `must be between ${min} and ${max}` });
+      return z.NEVER;
+    }
+    return n;
+  });
+
+const requiredEpochMs = z.unknown().transform((v, ctx) => {
+  if (v === undefined || v === null) {
+    ctx.addIssue({ code: 'custom', message: 'is required' });
+    return z.NEVER;
+  }
+  const n = epochMsOf(v);
+  if (typeof n === 'string') {
+    ctx.addIssue({ code: 'custom', message: n });
+    return z.NEVER;
+  }
+  return n;
+});
+
+const CONTROL = /[\u0000-\u001f\u007f]/;
+const NO_FAULTS: readonly string[] = [];
+
+/**
+ * What keeps a non-empty plate from being a tag, in the order zod reports it; one list of rules for
+ * the zod schema and the plain path. Control characters cannot be written as an InfluxDB tag and are
+ * never a real plate or id.
+ */
+function plateFaults(s: string): readonly string[] {
+  const control = CONTROL.test(s);
+  const blank = s.length > 0 && s.trim().length === 0;
+  const why = unrepresentableTag(s);
+  if (!control && !blank && why === undefined) return NO_FAULTS;
+  const faults: string[] = [];
+  if (control) faults.push('must not contain control characters');
+  if (blank) faults.push('must not be blank');
+  if (why !== undefined) faults.push(why);
+  return faults;
+}
+
+const vehicleno = z
+  .string({ error: (i) => (i.input === undefined ? 'is required' : `expected a string, got ${show(i.input)}`) })
+  // zod runs length checks even on a non-string with a length (an array), so these two stay checks.
+  .min(1, 'must not be empty')
+  .max(VEHICLENO_MAX, `must be at most ${VEHICLENO_MAX} characters`)
+  .superRefine((s, ctx) => {
+    for (const message of plateFaults(s)) ctx.addIssue({ code: 'custom', message });
+  });
+
+const gpsCore = z.object({
+  lat: requiredNumber(-90, 90),
+  lng: requiredNumber(-180, 180),
+  alti: requiredNumber(),
+  speed: requiredNumber(),
+  ignstatus: requiredNumber(),
+  time: requiredEpochMs,
+});
+
+const envelope = z.object({
+  vehicleno,
+  type: z.enum(['gps', 'can'], { error: (i) => `expected "gps" or "can", got ${show(i.input)}` }),
+  // What z.record(z.string(), z.unknown()) accepts (a plain object), without its copy of every
+  // parameter, which was most of the cost of validating a record; extraFields skips `__proto__`
+  // as that copy did.
+  data: z.custom<Record<string, unknown>>((v) => util.isPlainObject(v), {
+    error: (i) => (i.input === undefined ? 'is required' : `expected an object, got ${show(i.input)}`),
+  }),
+});
+
+export type ValidationResult =
+  | { ok: true; record: TelemetryRecord }
+  | { ok: false; error: string };
+
+function describe(error: z.ZodError): string {
+  return error.issues
+    .map((i) => `${i.path.length ? `${i.path.join('.')}: ` : ''}${i.message}`)
+    .join('; ');
+}
+
+const hasOwn = Object.prototype.hasOwnProperty;
+
+/** Field keys already found valid: a Set lookup instead of the pattern, for the few hundred names in use. */
+const goodKeys = new Set<string>();
+const GOOD_KEYS_MAX = 10_000;
+
+function goodKey(key: string): boolean {
+  if (goodKeys.has(key)) return true;
+  if (!FIELD_KEY.test(key)) return false;
+  if (goodKeys.size < GOOD_KEYS_MAX) goodKeys.add(key);
+  return true;
+}
+
+/**
+ * Dynamic parameters (every CAN field, and GPS extras) are kept when numeric. A null value
+ * is read as "not received" and left out, as the spec omits absent parameters.
+ */
+function extraFields(
+  data: Record<string, unknown>,
+  skip: ReadonlySet<string>,
+  fields: Record<string, number>,
+  issues: string[],
+): number {
+  let count = 0;
+  // for-in is 2-3 times faster than Object.keys on the many shapes of CAN objects; the own-key
+  // check keeps it to what Object.keys gives (for-in also walks the prototype chain).
+  for (const key in data) {
+    if (!hasOwn.call(data, key) || skip.has(key) || key === '__proto__') continue;
+    const v = data[key];
+    if (v === null || v === undefined) continue;
+    if (!goodKey(key)) {
+      issues.push(`data.${show(key)}: field names must start with a letter and hold only letters, digits and _ (at most 128)`);
+      continue;
+    }
+    const n = typeof v === 'number' && Number.isFinite(v) ? v : toNumber(v);
+    if (n === undefined) issues.push(`data.${key}: ${numberIssue(v)}`);
+    else {
+      fields[key] = n;
+      count++;
+    }
+  }
+  return count;
+}
+
+const GPS_KEYS: ReadonlySet<string> = new Set([...GPS_FIELDS, 'time']);
+const TIME_KEY: ReadonlySet<string> = new Set(['time']);
+
+/**
+ * Validates one push record. `receivedAt` stamps CAN records that carry no `time`, so the
+ * stamp is part of the queued record and a redelivery writes the same point.
+ */
+export function validateRecord(input: unknown, receivedAt: number): ValidationResult {
+  const plain = plainRecord(input, receivedAt);
+  return plain ? { ok: true, record: plain } : validateWithZod(input, receivedAt);
+}
+
+/**
+ * The record as the zod schema would give it, for input that is plainly valid: every value
+ * already a finite number within its range, every rule met without conversion. Anything else,
+ * a string to convert, a null to skip in GPS core fields, a doubt of any kind, returns undefined
+ * and goes through zod, which also words every error. Most pushes are plainly valid, and this
+ * costs a third of zod's object parse (record.equivalence.test.ts holds the two to the same result).
+ */
+export function plainRecord(input: unknown, receivedAt: number): TelemetryRecord | undefined {
+  if (typeof input !== 'object' || input === null) return undefined;
+  const { vehicleno: v, type, data } = input as { vehicleno?: unknown; type?: unknown; data?: unknown };
+  if (typeof v !== 'string' || v.length === 0 || v.length > VEHICLENO_MAX || plateFaults(v).length > 0) return undefined;
+  if ((type !== 'gps' && type !== 'can') || typeof data !== 'object' || data === null) return undefined;
+  if (Object.getPrototypeOf(data) !== Object.prototype) return undefined;
+  const d = data as Record<string, unknown>;
+  const fields = Object.create(null) as Record<string, number>;
+  let time: number;
+  if (type === 'gps') {
+    const { lat, lng, alti, speed, ignstatus, time: t } = d;
+    if (typeof lat !== 'number' || !(lat >= -90 && lat <= 90)) return undefined;
+    if (typeof lng !== 'number' || !(lng >= -180 && lng <= 180)) return undefined;
+    if (!isFiniteNumber(alti) || !isFiniteNumber(speed) || !isFiniteNumber(ignstatus) || !isEpochMs(t)) return undefined;
+    // zod's object output order: the schema's keys, then the extras in the record's order.
+    fields.lat = lat;
+    fields.lng = lng;
+    fields.alti = alti;
+    fields.speed = speed;
+    fields.ignstatus = ignstatus;
+    time = t;
+    if (!plainExtras(d, GPS_KEYS, fields)) return undefined;
+  } else {
+    const t = d.time;
+    if (t === undefined || t === null) time = receivedAt;
+    else if (isEpochMs(t)) time = t;
+    else return undefined;
+    if (!plainExtras(d, TIME_KEY, fields)) return undefined;
+  }
+  return { vehicleno: v, type, time, fields };
+}
+
+const isFiniteNumber = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
+const isEpochMs = (x: unknown): x is number => typeof x === 'number' && Number.isInteger(x) && x >= TIME_MIN && x <= TIME_MAX;
+
+/** extraFields for plainly valid parameters; false at the first that is not (zod then decides). */
+function plainExtras(data: Record<string, unknown>, skip: ReadonlySet<string>, fields: Record<string, number>): boolean {
+  let count = 0;
+  for (const key in data) {
+    if (!hasOwn.call(data, key) || skip.has(key) || key === '__proto__') continue;
+    const v = data[key];
+    if (v === null || v === undefined) continue;
+    if (typeof v !== 'number' || !Number.isFinite(v) || !goodKey(key)) return false;
+    fields[key] = v;
+    count++;
+  }
+  // A GPS record is complete with its core fields; a CAN record needs a parameter.
+  return count > 0 || skip === GPS_KEYS;
+}
+
+/** The zod schema's verdict on any input, with every error it finds. */
+export function validateWithZod(input: unknown, receivedAt: number): ValidationResult {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    return { ok: false, error: `expected a push record {"vehicleno", "type", "data"}, got ${show(input)}` };
+  }
+  const head = envelope.safeParse(input);
+  if (!head.success) return { ok: false, error: describe(head.error) };
+  const { vehicleno: v, type, data } = head.data;
+  // Without a prototype V8 keeps the object as a plain hash table instead of giving it a hidden
+  // class. CAN records carry varying subsets of some 70 parameters; built as ordinary objects, each
+  // subset minted new hidden classes, and validation took a third to two thirds longer once
+  // thousands of subsets had been seen (docs/benchmarks.md).
+  const fields = Object.create(null) as Record<string, number>;
+  const issues: string[] = [];
+  let time: number;
+
+  if (type === 'gps') {
+    const core = gpsCore.safeParse(data);
+    if (!core.success) {
+      return { ok: false, error: describe(new z.ZodError(core.error.issues.map((i) => ({ ...i, path: ['data', ...i.path] })))) };
+    }
+    const { time: t, ...gps } = core.data;
+    Object.assign(fields, gps);
+    time = t;
+    extraFields(data, GPS_KEYS, fields, issues);
+  } else {
+    if (data.time === undefined || data.time === null) {
+      time = receivedAt;
+    } else {
+      const t = epochMs.safeParse(data.time);
+      if (!t.success) return { ok: false, error: `data.time: ${t.error.issues[0]?.message ?? 'invalid'}` };
+      time = t.data;
+    }
+    const count = extraFields(data, TIME_KEY, fields, issues);
+    if (issues.length === 0 && count === 0) {
+      issues.push('data: a CAN record must carry at least one parameter besides time');
+    }
+  }
+  if (issues.length > 0) return { ok: false, error: issues.join('; ') };
+  return { ok: true, record: { vehicleno: v, type, time, fields } };
+}

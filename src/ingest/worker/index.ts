@@ -1,0 +1,58 @@
+import { Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from '../../log/index.js';
+import type { PointSink } from '../write/sink.js';
+import type { FlattenOptions } from '../flatten/flatten.js';
+import { retryDelay, type RetryPolicy } from '../queue/retry.js';
+import { Quarantine } from '../queue/quarantine.js';
+import { createProcessor, type ProcessResult } from './processor.js';
+
+export interface WorkerOptions {
+  queueName: string;
+  concurrency: number;
+  batchLines: number;
+  /** How long a job stays locked to a worker that stopped answering before another takes it. */
+  lockDurationMs: number;
+  /** Times a job may be found stalled (its worker died) before it becomes a dead letter. */
+  maxStalls: number;
+  retry: RetryPolicy;
+  flatten: FlattenOptions;
+  sink: PointSink;
+  log: Logger;
+}
+
+/** Pulls jobs from the queue and writes their points; run as many replicas as the store can take. */
+export function startWorker(redis: Redis, opts: WorkerOptions): Worker {
+  const quarantine = new Quarantine(redis, opts.queueName);
+  const processor = createProcessor({
+    sink: opts.sink,
+    flatten: opts.flatten,
+    batchLines: opts.batchLines,
+    retrySpanMs: opts.retry.spanMs,
+    quarantine: async (entries) => {
+      await quarantine.add(entries);
+      opts.log.warn({ refused: entries.length, first: entries[0]?.reason }, 'InfluxDB refused points; quarantined');
+    },
+  });
+  const worker = new Worker<unknown, ProcessResult>(opts.queueName, processor, {
+    connection: redis,
+    concurrency: opts.concurrency,
+    lockDuration: opts.lockDurationMs,
+    stalledInterval: Math.max(1_000, Math.round(opts.lockDurationMs / 2)),
+    maxStalledCount: opts.maxStalls,
+    settings: { backoffStrategy: (attemptsMade) => retryDelay(opts.retry, attemptsMade) },
+  });
+  worker.on('completed', (job, res) => {
+    opts.log.debug({ jobId: job.id, ...res }, 'job written');
+  });
+  worker.on('failed', (job, err) => {
+    if (!job) return;
+    const final = job.finishedOn !== undefined || job.attemptsMade >= (job.opts.attempts ?? 1);
+    opts.log[final ? 'error' : 'warn'](
+      { jobId: job.id, attemptsMade: job.attemptsMade, err: err.message },
+      final ? 'job failed for good; kept as dead letter' : 'job failed; will retry',
+    );
+  });
+  worker.on('error', (err) => opts.log.warn({ err: err.message }, 'worker connection error'));
+  return worker;
+}

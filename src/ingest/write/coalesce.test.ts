@@ -1,0 +1,49 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { influxQL, startInflux, type LocalInflux } from '../../devstack/influxd.js';
+import { CoalescingSink } from './coalesce.js';
+import { InfluxSink } from './influx.js';
+import { WriteError } from './sink.js';
+
+let influx: LocalInflux;
+beforeAll(async () => {
+  influx = await startInflux();
+});
+afterAll(async () => influx?.stop());
+
+async function sinkFor(db: string) {
+  await influx.createDatabase(db);
+  const inner = new InfluxSink({ url: influx.url, token: influx.token, org: '', bucket: db, timeoutMs: 5_000, batchLines: 5_000 });
+  return new CoalescingSink(inner, { maxLines: 50, maxInFlight: 1 });
+}
+const line = (v: string, i: number, field = `soc=${i}.5`) => `can,vehicleno=${v} ${field} ${1_763_700_000_000 + i}`;
+
+it('merges writes that wait for a request slot into fewer requests, up to maxLines, and every point lands', async () => {
+  const sink = await sinkFor('coalesce_merge');
+  influx.front.setWriteDelay(200);
+  const before = influx.front.writesStarted();
+  // 20 callers of 10 lines: the first goes alone, the rest wait and go 5 to a request (50 lines).
+  await Promise.all(Array.from({ length: 20 }, (_, c) => sink.write(Array.from({ length: 10 }, (_, i) => line(`C${c}`, i)))));
+  influx.front.setWriteDelay(0);
+  expect(influx.front.writesStarted() - before).toBe(1 + Math.ceil(190 / 50));
+  expect(await influxQL(influx.rawUrl, 'coalesce_merge', 'SELECT count(soc) FROM can')).toEqual([{ time: 0, count: 200 }]);
+});
+
+it('when the store refuses data in a merged request, only the caller whose lines were refused is told so', async () => {
+  const sink = await sinkFor('coalesce_poison');
+  influx.front.setWriteDelay(200);
+  const first = sink.write([line('A', 0)]);
+  const results = await Promise.allSettled([
+    sink.write([line('B', 1), line('B', 2)]),
+    sink.write([line('C', 3, 'soc="text"')]), // a string where the others write floats: a type conflict
+    sink.write([line('D', 4)]),
+  ]);
+  influx.front.setWriteDelay(0);
+  await first;
+  expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+  const refused = (results[1] as PromiseRejectedResult).reason as WriteError;
+  expect(refused).toBeInstanceOf(WriteError);
+  expect(refused.retryable).toBe(false);
+  expect(refused.message).toMatch(/^InfluxDB answered 400: partial write: field type conflict/);
+  const rows = await influxQL(influx.rawUrl, 'coalesce_poison', 'SELECT soc, vehicleno FROM can');
+  expect(rows.map((r) => r.vehicleno)).toEqual(['A', 'B', 'B', 'D']);
+});

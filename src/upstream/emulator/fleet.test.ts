@@ -1,0 +1,107 @@
+import { describe, expect, it } from 'vitest';
+import { CAN_FIELDS, CELL_TEMPERATURE_FIELDS } from '../../telemetry/fields.js';
+import { UNUSED_SENSOR_SENTINEL, canRecordData } from './can.js';
+import { distanceKm } from './geo.js';
+import { Fleet, READING_INTERVAL_MS } from './fleet.js';
+import { Rng } from './prng.js';
+
+const NOW = Date.UTC(2025, 5, 1, 12, 0, 0);
+const DAY = 86_400_000;
+const fleet = Fleet.create({ seed: 3, size: 8 });
+
+describe('fleet trajectories', () => {
+  it('is a pure function of (seed, vehicle, time), whatever the order of questions', () => {
+    const other = Fleet.create({ seed: 3, size: 8 });
+    const v = fleet.vehicles[2];
+    const w = other.vehicles[2];
+    if (!v || !w) throw new Error('fleet too small');
+    const later = other.gpsAt(w, NOW + DAY);
+    expect(other.gpsAt(w, NOW)).toEqual(fleet.gpsAt(v, NOW));
+    expect(fleet.gpsAt(v, NOW + DAY)).toEqual(later);
+    expect(fleet.canStateAt(v, NOW)).toEqual(other.canStateAt(w, NOW));
+  });
+
+  it('drains fuel only while driving, refuels to 100 % and never goes below the reserve', () => {
+    for (const v of fleet.vehicles) {
+      const readings = fleet.fuelReadings(v, NOW - 3 * DAY, NOW, false);
+      let refuels = 0;
+      for (let i = 1; i < readings.length; i++) {
+        const prev = readings[i - 1];
+        const cur = readings[i];
+        if (!prev || !cur) continue;
+        expect(cur.value).toBeGreaterThanOrEqual(12);
+        if (cur.value > prev.value) {
+          refuels += 1;
+          expect(cur.value).toBe(100);
+        }
+        if (cur.value < prev.value) {
+          expect(fleet.activityAt(v, prev.time + READING_INTERVAL_MS / 2)).toBe('driving');
+        }
+      }
+      expect(refuels).toBeGreaterThan(0);
+    }
+  });
+
+  it('moves plausibly: under 60 km/h, ignition on exactly when moving', () => {
+    for (const v of fleet.vehicles.slice(0, 3)) {
+      let prev = fleet.gpsAt(v, NOW);
+      for (let t = NOW + 60_000; t <= NOW + DAY; t += 60_000) {
+        const cur = fleet.gpsAt(v, t);
+        expect(distanceKm(prev, cur)).toBeLessThan(1);
+        expect(cur.speed).toBeLessThan(60);
+        expect(cur.ignstatus).toBe(cur.speed > 0 ? 1 : 0);
+        expect(Math.abs(cur.lat - v.depot.lat)).toBeLessThan(0.25);
+        prev = cur;
+      }
+    }
+  });
+});
+
+describe('CAN records', () => {
+  // A vehicle with unused sensor slots, so that the sentinel can appear.
+  const v = fleet.vehicles.find((x) => x.battery.temperatureSensors < 6);
+  if (!v) throw new Error('no vehicle with fewer than 6 sensors in this fleet');
+  const rng = Rng.seeded(11);
+  const records = Array.from({ length: 400 }, (_, i) => canRecordData(fleet.canStateAt(v, NOW + i * 1000), rng));
+  const allowed = new Set(['time', ...CAN_FIELDS]);
+
+  it('carry time and a varying subset of the spec\'s parameters only', () => {
+    const shapes = new Set(records.map((r) => Object.keys(r).sort().join(',')));
+    expect(shapes.size).toBeGreaterThan(50);
+    records.forEach((r, i) => {
+      expect(r.time).toBe(NOW + i * 1000);
+      expect(Object.keys(r).length).toBeGreaterThan(1);
+      for (const key of Object.keys(r)) expect(allowed).toContain(key);
+      for (const value of Object.values(r)) expect(typeof value).toBe('number');
+    });
+  });
+
+  it('have realistic values', () => {
+    for (const r of records) {
+      for (const [k, value] of Object.entries(r)) {
+        if (k.startsWith('cell_voltage_')) {
+          expect(value).toBeGreaterThanOrEqual(3.0);
+          expect(value).toBeLessThanOrEqual(3.65);
+        }
+        if (k === 'soc') {
+          expect(value).toBeGreaterThanOrEqual(0);
+          expect(value).toBeLessThanOrEqual(100);
+        }
+      }
+      if (r.battery_voltage !== undefined) expect(Number.isInteger(r.battery_voltage * 100)).toBe(true);
+    }
+  });
+
+  it('use the sentinel only for sensors beyond no_of_temperature_sensors, and say how many there are', () => {
+    let sentinels = 0;
+    for (const r of records) {
+      CELL_TEMPERATURE_FIELDS.forEach((field, i) => {
+        if (r[field] !== UNUSED_SENSOR_SENTINEL) return;
+        sentinels += 1;
+        expect(r.no_of_temperature_sensors).toBeDefined();
+        expect(i + 1).toBeGreaterThan(r.no_of_temperature_sensors ?? 99);
+      });
+    }
+    expect(sentinels).toBeGreaterThan(0);
+  });
+});

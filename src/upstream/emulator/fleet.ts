@@ -1,0 +1,421 @@
+/**
+ * A reproducible fleet: N vehicles generated from a seed, each with a trajectory that is a pure
+ * function of (seed, vehicle, time). Nothing is simulated from a start date: any instant can be asked
+ * for, in any order, and always gives the same answer.
+ *
+ * Model (see README "Fleet model"):
+ * - Time is cut into 30-minute segments, grouped per vehicle into refuelling cycles of 24 to 72 hours.
+ * - A cycle starts at the depot with a full tank (the refuel), and ends with the vehicle back at the
+ *   depot, parked and charging its battery. In between, each segment is either parked or a drive to a
+ *   random waypoint near the depot (likelier in the daytime, India time).
+ * - Fuel drains in proportion to the distance driven; a drive is only started if the tank still holds
+ *   enough to go there and come back above a reserve, so fuel never runs out.
+ * - Segment and cycle boundaries fall on the 5-minute fuel reading grid, and the segments either side
+ *   of a refuel are parked, so the fuel history shows every drop and every refuel exactly.
+ */
+import { CITIES, type Point, distanceKm, lerp, offset, terrainMetres } from './geo.js';
+import { Rng, hash32, round, unitAt } from './prng.js';
+import { CAN_ALERT_FLAGS } from '../../telemetry/fields.js';
+
+export const SEGMENT_MS = 30 * 60_000;
+export const READING_INTERVAL_MS = 5 * 60_000;
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+const IST_OFFSET_MS = 5.5 * HOUR_MS;
+/** Waypoints lie within this distance of the depot. */
+const SERVICE_RADIUS_KM = 12;
+/** A drive never takes the tank below this percentage (counting the way back to the depot). */
+const RESERVE_PERCENT = 12;
+/** Charge cycles are counted from here. */
+const CHARGE_COUNT_EPOCH_MS = Date.UTC(2024, 0, 1);
+const PLAN_CACHE_SIZE = 4096;
+
+// Salts keep the independent random choices of one segment apart.
+const SALT_DRIVE = 1;
+const SALT_WAYPOINT_ANGLE = 2;
+const SALT_WAYPOINT_RADIUS = 3;
+const SALT_SOC = 4;
+const SALT_SPEED = 5;
+const SALT_CELL = 6;
+const SALT_TEMP = 7;
+const SALT_CURRENT = 8;
+const SALT_ALERT = 9;
+const SALT_ALERT_FLAG = 10;
+
+/** The spec's alert flags, in its order. */
+const ALERT_FLAGS = CAN_ALERT_FLAGS;
+
+export type Activity = 'parked' | 'driving' | 'charging';
+
+export interface BatteryProfile {
+  cells: number;
+  temperatureSensors: number;
+  capacityAh: number;
+  chemistry: number;
+  bmsId: number;
+  batteryIds: number[];
+  soh: number;
+  baseChargeCycles: number;
+  /** Fixed per-cell deviation, so cells differ a little but consistently. */
+  cellOffsets: number[];
+  sensorOffsets: number[];
+}
+
+export interface VehicleProfile {
+  index: number;
+  vehicleno: string;
+  city: string;
+  depot: Point;
+  depotAltitude: number;
+  tankLitres: number;
+  litresPerKm: number;
+  /** Length of a refuelling cycle, in segments. */
+  cycleSegments: number;
+  /** Phase of the cycles, a multiple of SEGMENT_MS. */
+  cycleOffsetMs: number;
+  /** Chance that a daytime segment is a drive. */
+  driveProbability: number;
+  battery: BatteryProfile;
+}
+
+interface Segment {
+  startMs: number;
+  activity: Activity;
+  from: Point;
+  to: Point;
+  distanceKm: number;
+  /** Fuel in percent of the tank at the start and end of the segment. */
+  fuelStart: number;
+  fuelEnd: number;
+}
+
+interface CyclePlan {
+  startMs: number;
+  cycle: number;
+  segments: Segment[];
+  socFull: number;
+  socNextFull: number;
+}
+
+interface Located {
+  plan: CyclePlan;
+  segment: Segment;
+  /** Position within the segment, 0 ≤ frac < 1. */
+  frac: number;
+}
+
+/** A type alias, not an interface, so that it is assignable to Record<string, unknown>. */
+export type GpsData = {
+  lat: number;
+  lng: number;
+  alti: number;
+  speed: number;
+  ignstatus: 0 | 1;
+  time: number;
+};
+
+/** Every CAN parameter the vehicle has at an instant; a push record carries a subset (see can.ts). */
+export type CanState = Record<string, number>;
+
+export interface FuelPoint {
+  time: number;
+  value: number;
+}
+
+export interface FleetOptions {
+  seed: number;
+  size: number;
+}
+
+const TANKS = [
+  { litres: 40, perKm: 0.07 },
+  { litres: 60, perKm: 0.1 },
+  { litres: 80, perKm: 0.14 },
+  { litres: 120, perKm: 0.2 },
+  { litres: 200, perKm: 0.3 },
+] as const;
+const CYCLE_SEGMENTS = [48, 72, 96, 144] as const;
+const CELL_COUNTS = [4, 8, 13, 14, 15, 16] as const;
+const BATTERY_COUNTS = [1, 1, 1, 2, 2, 4, 8, 16] as const;
+const LETTERS = 'ABCDEFGHJKLMNPRSTUVWXYZ';
+
+export class Fleet {
+  readonly vehicles: readonly VehicleProfile[];
+  private readonly byNumber: Map<string, VehicleProfile>;
+  private readonly plans = new Map<string, CyclePlan>();
+
+  private constructor(
+    readonly seed: number,
+    vehicles: VehicleProfile[],
+  ) {
+    this.vehicles = vehicles;
+    this.byNumber = new Map(vehicles.map((v) => [v.vehicleno, v]));
+  }
+
+  /** Vehicle i depends only on (seed, i): a fleet of 10 is the first 10 of a fleet of 100. */
+  static create(opts: FleetOptions): Fleet {
+    if (!Number.isInteger(opts.size) || opts.size < 1) throw new RangeError('fleet size must be a positive integer');
+    const taken = new Set<string>();
+    const vehicles: VehicleProfile[] = [];
+    for (let i = 0; i < opts.size; i++) {
+      const v = makeVehicle(opts.seed, i, taken);
+      taken.add(v.vehicleno);
+      vehicles.push(v);
+    }
+    return new Fleet(opts.seed, vehicles);
+  }
+
+  vehicle(vehicleno: string): VehicleProfile | undefined {
+    return this.byNumber.get(vehicleno);
+  }
+
+  /** Fuel in percent of the tank, unrounded. */
+  fuelPercentAt(v: VehicleProfile, t: number): number {
+    const { segment, frac } = this.locate(v, t);
+    return segment.fuelStart + (segment.fuelEnd - segment.fuelStart) * frac;
+  }
+
+  /**
+   * The fuel history: one reading per 5-minute grid point in [fromMs, toMs], in percent (2 decimals)
+   * or litres (2 decimals).
+   */
+  fuelReadings(v: VehicleProfile, fromMs: number, toMs: number, inLitres: boolean): FuelPoint[] {
+    const out: FuelPoint[] = [];
+    for (let t = Math.ceil(fromMs / READING_INTERVAL_MS) * READING_INTERVAL_MS; t <= toMs; t += READING_INTERVAL_MS) {
+      const pct = this.fuelPercentAt(v, t);
+      out.push({ time: t, value: inLitres ? round((pct * v.tankLitres) / 100, 2) : round(pct, 2) });
+    }
+    return out;
+  }
+
+  /**
+   * Fuel used in litres over [fromMs, toMs]: the sum of the decreases between consecutive readings of
+   * the litre history over the same range. Rises (refuels) are not subtracted. Computed in whole
+   * centilitres so it equals, to the last digit, what a client sums from the history.
+   */
+  fuelUsedLitres(v: VehicleProfile, fromMs: number, toMs: number): number {
+    const readings = this.fuelReadings(v, fromMs, toMs, true);
+    let used = 0;
+    for (let i = 1; i < readings.length; i++) {
+      const prev = Math.round((readings[i - 1]?.value ?? 0) * 100);
+      const cur = Math.round((readings[i]?.value ?? 0) * 100);
+      if (cur < prev) used += prev - cur;
+    }
+    return used / 100;
+  }
+
+  activityAt(v: VehicleProfile, t: number): Activity {
+    return this.locate(v, t).segment.activity;
+  }
+
+  gpsAt(v: VehicleProfile, t: number): GpsData {
+    const { segment, frac } = this.locate(v, t);
+    const p = lerp(segment.from, segment.to, frac);
+    const driving = segment.activity === 'driving';
+    return {
+      lat: round(p.lat, 6),
+      lng: round(p.lng, 6),
+      alti: round(v.depotAltitude + terrainMetres(p), 1),
+      speed: driving ? round(this.speedKmh(v, segment, t), 1) : 0,
+      ignstatus: driving ? 1 : 0,
+      time: t,
+    };
+  }
+
+  /** The complete CAN state of the vehicle's battery at `t` (every parameter it has). */
+  canStateAt(v: VehicleProfile, t: number): CanState {
+    const { plan, segment, frac } = this.locate(v, t);
+    const b = v.battery;
+    const activity = segment.activity;
+    const fuel = segment.fuelStart + (segment.fuelEnd - segment.fuelStart) * frac;
+    // The battery follows the day's driving (as the fuel does) and is recharged at the depot.
+    let soc = plan.socFull - 0.8 * (100 - fuel);
+    if (activity === 'charging') {
+      const from = plan.socFull - 0.8 * (100 - segment.fuelStart);
+      soc = from + (plan.socNextFull - from) * frac;
+    }
+    const socInt = Math.round(soc);
+    const load = activity === 'driving' ? -0.03 : activity === 'charging' ? 0.05 : 0;
+    const cells: number[] = [];
+    for (let i = 0; i < b.cells; i++) {
+      const noise = (unitAt(this.seed, v.index, t, SALT_CELL, i) - 0.5) * 0.008;
+      const cv = 3.2 + (0.4 * soc) / 100 + load + (b.cellOffsets[i] ?? 0) + noise;
+      cells.push(round(Math.min(3.65, Math.max(3.0, cv)), 3));
+    }
+    const voltage = round(
+      cells.reduce((s, c) => s + c, 0),
+      2,
+    );
+    const u = unitAt(this.seed, v.index, t, SALT_CURRENT);
+    let current = -0.4;
+    if (activity === 'driving') current = -(8 + this.speedKmh(v, segment, t) * 0.6) * (0.9 + 0.2 * u);
+    if (activity === 'charging') current = 0.3 * b.capacityAh * (0.95 + 0.1 * u);
+    current = round(current, 2);
+    const hour = hourOfDayIst(t);
+    const ambient = 27 + 5 * Math.sin((2 * Math.PI * (hour - 9)) / 24);
+    const heat = activity === 'driving' ? 6 : activity === 'charging' ? 9 : 0;
+
+    const state: CanState = {
+      time: t,
+      allow_charging: 1,
+      allow_discharging: socInt > 15 ? 1 : 0,
+      battery_voltage: voltage,
+      current,
+      power: Math.round(voltage * current),
+      soc: socInt,
+      soh: b.soh,
+      battery_capacity: b.capacityAh,
+      charge_cycle: b.baseChargeCycles + Math.max(0, plan.cycle - this.cycleIndex(v, CHARGE_COUNT_EPOCH_MS)),
+      chemistry: b.chemistry,
+      load_status: activity === 'driving' ? 1 : activity === 'charging' ? 2 : 0,
+      bms_id: b.bmsId,
+      no_of_cells: b.cells,
+      no_of_temperature_sensors: b.temperatureSensors,
+    };
+    b.batteryIds.forEach((id, i) => {
+      state[`bat_id_${i + 1}`] = id;
+    });
+    cells.forEach((c, i) => {
+      state[`cell_voltage_${two(i + 1)}`] = c;
+    });
+    for (let i = 0; i < b.temperatureSensors; i++) {
+      const noise = (unitAt(this.seed, v.index, t, SALT_TEMP, i) - 0.5) * 1;
+      state[`cell_temperature_${two(i + 1)}`] = round(ambient + heat + (b.sensorOffsets[i] ?? 0) + noise, 1);
+    }
+    // Rarely, one alert flag is raised; the summary `alert` is 1 then.
+    const alerting = unitAt(this.seed, v.index, t, SALT_ALERT) < 0.02;
+    const raised = Math.floor(unitAt(this.seed, v.index, t, SALT_ALERT_FLAG) * ALERT_FLAGS.length);
+    state.alert = alerting ? 1 : 0;
+    ALERT_FLAGS.forEach((flag, i) => {
+      state[flag] = alerting && i === raised ? 1 : 0;
+    });
+    return state;
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  private cycleIndex(v: VehicleProfile, t: number): number {
+    return Math.floor((t - v.cycleOffsetMs) / (v.cycleSegments * SEGMENT_MS));
+  }
+
+  private locate(v: VehicleProfile, t: number): Located {
+    const plan = this.plan(v, this.cycleIndex(v, t));
+    const k = Math.floor((t - plan.startMs) / SEGMENT_MS);
+    const segment = plan.segments[k];
+    if (!segment) throw new Error(`no segment ${k} for ${v.vehicleno} at ${t}`);
+    return { plan, segment, frac: (t - segment.startMs) / SEGMENT_MS };
+  }
+
+  private speedKmh(v: VehicleProfile, s: Segment, t: number): number {
+    // Average speed of the drive, give or take 15 % at each instant.
+    return (s.distanceKm / (SEGMENT_MS / HOUR_MS)) * (0.85 + 0.3 * unitAt(this.seed, v.index, t, SALT_SPEED));
+  }
+
+  private plan(v: VehicleProfile, cycle: number): CyclePlan {
+    const key = `${v.index}:${cycle}`;
+    const cached = this.plans.get(key);
+    if (cached) return cached;
+    const plan = buildPlan(this.seed, v, cycle);
+    if (this.plans.size >= PLAN_CACHE_SIZE) {
+      const oldest = this.plans.keys().next();
+      if (!oldest.done) this.plans.delete(oldest.value);
+    }
+    this.plans.set(key, plan);
+    return plan;
+  }
+}
+
+function buildPlan(seed: number, v: VehicleProfile, cycle: number): CyclePlan {
+  const n = v.cycleSegments;
+  const startMs = v.cycleOffsetMs + cycle * n * SEGMENT_MS;
+  const percentPerKm = (v.litresPerKm / v.tankLitres) * 100;
+  let pos = v.depot;
+  let fuel = 100; // refuelled to full at the start of every cycle
+  const segments: Segment[] = [];
+  for (let k = 0; k < n; k++) {
+    const segStart = startMs + k * SEGMENT_MS;
+    let activity: Activity = 'parked';
+    let to = pos;
+    if (k === n - 1) {
+      activity = 'charging';
+    } else if (k === n - 2) {
+      if (pos !== v.depot) {
+        activity = 'driving';
+        to = v.depot;
+      }
+    } else if (k > 0) {
+      const hour = hourOfDayIst(segStart);
+      const p = hour >= 6 && hour < 22 ? v.driveProbability : 0.03;
+      if (unitAt(seed, v.index, cycle, k, SALT_DRIVE) < p) {
+        const candidate = offset(
+          v.depot,
+          SERVICE_RADIUS_KM * Math.sqrt(unitAt(seed, v.index, cycle, k, SALT_WAYPOINT_RADIUS)),
+          2 * Math.PI * unitAt(seed, v.index, cycle, k, SALT_WAYPOINT_ANGLE),
+        );
+        const need = (distanceKm(pos, candidate) + distanceKm(candidate, v.depot)) * percentPerKm;
+        if (fuel - need >= RESERVE_PERCENT) {
+          activity = 'driving';
+          to = candidate;
+        }
+      }
+    }
+    const km = activity === 'driving' ? distanceKm(pos, to) : 0;
+    const fuelEnd = fuel - km * percentPerKm;
+    segments.push({ startMs: segStart, activity, from: pos, to, distanceKm: km, fuelStart: fuel, fuelEnd });
+    pos = to;
+    fuel = fuelEnd;
+  }
+  return {
+    startMs,
+    cycle,
+    segments,
+    socFull: 90 + 10 * unitAt(seed, v.index, cycle, SALT_SOC),
+    socNextFull: 90 + 10 * unitAt(seed, v.index, cycle + 1, SALT_SOC),
+  };
+}
+
+function makeVehicle(seed: number, index: number, taken: ReadonlySet<string>): VehicleProfile {
+  const rng = Rng.seeded(hash32(seed, index));
+  const city = rng.pick(CITIES);
+  let vehicleno: string;
+  do {
+    vehicleno = `${city.state}${two(rng.int(1, 99))}${rng.pick([...LETTERS])}${rng.pick([...LETTERS])}${String(rng.int(1, 9999)).padStart(4, '0')}`;
+  } while (taken.has(vehicleno));
+  const tank = rng.pick(TANKS);
+  const cycleSegments = rng.pick(CYCLE_SEGMENTS);
+  const cells = rng.pick(CELL_COUNTS);
+  const temperatureSensors = rng.int(2, 6);
+  const batteries = rng.pick(BATTERY_COUNTS);
+  return {
+    index,
+    vehicleno,
+    city: city.name,
+    depot: offset(city, rng.range(0, 10), rng.range(0, 2 * Math.PI)),
+    depotAltitude: city.alt,
+    tankLitres: tank.litres,
+    litresPerKm: round(tank.perKm * rng.range(0.85, 1.15), 3),
+    cycleSegments,
+    cycleOffsetMs: rng.int(0, cycleSegments - 1) * SEGMENT_MS,
+    driveProbability: round(rng.range(0.35, 0.65), 2),
+    battery: {
+      cells,
+      temperatureSensors,
+      capacityAh: rng.pick([50, 100, 150, 200, 280]),
+      chemistry: rng.pick([1, 2, 3]),
+      bmsId: rng.int(100000, 999999),
+      batteryIds: Array.from({ length: batteries }, () => rng.int(1_000_000, 9_999_999)),
+      soh: rng.int(85, 100),
+      baseChargeCycles: rng.int(20, 900),
+      cellOffsets: Array.from({ length: cells }, () => round(rng.range(-0.015, 0.015), 4)),
+      sensorOffsets: Array.from({ length: temperatureSensors }, () => round(rng.range(-1.5, 1.5), 2)),
+    },
+  };
+}
+
+function hourOfDayIst(t: number): number {
+  return ((((t + IST_OFFSET_MS) % DAY_MS) + DAY_MS) % DAY_MS) / HOUR_MS;
+}
+
+function two(n: number): string {
+  return String(n).padStart(2, '0');
+}
