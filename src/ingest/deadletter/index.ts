@@ -4,7 +4,8 @@ import { decodeJob, jobRecordCount } from '../queue/codec.js';
 import type { Producer } from '../queue/producer.js';
 import { Quarantine, type QuarantineEntry } from '../queue/quarantine.js';
 import { validateRecord } from '../validate/record.js';
-import { type TelemetryRecord } from '../../telemetry/record.js';
+import { splitPush } from '../../telemetry/push.js';
+import type { TelemetryRecord } from '../../telemetry/record.js';
 
 /**
  * What an operator does with what did not land: quarantined records (refused by the receiver's
@@ -87,12 +88,10 @@ export class DeadLetters {
     } catch {
       return { id, ok: false, detail: 'still not JSON' };
     }
-    const items =
-      typeof parsed === 'object' && parsed !== null && Array.isArray((parsed as { bulkData?: unknown }).bulkData)
-        ? (parsed as { bulkData: unknown[] }).bulkData
-        : [parsed];
+    const push = splitPush(parsed, 'any');
+    if (!push.ok) return { id, ok: false, detail: `still not a push: ${push.problem}` };
     const records: TelemetryRecord[] = [];
-    for (const item of items) {
+    for (const item of push.items) {
       // The original receive time stamps CAN records without one, as it did the first time.
       const r = validateRecord(item, entry.receivedAt);
       if (!r.ok) return { id, ok: false, detail: `still invalid: ${r.error}` };

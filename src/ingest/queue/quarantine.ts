@@ -23,6 +23,15 @@ export interface QuarantineEntry {
 
 export type NewQuarantineEntry = Omit<QuarantineEntry, 'id'>;
 
+/** Where and when a delivery was refused: what every entry of one delivery shares. */
+export type QuarantineOrigin = Pick<QuarantineEntry, 'deliveryId' | 'receivedAt' | 'route' | 'stage'>;
+
+/** One entry of `origin`, its raw text cut at `rawLimit` characters (marked so; replay refuses a cut entry). */
+export function quarantineEntry(origin: QuarantineOrigin, index: number, reason: string, raw: string, rawLimit = Infinity): NewQuarantineEntry {
+  const truncated = raw.length > rawLimit;
+  return { ...origin, index, reason, raw: truncated ? raw.slice(0, rawLimit) : raw, truncated };
+}
+
 export function quarantineKey(queueName: string): string {
   return `${queueName}:quarantine`;
 }

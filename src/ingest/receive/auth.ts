@@ -1,4 +1,6 @@
 import { hash, timingSafeEqual } from 'node:crypto';
+import type { MiddlewareHandler } from 'hono';
+import { PushRefused } from './answer.js';
 
 /**
  * Push authentication. The spec leaves it open; senders differ in what they can set, so a
@@ -42,4 +44,15 @@ function tokenOf(req: Request): string | undefined {
   const q = req.url.indexOf('?');
   if (q < 0) return undefined;
   return new URLSearchParams(req.url.slice(q + 1)).get('token') ?? undefined;
+}
+
+/** Refuses a push without a configured token before anything else is done for it. */
+export function requireToken(tokens: readonly string[]): MiddlewareHandler {
+  const auth = new TokenAuth(tokens);
+  return async (c, next) => {
+    if (!auth.check(c.req.raw)) {
+      throw new PushRefused(401, 'unauthorized', 'missing or invalid token: send Authorization: Bearer <token>, X-Api-Key or ?token=');
+    }
+    await next();
+  };
 }

@@ -1,5 +1,6 @@
 import { promisify } from 'node:util';
 import { gunzip as gunzipCb, inflate as inflateCb } from 'node:zlib';
+import { PushRefused } from './answer.js';
 
 const gunzip = promisify(gunzipCb);
 const inflateAny = promisify(inflateCb);
@@ -9,27 +10,17 @@ const inflateAny = promisify(inflateCb);
  * the decompressed bytes, so a small gzip bomb is refused as surely as a large body.
  */
 
-export class BodyError extends Error {
+export class BodyError extends PushRefused {
   constructor(
-    readonly status: 400 | 413 | 415,
-    readonly code: 'payload_too_large' | 'unsupported_media_type' | 'bad_encoding',
+    status: 400 | 413 | 415,
+    code: 'payload_too_large' | 'unsupported_media_type' | 'bad_encoding',
     message: string,
     /** The bytes read before the problem, kept for the quarantine when they may be data. */
     readonly raw?: Uint8Array,
   ) {
-    super(message);
+    super(status, code, message);
     this.name = 'BodyError';
   }
-}
-
-const JSON_TYPES = new Set(['application/json', 'text/json', 'text/plain']);
-
-/** Senders that set no type, or a JSON-ish one, are accepted; a form or binary type is not. */
-export function checkContentType(header: string | null): string | undefined {
-  if (!header) return undefined;
-  const type = header.split(';', 1)[0]!.trim().toLowerCase();
-  if (JSON_TYPES.has(type) || type.endsWith('+json')) return undefined;
-  return `Content-Type ${type} is not accepted; send application/json`;
 }
 
 async function collect(stream: ReadableStream<Uint8Array>, limit: number, what: string): Promise<Uint8Array> {

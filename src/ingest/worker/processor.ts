@@ -1,6 +1,6 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import { decodeJob } from '../queue/codec.js';
-import type { NewQuarantineEntry } from '../queue/quarantine.js';
+import { quarantineEntry, type NewQuarantineEntry } from '../queue/quarantine.js';
 import { asPushRecord, type TelemetryRecord } from '../../telemetry/record.js';
 import { flattenRecords, type FlattenOptions } from '../flatten/flatten.js';
 import { WriteError, type PointSink } from '../write/sink.js';
@@ -71,16 +71,8 @@ export function createProcessor(opts: ProcessorOptions): (job: Job) => Promise<P
       await opts.quarantine(
         refused.map(({ at: line, error }) => {
           const index = batch.sources[line]!;
-          return {
-            deliveryId: `job:${job.id}`,
-            index,
-            reason: `InfluxDB refused the point: ${error}`,
-            raw: JSON.stringify(asPushRecord(records[index]!)),
-            truncated: false,
-            receivedAt: at,
-            route: 'write',
-            stage: 'write' as const,
-          };
+          const origin = { deliveryId: `job:${job.id}`, receivedAt: at, route: 'write', stage: 'write' } as const;
+          return quarantineEntry(origin, index, `InfluxDB refused the point: ${error}`, JSON.stringify(asPushRecord(records[index]!)));
         }),
       );
     }

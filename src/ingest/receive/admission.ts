@@ -1,0 +1,16 @@
+import type { MiddlewareHandler } from 'hono';
+import { PushRefused } from './answer.js';
+
+/** The load-shedding gate; the real one is queue/Admission. */
+export interface AdmissionGate {
+  state(): { open: true } | { open: false; status: 429 | 503; reason: string; retryAfterSeconds: number };
+}
+
+/** Sheds pushes before their body is read, while the queue or Redis memory is over its bound. */
+export function admit(gate: AdmissionGate): MiddlewareHandler {
+  return async (_c, next) => {
+    const s = gate.state();
+    if (!s.open) throw new PushRefused(s.status, 'overloaded', s.reason, s.retryAfterSeconds);
+    await next();
+  };
+}

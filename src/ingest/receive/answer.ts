@@ -1,0 +1,46 @@
+import type { Context } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import { failure, success, type FailureCode, type PushAccepted, type RejectedRecord } from '../../telemetry/envelope.js';
+
+/** Statuses a push can be answered with besides 202. */
+export type PushStatus = 400 | 401 | 413 | 415 | 429 | 503;
+
+/**
+ * A push refused with an envelope answer. Thrown by the middlewares and the handler, answered by
+ * the push routes' `onError` (`answerRefusal`); Hono's HTTPException so that Hono's own tooling
+ * treats it as an HTTP answer, not a crash.
+ */
+export class PushRefused extends HTTPException {
+  constructor(
+    override readonly status: PushStatus,
+    readonly code: FailureCode,
+    message: string,
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(status, { message });
+  }
+}
+
+/** The answer to a refused push; 429 and 503 tell the sender when to retry. */
+export function answerRefusal(c: Context, err: PushRefused, deliveryId: string | undefined): Response {
+  if (deliveryId !== undefined) c.header('X-Delivery-Id', deliveryId);
+  if (err.retryAfterSeconds !== undefined) c.header('Retry-After', String(err.retryAfterSeconds));
+  return c.json(failure(err.code, err.message), err.status);
+}
+
+/**
+ * The 202. Built with plain-object headers rather than c.header(), which makes Hono build a WHATWG
+ * Headers object and takes every 202 off @hono/node-server's fast path for plain-object headers
+ * (a seventh of a realtime push's cost).
+ */
+export function answerAccepted(deliveryId: string, accepted: number, total: number, rejected: RejectedRecord[]): Response {
+  const data: PushAccepted = { deliveryId, accepted, rejected };
+  const msg =
+    rejected.length === 0
+      ? `accepted ${accepted} record(s)`
+      : `accepted ${accepted} of ${total} record(s); ${rejected.length} rejected and quarantined`;
+  return new Response(JSON.stringify(success(data, msg)), {
+    status: 202,
+    headers: { 'Content-Type': 'application/json', 'X-Delivery-Id': deliveryId },
+  });
+}
