@@ -26,7 +26,7 @@ it('pulls each vehicle’s fuel history into measurement fuel once; a second run
   const db = uniqueName('fuel');
   await influxQuery(db, `CREATE DATABASE "${db}"`);
   const client = new UpstreamClient({ baseUrl: emulator.url, token: emulator.token });
-  const sink = new InfluxSink({ url: inject('influxUrl'), token: inject('influxToken'), org: '', bucket: db, timeoutMs: 5_000, batchLines: 5_000 });
+  const sink = new InfluxSink({ url: inject('influxUrl'), token: inject('influxToken'), org: '', bucket: db, timeoutMs: 5_000 });
   const opts = { client, sink, redis, watermarkKey: `${db}:wm`, units: ['litres', 'percent'] as const, lookbackMs: 6 * HOUR, maxRangeMs: 2 * HOUR, now: () => clock };
 
   const expected = async (from: number, to: number) => {
@@ -64,7 +64,7 @@ it('pulls each vehicle’s fuel history into measurement fuel once; a second run
 it('advances a watermark only after InfluxDB accepted the points', async () => {
   const db = uniqueName('fuelfail');
   const client = new UpstreamClient({ baseUrl: emulator.url, token: emulator.token });
-  const sink = new InfluxSink({ url: inject('influxUrl'), token: inject('influxToken'), org: '', bucket: db, timeoutMs: 5_000, batchLines: 5_000 });
+  const sink = new InfluxSink({ url: inject('influxUrl'), token: inject('influxToken'), org: '', bucket: db, timeoutMs: 5_000 });
   const opts = { client, sink, redis, watermarkKey: `${db}:wm`, units: ['percent'] as const, lookbackMs: HOUR, maxRangeMs: HOUR, now: () => clock };
   // The database does not exist yet: every write is refused.
   const failed = await syncFuel(opts);

@@ -14,6 +14,7 @@ import { Admission } from '../queue/admission.js';
 import type { RetryPolicy } from '../queue/retry.js';
 import { InfluxSink } from '../write/influx.js';
 import { CoalescingSink } from '../write/coalesce.js';
+import { IsolatingSink } from '../write/isolate.js';
 import { startWorker } from '../worker/index.js';
 import { UpstreamClient } from '../../upstream/client/index.js';
 import { scheduleFuelSync, syncFuel } from '../sync/fuel.js';
@@ -77,17 +78,12 @@ export async function startService(cfg: Config, log: Logger): Promise<RunningSer
   let worker: Worker | undefined;
   let workerRedis: Redis | undefined;
   if (works) {
-    // The processor splits jobs into batches itself, to isolate points the store refuses;
-    // the coalescer merges the batches of concurrent jobs into requests of up to WRITE_BATCH_LINES.
+    // Concurrent jobs' points merged into requests of WRITE_BATCH_LINES; a refused request is
+    // isolated to its refused lines, which reach the job that wrote them.
     const sink = new CoalescingSink(
-      new InfluxSink({
-        url: cfg.INFLUX_URL,
-        token: cfg.INFLUX_TOKEN,
-        org: cfg.INFLUX_ORG,
-        bucket: cfg.INFLUX_BUCKET,
-        timeoutMs: cfg.INFLUX_TIMEOUT,
-        batchLines: Number.MAX_SAFE_INTEGER,
-      }),
+      new IsolatingSink(
+        new InfluxSink({ url: cfg.INFLUX_URL, token: cfg.INFLUX_TOKEN, org: cfg.INFLUX_ORG, bucket: cfg.INFLUX_BUCKET, timeoutMs: cfg.INFLUX_TIMEOUT }),
+      ),
       { maxLines: cfg.WRITE_BATCH_LINES, maxInFlight: cfg.WRITE_CONCURRENCY },
     );
     // Workers block on Redis; BullMQ requires them to retry commands indefinitely.
@@ -96,7 +92,6 @@ export async function startService(cfg: Config, log: Logger): Promise<RunningSer
     worker = startWorker(workerRedis, {
       queueName: cfg.QUEUE_NAME,
       concurrency: cfg.WORKER_CONCURRENCY,
-      batchLines: cfg.WRITE_BATCH_LINES,
       lockDurationMs: cfg.WORKER_LOCK_DURATION,
       maxStalls: cfg.WORKER_MAX_STALLS,
       retry: retryPolicy(cfg),

@@ -10,7 +10,6 @@ import { createProcessor, type ProcessResult } from './processor.js';
 export interface WorkerOptions {
   queueName: string;
   concurrency: number;
-  batchLines: number;
   /** How long a job stays locked to a worker that stopped answering before another takes it. */
   lockDurationMs: number;
   /** Times a job may be found stalled (its worker died) before it becomes a dead letter. */
@@ -27,7 +26,6 @@ export function startWorker(redis: Redis, opts: WorkerOptions): Worker {
   const processor = createProcessor({
     sink: opts.sink,
     flatten: opts.flatten,
-    batchLines: opts.batchLines,
     retrySpanMs: opts.retry.spanMs,
     quarantine: async (entries) => {
       await quarantine.add(entries);

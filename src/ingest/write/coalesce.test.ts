@@ -2,7 +2,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { influxQL, startInflux, type LocalInflux } from '../../devstack/influxd.js';
 import { CoalescingSink } from './coalesce.js';
 import { InfluxSink } from './influx.js';
-import { WriteError } from './sink.js';
+import { IsolatingSink } from './isolate.js';
+import { PartialWriteError, WriteError } from './sink.js';
 
 let influx: LocalInflux;
 beforeAll(async () => {
@@ -12,8 +13,8 @@ afterAll(async () => influx?.stop());
 
 async function sinkFor(db: string) {
   await influx.createDatabase(db);
-  const inner = new InfluxSink({ url: influx.url, token: influx.token, org: '', bucket: db, timeoutMs: 5_000, batchLines: 5_000 });
-  return new CoalescingSink(inner, { maxLines: 50, maxInFlight: 1 });
+  const inner = new InfluxSink({ url: influx.url, token: influx.token, org: '', bucket: db, timeoutMs: 5_000 });
+  return new CoalescingSink(new IsolatingSink(inner), { maxLines: 50, maxInFlight: 1 });
 }
 const line = (v: string, i: number, field = `soc=${i}.5`) => `can,vehicleno=${v} ${field} ${1_763_700_000_000 + i}`;
 
@@ -46,4 +47,19 @@ it('when the store refuses data in a merged request, only the caller whose lines
   expect(refused.message).toMatch(/^InfluxDB answered 400: partial write: field type conflict/);
   const rows = await influxQL(influx.rawUrl, 'coalesce_poison', 'SELECT soc, vehicleno FROM can');
   expect(rows.map((r) => r.vehicleno)).toEqual(['A', 'B', 'B', 'D']);
+});
+
+it('splits a write larger than maxLines over requests, and names refused lines by their place in that write', async () => {
+  const sink = await sinkFor('coalesce_split');
+  const before = influx.front.writesStarted();
+  const lines = Array.from({ length: 120 }, (_, i) => line('S', i));
+  lines[7] = line('S', 7, 'soc="seven"');
+  lines[101] = line('S', 101, 'soc="one-oh-one"');
+  const err = await sink.write(lines).then(() => undefined, (e: unknown) => e);
+  expect(err).toBeInstanceOf(PartialWriteError);
+  expect((err as PartialWriteError).refused.map((r) => r.line)).toEqual([7, 101]);
+  expect((err as PartialWriteError).refused[0]!.error).toMatch(/^InfluxDB answered 400: partial write: field type conflict/);
+  // 120 lines at 50 a request are 3 requests before any isolation.
+  expect(influx.front.writesStarted() - before).toBeGreaterThanOrEqual(3);
+  expect(await influxQL(influx.rawUrl, 'coalesce_split', 'SELECT count(soc) FROM can')).toEqual([{ time: 0, count: 118 }]);
 });

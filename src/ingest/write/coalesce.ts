@@ -1,8 +1,7 @@
-import type { PointSink } from './sink.js';
-import { WriteError } from './sink.js';
+import { PartialWriteError, type PointSink, type RefusedLine } from './sink.js';
 
 export interface CoalesceOptions {
-  /** Largest merged request, in lines. */
+  /** Lines per request to the backend (WRITE_BATCH_LINES): merged writes fill it, larger ones are split. */
   maxLines: number;
   /** Requests to the backend at once; writes arriving while they are out are merged. */
   maxInFlight: number;
@@ -10,22 +9,37 @@ export interface CoalesceOptions {
 
 interface Waiter {
   lines: readonly string[];
+  /** Index of its first line not yet given to a request. */
+  next: number;
+  /** Requests holding some of its lines that have not answered yet. */
+  outstanding: number;
+  refused: RefusedLine[];
+  failed?: unknown;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
 
+/** Lines [from, from + count) of a waiter, at `at` in the request. */
+interface Segment {
+  waiter: Waiter;
+  from: number;
+  count: number;
+  at: number;
+}
+
 /**
- * Group commit for writes: while `maxInFlight` requests are out, the lines of every job that
- * wants to write meanwhile are merged into one request of up to `maxLines`. InfluxDB spends far
- * less per line on few large requests than on many small ones (realtime jobs hold a few dozen
- * records). A write never waits for company: with a request slot free it goes at once.
+ * Group commit for writes, and the one place requests are sized: while `maxInFlight` requests are
+ * out, the lines of every caller that wants to write meanwhile are merged into requests of up to
+ * `maxLines` (a caller with more is split over several). InfluxDB spends far less per line on few
+ * large requests than on many small ones (realtime jobs hold a few dozen records). A write never
+ * waits for company: with a request slot free it goes at once.
  *
- * Each caller still learns the truth about its own lines: when the store refuses data in a
- * merged request, every caller's lines are written again on their own (points are idempotent),
- * so the caller whose data was refused gets the refusal and isolates it, and the others succeed.
+ * Each caller learns the truth about its own lines only: a PartialWriteError of a merged request
+ * (put an IsolatingSink under this one) is handed to the callers whose lines were refused, with
+ * their own line numbers; a caller resolves once every request holding its lines answered.
  */
 export class CoalescingSink implements PointSink {
-  private pending: Waiter[] = [];
+  private readonly pending: Waiter[] = [];
   private inFlight = 0;
 
   constructor(
@@ -36,47 +50,56 @@ export class CoalescingSink implements PointSink {
   write(lines: readonly string[]): Promise<void> {
     if (lines.length === 0) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
-      this.pending.push({ lines, resolve, reject });
+      this.pending.push({ lines, next: 0, outstanding: 0, refused: [], resolve, reject });
       this.pump();
     });
   }
 
   private pump(): void {
     while (this.inFlight < this.opts.maxInFlight && this.pending.length > 0) {
-      const batch: Waiter[] = [this.pending.shift()!];
-      let n = batch[0]!.lines.length;
-      while (this.pending.length > 0 && n + this.pending[0]!.lines.length <= this.opts.maxLines) {
-        const w = this.pending.shift()!;
-        batch.push(w);
-        n += w.lines.length;
+      const segments: Segment[] = [];
+      let size = 0;
+      while (this.pending.length > 0 && size < this.opts.maxLines) {
+        const waiter = this.pending[0]!;
+        const count = Math.min(waiter.lines.length - waiter.next, this.opts.maxLines - size);
+        segments.push({ waiter, from: waiter.next, count, at: size });
+        waiter.next += count;
+        waiter.outstanding++;
+        size += count;
+        if (waiter.next === waiter.lines.length) this.pending.shift();
       }
       this.inFlight++;
-      void this.send(batch).finally(() => {
+      void this.send(segments).finally(() => {
         this.inFlight--;
         this.pump();
       });
     }
   }
 
-  private async send(batch: Waiter[]): Promise<void> {
-    const alone = async (w: Waiter) => {
-      try {
-        await this.inner.write(w.lines);
-        w.resolve();
-      } catch (err) {
-        w.reject(err);
-      }
-    };
-    if (batch.length === 1) return alone(batch[0]!);
+  private async send(segments: Segment[]): Promise<void> {
+    const only = segments.length === 1 ? segments[0]! : undefined;
+    const lines =
+      only && only.count === only.waiter.lines.length
+        ? only.waiter.lines
+        : segments.flatMap((s) => s.waiter.lines.slice(s.from, s.from + s.count));
     try {
-      await this.inner.write(batch.flatMap((w) => w.lines));
-      for (const w of batch) w.resolve();
+      await this.inner.write(lines);
     } catch (err) {
-      if (err instanceof WriteError && !err.retryable) {
-        for (const w of batch) await alone(w);
+      if (err instanceof PartialWriteError) {
+        for (const r of err.refused) {
+          const s = segments.find((seg) => r.line >= seg.at && r.line < seg.at + seg.count)!;
+          s.waiter.refused.push({ line: s.from + r.line - s.at, error: r.error });
+        }
       } else {
-        for (const w of batch) w.reject(err);
+        for (const s of segments) s.waiter.failed ??= err;
       }
+    }
+    for (const s of segments) {
+      const w = s.waiter;
+      if (--w.outstanding > 0 || w.next < w.lines.length) continue;
+      if (w.failed !== undefined) w.reject(w.failed);
+      else if (w.refused.length > 0) w.reject(new PartialWriteError(w.refused.sort((a, b) => a.line - b.line)));
+      else w.resolve();
     }
   }
 

@@ -8,20 +8,18 @@ export interface InfluxSinkOptions {
   org: string;
   bucket: string;
   timeoutMs: number;
-  /** Lines per request; InfluxDB recommends about 5000. */
-  batchLines: number;
 }
 
 /**
- * Writes through `/api/v2/write` (InfluxDB 2.x, 3.x, Cloud, and 1.8+), one request per batch of
- * lines, awaited. The client's WriteApi is not used: its background retry buffer acknowledges
+ * Writes through `/api/v2/write` (InfluxDB 2.x, 3.x, Cloud, and 1.8+), one request per call,
+ * awaited (CoalescingSink sizes the requests). The client's WriteApi is not used: its background retry buffer acknowledges
  * before InfluxDB has the data and drops lines on overflow or close; BullMQ owns retries here.
  */
 export class InfluxSink implements PointSink {
   private readonly influx: InfluxDB;
   private readonly path: string;
 
-  constructor(private readonly opts: InfluxSinkOptions) {
+  constructor(opts: InfluxSinkOptions) {
     this.influx = new InfluxDB({ url: opts.url, token: opts.token || undefined, timeout: opts.timeoutMs });
     const q = new URLSearchParams({ bucket: opts.bucket, precision: 'ms' });
     if (opts.org) q.set('org', opts.org);
@@ -29,16 +27,13 @@ export class InfluxSink implements PointSink {
   }
 
   async write(lines: readonly string[]): Promise<void> {
-    for (let i = 0; i < lines.length; i += this.opts.batchLines) {
-      const body = lines.slice(i, i + this.opts.batchLines).join('\n');
-      try {
-        await this.influx.transport.request(this.path, body, {
-          method: 'POST',
-          headers: { 'content-type': 'text/plain; charset=utf-8' },
-        });
-      } catch (err) {
-        throw toWriteError(err);
-      }
+    try {
+      await this.influx.transport.request(this.path, lines.join('\n'), {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain; charset=utf-8' },
+      });
+    } catch (err) {
+      throw toWriteError(err);
     }
   }
 

@@ -23,3 +23,21 @@ export class WriteError extends Error {
     this.name = 'WriteError';
   }
 }
+
+/** A line the store refused for good, by its index in the `lines` given to `write`. */
+export interface RefusedLine {
+  line: number;
+  error: string;
+}
+
+/**
+ * Some lines were refused for good and every other line landed: what Telegraf's
+ * PartialWriteError says. Thrown by `IsolatingSink`, which finds which lines they are.
+ */
+export class PartialWriteError extends WriteError {
+  constructor(readonly refused: readonly RefusedLine[]) {
+    const more = refused.length > 1 ? ` (and ${refused.length - 1} more line(s))` : '';
+    super(`${refused[0]?.error ?? 'lines refused'}${more}`, undefined, false);
+    this.name = 'PartialWriteError';
+  }
+}
