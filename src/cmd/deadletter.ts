@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { ConfigError, loadConfig } from '../config/index.js';
 import { DeadLetters, type DeadLetterItem } from '../ingest/deadletter/index.js';
 import { Producer } from '../ingest/queue/producer.js';
-import { retryPolicy } from '../ingest/service/index.js';
+import { keysOf, producerOptions } from '../ingest/service/components.js';
 
 const HELP = `usage: telematics-deadletter <command> [options]
 
@@ -56,11 +56,11 @@ async function main(argv: string[]): Promise<number> {
   const limit = values.limit === undefined ? 1000 : Number(values.limit);
   if (!Number.isInteger(limit) || limit < 1) throw new Usage('--limit must be a whole number above 0');
 
-  const cfg = loadConfig({ ...process.env, SERVICE_MODE: 'worker' });
+  const cfg = loadConfig(process.env, 'tool');
   const redis = new Redis(cfg.REDIS_URL, { maxRetriesPerRequest: 2, connectTimeout: 5_000 });
   redis.on('error', () => {});
-  const producer = new Producer(redis, { queueName: cfg.QUEUE_NAME, maxRecordsPerJob: cfg.JOB_MAX_RECORDS, timeoutMs: cfg.ENQUEUE_TIMEOUT, retry: retryPolicy(cfg) });
-  const dl = new DeadLetters(redis, cfg.QUEUE_NAME, producer);
+  const producer = new Producer(redis, producerOptions(cfg));
+  const dl = new DeadLetters(redis, keysOf(cfg), producer);
   const out = (s: string) => process.stdout.write(`${s}\n`);
   try {
     await redis.ping();

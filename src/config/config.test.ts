@@ -47,6 +47,11 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ PUSH_TOKENS: 'short' })).toThrow(/at least 16 characters/);
   });
 
+  it('a tool needs no push token but must be pointed at its Redis', () => {
+    expect(() => loadConfig({}, 'tool')).toThrow(/^invalid configuration:\n  - REDIS_URL: set it to the Redis the service uses; this tool does not assume one$/);
+    expect(loadConfig({ REDIS_URL: 'redis://127.0.0.1:7000' }, 'tool').REDIS_URL).toBe('redis://127.0.0.1:7000');
+  });
+
   it('never exposes secrets when logged', () => {
     const cfg = loadConfig({ PUSH_TOKENS: TOKEN, INFLUX_TOKEN: 'influx-secret', REDIS_URL: 'redis://:hunter2@redis:6379' });
     const text = JSON.stringify(redactedConfig(cfg));

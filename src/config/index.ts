@@ -65,6 +65,7 @@ const env = z.object({
   BODY_LIMIT: size.default(10 * 1_048_576),
   QUARANTINE_RAW_LIMIT: size.default(64 * 1_024),
   ENQUEUE_TIMEOUT: duration.default(5_000),
+  RETRY_AFTER: duration.default(5_000),
   QUEUE_MAX_JOBS: int(1, 100_000_000).default(100_000),
   REDIS_MEMORY_LIMIT: size.default(0),
 
@@ -108,8 +109,14 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * Who reads the configuration: the service, or a tool such as the dead-letter CLI, which needs no
+ * push tokens but must be pointed at its Redis explicitly rather than write to a default one.
+ */
+export type ConfigRole = 'service' | 'tool';
+
 /** Parses the environment; empty strings count as unset so `.env` files can leave a value blank. */
-export function loadConfig(source: Record<string, string | undefined> = process.env): Config {
+export function loadConfig(source: Record<string, string | undefined> = process.env, role: ConfigRole = 'service'): Config {
   const input: Record<string, string> = {};
   for (const key of Object.keys(env.shape)) {
     const v = source[key];
@@ -121,7 +128,10 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   }
   const cfg = parsed.data;
   const problems: string[] = [];
-  if (cfg.PUSH_AUTH === 'token' && cfg.SERVICE_MODE !== 'worker' && cfg.PUSH_TOKENS.length === 0) {
+  if (role === 'tool' && !input.REDIS_URL) {
+    problems.push('REDIS_URL: set it to the Redis the service uses; this tool does not assume one');
+  }
+  if (role === 'service' && cfg.PUSH_AUTH === 'token' && cfg.SERVICE_MODE !== 'worker' && cfg.PUSH_TOKENS.length === 0) {
     problems.push('PUSH_TOKENS: set at least one token, or PUSH_AUTH=none to accept unauthenticated pushes on purpose');
   }
   if (cfg.PUSH_TOKENS.some((t) => t.length < 16)) {

@@ -35,3 +35,22 @@ export function unrepresentableTag(s: string): string | undefined {
 export function formatFloat(n: number): string {
   return Object.is(n, -0) ? '0' : String(n);
 }
+
+/** Tag keys that need escaping are rare; field keys are restricted at validation to letters, digits and _. */
+const FIELD_KEY_SPECIAL = /[,= \\]/;
+
+/**
+ * One point as a line: tags sorted by key (InfluxDB's preferred order), every field a float, time in
+ * milliseconds. For the few points built outside the record path (fuel readings, derived points);
+ * the record path's hand-tuned copy of the same rules is `src/ingest/flatten/flatten.ts`.
+ */
+export function formatLine(measurement: string, tags: Readonly<Record<string, string>>, fields: Readonly<Record<string, number>>, timeMs: number): string {
+  const tagText = Object.keys(tags)
+    .sort()
+    .map((k) => `,${escapeTag(k)}=${escapeTag(tags[k]!)}`)
+    .join('');
+  const fieldText = Object.keys(fields)
+    .map((k) => `${FIELD_KEY_SPECIAL.test(k) ? escapeTag(k) : k}=${formatFloat(fields[k]!)}`)
+    .join(',');
+  return `${measurement.replace(/[, ]/g, '\\$&')}${tagText} ${fieldText} ${timeMs}`;
+}

@@ -9,6 +9,7 @@ import { Redis } from 'ioredis';
 import { startRedis, type LocalRedis } from '../../src/devstack/redis.js';
 import { startInflux, type LocalInflux } from '../../src/devstack/influxd.js';
 import { ensureDebianPackages } from '../../src/devstack/process.js';
+import { bullKey } from '../../src/ingest/queue/keys.js';
 import { BenchData } from './data.js';
 import { buildForBench, spawnNode, startLoader, type Loader, type Proc } from './procs.js';
 import type { Command, LoadResult, Target } from './load.js';
@@ -351,8 +352,8 @@ async function main(): Promise<void> {
       next += memRecords;
       delivered += mem.records;
       m.bytesPerRecord = (after - before) / memRecords;
-      const lastJob = (await redisClient.lrange(`bull:${QUEUE}:wait`, 0, 0))[0];
-      m.jobDataBytes = Number(await redisClient.hstrlen(`bull:${QUEUE}:${lastJob}`, 'data'));
+      const lastJob = (await redisClient.lrange(bullKey(QUEUE, 'wait'), 0, 0))[0];
+      m.jobDataBytes = Number(await redisClient.hstrlen(bullKey(QUEUE, lastJob!), 'data'));
       log(`redis ${fmt(m.bytesPerRecord, 1)} bytes per full CAN record; the last job's data is ${m.jobDataBytes} bytes for 1000 records`);
     }
 

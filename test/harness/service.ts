@@ -5,6 +5,7 @@ import { createLogger } from '../../src/log/index.js';
 import { startService, type RunningService } from '../../src/ingest/service/index.js';
 import { Redis } from 'ioredis';
 import { Quarantine } from '../../src/ingest/queue/quarantine.js';
+import { redisKeys } from '../../src/ingest/queue/keys.js';
 import { influxQuery, type Row } from './influx.js';
 import { waitUntil } from './wait.js';
 
@@ -52,7 +53,7 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
   return {
     ...svc,
     cfg,
-    quarantine: new Quarantine(redis, cfg.QUEUE_NAME),
+    quarantine: new Quarantine(redis, redisKeys(cfg.QUEUE_NAME).quarantine),
     async close() {
       await svc.close();
       redis.disconnect();

@@ -2,6 +2,7 @@ import { Queue, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { decodeJob, jobRecordCount } from '../queue/codec.js';
 import type { Producer } from '../queue/producer.js';
+import type { RedisKeys } from '../queue/keys.js';
 import { Quarantine, type QuarantineEntry } from '../queue/quarantine.js';
 import { validateRecord } from '../validate/record.js';
 import { splitPush } from '../../telemetry/push.js';
@@ -40,11 +41,11 @@ export class DeadLetters {
 
   constructor(
     redis: Redis,
-    queueName: string,
+    keys: RedisKeys,
     private readonly producer: Pick<Producer, 'enqueue'>,
   ) {
-    this.quarantine = new Quarantine(redis, queueName);
-    this.queue = new Queue(queueName, { connection: redis });
+    this.quarantine = new Quarantine(redis, keys.quarantine);
+    this.queue = new Queue(keys.queue, { connection: redis });
   }
 
   async list(opts: { source?: 'quarantine' | 'failed' | 'all'; limit?: number } = {}): Promise<DeadLetterItem[]> {

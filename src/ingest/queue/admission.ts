@@ -10,13 +10,17 @@ export interface AdmissionOptions {
   maxQueuedJobs: number;
   /** Bytes; 0 means 90% of Redis's own maxmemory, or no bound when that is unset too. */
   redisMemoryLimit: number;
-  intervalMs: number;
   retryAfterSeconds: number;
+  /** How often the bounds are sampled; pushes read the last sample. */
+  intervalMs?: number;
 }
 
 export type AdmissionState =
   | { open: true }
   | { open: false; status: 429 | 503; reason: string; retryAfterSeconds: number };
+
+/** Often enough that a push is shed within half a second of the bound, rarely enough to cost Redis nothing. */
+const SAMPLE_INTERVAL_MS = 500;
 
 /** Closed at the bound, open again only below this share of it, so it does not flap. */
 const REOPEN_AT = 0.8;
@@ -39,7 +43,7 @@ export class Admission {
   /** Idempotent: called again on every Redis reconnect. */
   start(): void {
     if (this.timer) return;
-    this.timer = setInterval(() => void this.sample(), this.opts.intervalMs);
+    this.timer = setInterval(() => void this.sample(), this.opts.intervalMs ?? SAMPLE_INTERVAL_MS);
     this.timer.unref();
     void this.sample();
   }

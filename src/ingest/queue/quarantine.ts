@@ -32,19 +32,12 @@ export function quarantineEntry(origin: QuarantineOrigin, index: number, reason:
   return { ...origin, index, reason, raw: truncated ? raw.slice(0, rawLimit) : raw, truncated };
 }
 
-export function quarantineKey(queueName: string): string {
-  return `${queueName}:quarantine`;
-}
-
 export class Quarantine {
-  readonly key: string;
-
   constructor(
     private readonly redis: Redis,
-    queueName: string,
-  ) {
-    this.key = quarantineKey(queueName);
-  }
+    /** The stream's key (`RedisKeys.quarantine`). */
+    readonly key: string,
+  ) {}
 
   /** Resolves once Redis holds every entry (one round trip). */
   async add(entries: readonly NewQuarantineEntry[]): Promise<void> {

@@ -2,7 +2,7 @@ import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../log/index.js';
 import type { FuelUnit, UpstreamClient } from '../../upstream/client/index.js';
-import { escapeTag, formatFloat } from '../../telemetry/lineProtocol.js';
+import { formatLine } from '../../telemetry/lineProtocol.js';
 import type { PointSink } from '../write/sink.js';
 
 /**
@@ -32,7 +32,7 @@ export interface FuelSyncResult {
 }
 
 export function fuelLine(vehicleno: string, unit: FuelUnit, time: number, value: number): string {
-  return `fuel,unit=${unit},vehicleno=${escapeTag(vehicleno)} value=${formatFloat(value)} ${time}`;
+  return formatLine('fuel', { unit, vehicleno }, { value }, time);
 }
 
 export async function syncFuel(opts: FuelSyncOptions): Promise<FuelSyncResult> {
@@ -72,12 +72,12 @@ export async function syncFuel(opts: FuelSyncOptions): Promise<FuelSyncResult> {
  */
 export async function scheduleFuelSync(
   redis: Redis,
-  queueName: string,
+  /** The scheduler's queue (`RedisKeys.fuelQueue`). */
+  name: string,
   intervalMs: number,
   run: () => Promise<FuelSyncResult>,
   log: Logger,
 ): Promise<{ close(): Promise<void> }> {
-  const name = `${queueName}-fuel`;
   const queue = new Queue(name, { connection: redis });
   queue.on('error', () => {});
   await queue.upsertJobScheduler('fuel-sync', { every: intervalMs }, { name: 'fuel-sync', opts: { removeOnComplete: true, removeOnFail: 100 } });

@@ -5,10 +5,11 @@ import type { PointSink } from '../write/sink.js';
 import type { FlattenOptions } from '../flatten/flatten.js';
 import { retryDelay, type RetryPolicy } from '../queue/retry.js';
 import { Quarantine } from '../queue/quarantine.js';
+import type { RedisKeys } from '../queue/keys.js';
 import { createProcessor, type ProcessResult } from './processor.js';
 
 export interface WorkerOptions {
-  queueName: string;
+  keys: Pick<RedisKeys, 'queue' | 'quarantine'>;
   concurrency: number;
   /** How long a job stays locked to a worker that stopped answering before another takes it. */
   lockDurationMs: number;
@@ -22,7 +23,7 @@ export interface WorkerOptions {
 
 /** Pulls jobs from the queue and writes their points; run as many replicas as the store can take. */
 export function startWorker(redis: Redis, opts: WorkerOptions): Worker {
-  const quarantine = new Quarantine(redis, opts.queueName);
+  const quarantine = new Quarantine(redis, opts.keys.quarantine);
   const processor = createProcessor({
     sink: opts.sink,
     flatten: opts.flatten,
@@ -32,7 +33,7 @@ export function startWorker(redis: Redis, opts: WorkerOptions): Worker {
       opts.log.warn({ refused: entries.length, first: entries[0]?.reason }, 'InfluxDB refused points; quarantined');
     },
   });
-  const worker = new Worker<unknown, ProcessResult>(opts.queueName, processor, {
+  const worker = new Worker<unknown, ProcessResult>(opts.keys.queue, processor, {
     connection: redis,
     concurrency: opts.concurrency,
     lockDuration: opts.lockDurationMs,

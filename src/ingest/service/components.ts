@@ -1,0 +1,57 @@
+import type { Config } from '../../config/index.js';
+import type { Logger } from '../../log/index.js';
+import type { AdmissionOptions } from '../queue/admission.js';
+import { redisKeys, type RedisKeys } from '../queue/keys.js';
+import type { ProducerOptions } from '../queue/producer.js';
+import type { RetryPolicy } from '../queue/retry.js';
+import type { ReceiverOptions } from '../receive/app.js';
+import type { FlattenOptions } from '../flatten/flatten.js';
+import { CoalescingSink } from '../write/coalesce.js';
+import { InfluxSink } from '../write/influx.js';
+import { IsolatingSink } from '../write/isolate.js';
+import type { PointSink } from '../write/sink.js';
+
+/**
+ * Each component's options, derived from the one configuration: the composition root and the
+ * tools (the dead-letter CLI) build components from these, never from settings read by hand.
+ */
+
+export const keysOf = (cfg: Config): RedisKeys => redisKeys(cfg.QUEUE_NAME);
+
+/** Retry-After of a 429 or 503, in whole seconds. */
+const retryAfterSeconds = (cfg: Config): number => Math.max(1, Math.ceil(cfg.RETRY_AFTER / 1_000));
+
+export function retryPolicy(cfg: Config): RetryPolicy {
+  return { spanMs: cfg.RETRY_SPAN, baseMs: cfg.RETRY_BASE_DELAY, maxMs: cfg.RETRY_MAX_DELAY };
+}
+
+export function producerOptions(cfg: Config): ProducerOptions {
+  return { queueName: keysOf(cfg).queue, maxRecordsPerJob: cfg.JOB_MAX_RECORDS, timeoutMs: cfg.ENQUEUE_TIMEOUT, retry: retryPolicy(cfg) };
+}
+
+export function admissionOptions(cfg: Config): AdmissionOptions {
+  return { maxQueuedJobs: cfg.QUEUE_MAX_JOBS, redisMemoryLimit: cfg.REDIS_MEMORY_LIMIT, retryAfterSeconds: retryAfterSeconds(cfg) };
+}
+
+export function receiverOptions(cfg: Config, log: Logger): ReceiverOptions {
+  return {
+    tokens: cfg.PUSH_AUTH === 'none' ? undefined : cfg.PUSH_TOKENS,
+    bodyLimit: cfg.BODY_LIMIT,
+    quarantineRawLimit: cfg.QUARANTINE_RAW_LIMIT,
+    retryAfterSeconds: retryAfterSeconds(cfg),
+    log,
+  };
+}
+
+export function flattenOptions(cfg: Config): FlattenOptions {
+  return { temperatureSentinels: cfg.CAN_TEMP_SENTINELS };
+}
+
+/**
+ * The store as workers and the fuel sync write to it: concurrent jobs' points merged into requests
+ * of WRITE_BATCH_LINES, a refused request isolated to its refused lines, which reach the job that wrote them.
+ */
+export function pointSink(cfg: Config): PointSink {
+  const influx = new InfluxSink({ url: cfg.INFLUX_URL, token: cfg.INFLUX_TOKEN, org: cfg.INFLUX_ORG, bucket: cfg.INFLUX_BUCKET, timeoutMs: cfg.INFLUX_TIMEOUT });
+  return new CoalescingSink(new IsolatingSink(influx), { maxLines: cfg.WRITE_BATCH_LINES, maxInFlight: cfg.WRITE_CONCURRENCY });
+}

@@ -1,0 +1,29 @@
+import type { Hono } from 'hono';
+import type { Redis } from 'ioredis';
+import type { Config } from '../../config/index.js';
+import type { Logger } from '../../log/index.js';
+import { Admission } from '../queue/admission.js';
+import { Producer } from '../queue/producer.js';
+import { Quarantine } from '../queue/quarantine.js';
+import { pushRoutes } from '../receive/app.js';
+import { admissionOptions, keysOf, producerOptions, receiverOptions } from './components.js';
+
+export interface RunningReceiver {
+  routes: Hono;
+  close(): Promise<void>;
+}
+
+/** The push routes over a producer, the quarantine and load shedding, on the receiver's Redis connection. */
+export function startReceiver(cfg: Config, redis: Redis, log: Logger): RunningReceiver {
+  const producer = new Producer(redis, producerOptions(cfg));
+  const admission = new Admission(producer.queue, redis, admissionOptions(cfg));
+  redis.on('ready', () => admission.start());
+  const routes = pushRoutes(producer, new Quarantine(redis, keysOf(cfg).quarantine), { ...receiverOptions(cfg, log), admission });
+  return {
+    routes,
+    async close() {
+      admission.stop();
+      await producer.close();
+    },
+  };
+}

@@ -1,0 +1,60 @@
+import { Redis } from 'ioredis';
+import type { Config } from '../../config/index.js';
+import type { Logger } from '../../log/index.js';
+import { UpstreamClient } from '../../upstream/client/index.js';
+import { scheduleFuelSync, syncFuel } from '../sync/fuel.js';
+import { startWorker } from '../worker/index.js';
+import { flattenOptions, keysOf, pointSink, retryPolicy } from './components.js';
+import type { HealthCheck } from './health.js';
+
+/** Longest fuel-history range asked of the upstream in one call; upstreams bound it. */
+const FUEL_MAX_RANGE_MS = 24 * 3_600_000;
+
+export interface RunningWorkers {
+  checks: HealthCheck[];
+  close(): Promise<void>;
+}
+
+/** Workers writing queued records to InfluxDB, and the fuel sync when an upstream is configured. */
+export async function startWorkers(cfg: Config, log: Logger): Promise<RunningWorkers> {
+  const keys = keysOf(cfg);
+  const sink = pointSink(cfg);
+  // Workers block on Redis; BullMQ requires them to retry commands indefinitely.
+  const redis = new Redis(cfg.REDIS_URL, { maxRetriesPerRequest: null, retryStrategy: (t) => Math.min(t * 250, 2_000) });
+  redis.on('error', (err) => log.debug({ err: err.message }, 'worker redis connection error'));
+  const worker = startWorker(redis, {
+    keys,
+    concurrency: cfg.WORKER_CONCURRENCY,
+    lockDurationMs: cfg.WORKER_LOCK_DURATION,
+    maxStalls: cfg.WORKER_MAX_STALLS,
+    retry: retryPolicy(cfg),
+    flatten: flattenOptions(cfg),
+    sink,
+    log,
+  });
+  const closers: Array<() => Promise<unknown>> = [() => worker.close(), () => sink.close()];
+
+  if (cfg.UPSTREAM_URL) {
+    const client = new UpstreamClient({ baseUrl: cfg.UPSTREAM_URL, token: cfg.UPSTREAM_TOKEN, timeUnit: cfg.UPSTREAM_TIME_UNIT });
+    const run = () =>
+      syncFuel({
+        client,
+        sink,
+        redis,
+        watermarkKey: keys.fuelWatermarks,
+        units: cfg.FUEL_UNITS,
+        lookbackMs: cfg.FUEL_SYNC_LOOKBACK,
+        maxRangeMs: FUEL_MAX_RANGE_MS,
+      });
+    const fuel = await scheduleFuelSync(redis, keys.fuelQueue, cfg.FUEL_SYNC_INTERVAL, run, log);
+    closers.unshift(() => fuel.close());
+  }
+
+  return {
+    checks: [{ name: 'influxdb', check: () => sink.ready() }],
+    async close() {
+      for (const c of closers) await c().catch((err: Error) => log.warn({ err: err.message }, 'error while closing'));
+      redis.disconnect();
+    },
+  };
+}
