@@ -1,5 +1,7 @@
 /** Flag parsing on node:util parseArgs, with the conversions the commands share. */
 import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { DURATION_HINT, parseDuration } from '../config/duration.js';
+import { toEpochMs } from '../telemetry/numbers.js';
 import { UsageError } from './exit.js';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
@@ -24,7 +26,7 @@ export function parseTime(value: string, flag: string, command: string, now: num
   if (v === 'now') return now;
   if (/^\d+$/.test(v)) {
     const n = Number(v);
-    return n < 1e11 ? n * 1000 : n;
+    return toEpochMs(n);
   }
   // Only full dates: Date.parse also takes loose forms like "1" that are surely typos here.
   if (/^\d{4}-\d{2}-\d{2}/.test(v)) {
@@ -37,12 +39,10 @@ export function parseTime(value: string, flag: string, command: string, now: num
   );
 }
 
-/** A duration: plain number of seconds, or with a unit: 500ms, 30s, 5m, 2h. Returns milliseconds. */
-export function parseDuration(value: string, flag: string, command: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(value.trim());
-  if (!m) throw new UsageError(`${flag}: "${value}" is not a duration; use e.g. 500ms, 30s, 5m, 2h`, command);
-  const factor = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] ?? 's'] ?? 1000;
-  const ms = Number(m[1]) * factor;
+/** A duration flag by the one rule of `src/config/duration.ts` (500ms, 30s, 5m, 2h). Returns milliseconds. */
+export function parseDurationFlag(value: string, flag: string, command: string): number {
+  const ms = parseDuration(value);
+  if (ms === undefined) throw new UsageError(`${flag}: "${value}" is not a duration; ${DURATION_HINT}`, command);
   if (ms <= 0) throw new UsageError(`${flag} must be more than zero`, command);
   return ms;
 }

@@ -25,6 +25,14 @@ describe('loadConfig', () => {
     expect([cfg.BODY_LIMIT, cfg.RETRY_SPAN, cfg.CAN_TEMP_SENTINELS, cfg.PUSH_TOKENS]).toEqual([524_288, 5_400_000, [-40, -128.5], [TOKEN, `${TOKEN}-2`]]);
   });
 
+  it('reads durations by one rule: a unit is required, a bare number is refused', () => {
+    const cfg = loadConfig({ PUSH_TOKENS: TOKEN, ENQUEUE_TIMEOUT: '250ms', RETRY_SPAN: '1.5h', FUEL_SYNC_LOOKBACK: '2d', RETRY_BASE_DELAY: '0', RETRY_AFTER: '30 s' });
+    expect([cfg.ENQUEUE_TIMEOUT, cfg.RETRY_SPAN, cfg.FUEL_SYNC_LOOKBACK, cfg.RETRY_BASE_DELAY, cfg.RETRY_AFTER]).toEqual([250, 5_400_000, 172_800_000, 0, 30_000]);
+    expect(() => loadConfig({ PUSH_TOKENS: TOKEN, ENQUEUE_TIMEOUT: '5000' })).toThrow(
+      /ENQUEUE_TIMEOUT: expected a duration with a unit such as 500ms, 30s, 5m, 6h or 1d/,
+    );
+  });
+
   it('names every bad value at once', () => {
     try {
       loadConfig({ PUSH_TOKENS: TOKEN, PORT: 'eighty', SERVICE_MODE: 'both', INFLUX_URL: 'localhost', WRITE_BATCH_LINES: '6000' });

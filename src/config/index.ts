@@ -1,22 +1,22 @@
 import { z } from 'zod';
+import { DURATION_HINT, parseDuration } from './duration.js';
 
 /**
  * One typed configuration for every run mode, read from the environment once at start-up.
  * Each bad value is reported by name so an operator can fix them all in one go.
  */
 
-const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1_000, kib: 1_024, mb: 1_000_000, mib: 1_048_576 };
 
-/** "90s", "6h", "250ms" or a bare number of milliseconds. */
-const duration = z
-  .string()
-  .trim()
-  .regex(/^\d+(\.\d+)?\s*(ms|s|m|h|d)?$/i, 'expected a duration such as 500ms, 30s, 6h or a number of milliseconds')
-  .transform((v) => {
-    const m = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(v)!;
-    return Math.round(Number(m[1]) * (DURATION_UNITS[(m[2] || 'ms').toLowerCase()] ?? 1));
-  });
+/** "90s", "6h", "250ms": see duration.ts for the one rule. */
+const duration = z.string().transform((v, ctx) => {
+  const ms = parseDuration(v);
+  if (ms === undefined) {
+    ctx.addIssue({ code: 'custom', message: DURATION_HINT });
+    return z.NEVER;
+  }
+  return ms;
+});
 
 /** "10MiB", "512kb" or a bare number of bytes. */
 const size = z

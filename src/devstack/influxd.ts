@@ -37,6 +37,11 @@ interface InfluxQueryResponse {
 
 /** InfluxQL against a 1.x server; rows flattened with their series' tags, times in epoch ms. */
 export async function influxQL<T = Record<string, unknown>>(rawUrl: string, db: string, q: string): Promise<T[]> {
+  return (await influxQLStatements<T>(rawUrl, db, q))[0] ?? [];
+}
+
+/** The rows of each statement of `q` (statements separated by `;`), as `influxQL` gives them. */
+export async function influxQLStatements<T = Record<string, unknown>>(rawUrl: string, db: string, q: string): Promise<T[][]> {
   const res = await fetch(`${rawUrl}/query?db=${encodeURIComponent(db)}&epoch=ms`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
@@ -45,17 +50,19 @@ export async function influxQL<T = Record<string, unknown>>(rawUrl: string, db: 
   const body = (await res.json()) as InfluxQueryResponse;
   const err = body.error ?? body.results?.find((r) => r.error)?.error;
   if (!res.ok || err) throw new Error(`InfluxQL ${q}: ${err ?? res.status}`);
-  const rows: T[] = [];
-  for (const s of body.results?.[0]?.series ?? []) {
-    for (const values of s.values) {
-      const row: Record<string, unknown> = { ...s.tags };
-      s.columns.forEach((c, i) => {
-        row[c] = values[i];
-      });
-      rows.push(row as T);
+  return (body.results ?? []).map((result) => {
+    const rows: T[] = [];
+    for (const s of result.series ?? []) {
+      for (const values of s.values) {
+        const row: Record<string, unknown> = { ...s.tags };
+        s.columns.forEach((c, i) => {
+          row[c] = values[i];
+        });
+        rows.push(row as T);
+      }
     }
-  }
-  return rows;
+    return rows;
+  });
 }
 
 export async function startInflux(opts: { token?: string } = {}): Promise<LocalInflux> {

@@ -1,27 +1,62 @@
-/** Answers in the telematics service's own `{status, data, err, msg}` envelope style. */
+import { z } from 'zod';
 
+/**
+ * The telematics service's `{status, data, err, msg}` envelope (spec §2.1): the answers of its six
+ * operations, and the answers our receiver gives pushes, in the same style. One schema for every
+ * side that writes or reads it: the receiver, the emulator, the client and the push feed.
+ */
+
+export const STATUSES = ['SUCCESS', 'FAILURE'] as const;
+
+export const envelopeSchema = z.object({
+  status: z.enum(STATUSES),
+  data: z.unknown(),
+  err: z.string(),
+  msg: z.string(),
+});
+
+export interface SuccessEnvelope<T> {
+  status: 'SUCCESS';
+  data: T;
+  err: string;
+  msg: string;
+}
+/** FAILURE carries `data: null` (the spec does not show `data` on failure). */
+export interface FailureEnvelope {
+  status: 'FAILURE';
+  data: null;
+  err: string;
+  msg: string;
+}
+export type Envelope<T> = SuccessEnvelope<T> | FailureEnvelope;
+
+export const success = <T>(data: T, msg: string): SuccessEnvelope<T> => ({ status: 'SUCCESS', data, err: '', msg });
+export const failure = (err: string, msg: string): FailureEnvelope => ({ status: 'FAILURE', data: null, err, msg });
+
+/** A record of a bulk push the receiver refused, by its place in `bulkData`. */
 export interface RejectedRecord {
   index: number;
   error: string;
 }
 
+/** `data` of the receiver's 202: what a sender counts as acknowledged (every record not in `rejected`). */
 export interface PushAccepted {
   deliveryId: string;
   accepted: number;
   rejected: RejectedRecord[];
 }
 
-export interface Envelope<T> {
-  status: 'SUCCESS' | 'FAILURE';
-  data: T | null;
-  err: string;
-  msg: string;
-}
+/** The receiver's 202 as a sender reads it. */
+export const pushAcceptedSchema = z.object({
+  status: z.literal('SUCCESS'),
+  data: z.object({
+    deliveryId: z.string().optional(),
+    accepted: z.number().int().nonnegative(),
+    rejected: z.array(z.object({ index: z.number().int().nonnegative(), error: z.string() })),
+  }),
+});
 
-export const success = <T>(data: T, msg: string): Envelope<T> => ({ status: 'SUCCESS', data, err: '', msg });
-export const failure = (err: string, msg: string): Envelope<never> => ({ status: 'FAILURE', data: null, err, msg });
-
-/** Error codes a sender can branch on; `msg` says what was wrong in words. */
+/** Error codes of the receiver's answers a sender can branch on; `msg` says what was wrong in words. */
 export type FailureCode =
   | 'unauthorized'
   | 'invalid_json'

@@ -7,7 +7,7 @@
 import { cpus, totalmem } from 'node:os';
 import { Redis } from 'ioredis';
 import { startRedis, type LocalRedis } from '../../src/devstack/redis.js';
-import { startInflux, type LocalInflux } from '../../src/devstack/influxd.js';
+import { influxQLStatements, startInflux, type LocalInflux } from '../../src/devstack/influxd.js';
 import { ensureDebianPackages } from '../../src/devstack/process.js';
 import { bullKey } from '../../src/ingest/queue/keys.js';
 import { BenchData } from './data.js';
@@ -67,31 +67,14 @@ const log = (m: string): void => {
 
 // ---------------------------------------------------------------------------------- InfluxDB reads
 
-interface Series {
-  name: string;
-  columns: string[];
-  values: unknown[][];
-}
-async function influxQL(rawUrl: string, db: string, q: string): Promise<Series[][]> {
-  const res = await fetch(`${rawUrl}/query?db=${encodeURIComponent(db)}&epoch=ms`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ q }).toString(),
-  });
-  const body = (await res.json()) as { results?: Array<{ series?: Series[]; error?: string }>; error?: string };
-  const err = body.error ?? body.results?.find((r) => r.error)?.error;
-  if (!res.ok || err) throw new Error(`InfluxQL ${q}: ${err ?? res.status}`);
-  return (body.results ?? []).map((r) => r.series ?? []);
-}
-
 const window = (from: number, to: number) => `time >= ${BenchData.timeOf(from)}ms AND time < ${BenchData.timeOf(to)}ms`;
 
 /** Points of records [from, to) queryable now: every gps point has `lat`, every can point `soc`. */
 async function countPoints(rawUrl: string, db: string, from: number, to: number): Promise<number> {
   const w = window(from, to);
-  const results = await influxQL(rawUrl, db, `SELECT count(lat) FROM gps WHERE ${w}; SELECT count(soc) FROM can WHERE ${w}`);
+  const results = await influxQLStatements<{ count?: number }>(rawUrl, db, `SELECT count(lat) FROM gps WHERE ${w}; SELECT count(soc) FROM can WHERE ${w}`);
   let n = 0;
-  for (const series of results) for (const s of series) for (const v of s.values) n += Number(v[1] ?? 0);
+  for (const rows of results) for (const row of rows) n += Number(row.count ?? 0);
   return n;
 }
 
@@ -123,16 +106,14 @@ function probeVisibility(rawUrl: string, db: string, from: number, to: number, i
     while (!stop && missing > 0 && Date.now() < deadline) {
       const t = now();
       const w = window(lowest, to);
-      const results = await influxQL(rawUrl, db, `SELECT lat FROM gps WHERE ${w}; SELECT soc FROM can WHERE ${w}`);
+      const results = await influxQLStatements<{ time: number }>(rawUrl, db, `SELECT lat FROM gps WHERE ${w}; SELECT soc FROM can WHERE ${w}`);
       const answered = now();
-      for (const series of results) {
-        for (const s of series) {
-          for (const v of s.values) {
-            const i = BenchData.indexOf(Number(v[0])) - from;
-            if (seenAt[i] === -1) {
-              seenAt[i] = answered;
-              missing--;
-            }
+      for (const rows of results) {
+        for (const row of rows) {
+          const i = BenchData.indexOf(Number(row.time)) - from;
+          if (seenAt[i] === -1) {
+            seenAt[i] = answered;
+            missing--;
           }
         }
       }

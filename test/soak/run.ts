@@ -3,12 +3,13 @@
  * Exits 0 on zero loss, 1 otherwise.
  */
 import { parseArgs } from 'node:util';
+import { DURATION_HINT, parseDuration } from '../../src/config/duration.js';
 import { runSoak } from './soak.js';
 
 const ms = (v: string): number => {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(v.trim());
-  if (!m) throw new Error(`not a duration: ${v}`);
-  return Number(m[1]) * ({ ms: 1, s: 1_000, m: 60_000 }[m[2] ?? 's'] ?? 1_000);
+  const d = parseDuration(v);
+  if (d === undefined) throw new Error(`not a duration: ${v}; ${DURATION_HINT}`);
+  return d;
 };
 
 const { values } = parseArgs({

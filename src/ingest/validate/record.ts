@@ -3,12 +3,11 @@ import { util } from 'zod/v4/core';
 import { GPS_FIELDS } from '../../telemetry/fields.js';
 import { unrepresentableTag } from '../../telemetry/lineProtocol.js';
 import { VEHICLENO_MAX, type TelemetryRecord } from '../../telemetry/record.js';
+import { EPOCH_MS_MAX, NUMERIC_STRING, SECONDS_THRESHOLD } from '../../telemetry/numbers.js';
 
 /** Epoch milliseconds InfluxDB can store (1973 to 2261); smaller values are most likely seconds. */
-const TIME_MIN = 100_000_000_000;
-const TIME_MAX = 9_200_000_000_000;
-
-const NUMERIC_STRING = /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/;
+const TIME_MIN = SECONDS_THRESHOLD;
+const TIME_MAX = EPOCH_MS_MAX;
 /** Field keys that are safe in every InfluxDB version: `_`-prefixed keys are reserved by Flux. */
 const FIELD_KEY = /^[A-Za-z][A-Za-z0-9_]{0,127}$/;
 

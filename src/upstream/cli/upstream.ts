@@ -1,7 +1,7 @@
 /** The upstream connection of the service commands: flags override the environment. */
 import { UpstreamClient } from '../client/client.js';
 import type { TimeUnit } from '../client/time.js';
-import { parseDuration } from '../../cli/args.js';
+import { parseDurationFlag } from '../../cli/args.js';
 import { UsageError } from '../../cli/exit.js';
 import type { CliIO } from '../../cli/io.js';
 
@@ -49,6 +49,6 @@ export function clientFrom(flags: UpstreamFlags, io: CliIO, command: string): Up
     baseUrl: url,
     token,
     timeUnit: unit satisfies TimeUnit,
-    timeoutMs: flags.timeout === undefined ? 10_000 : parseDuration(flags.timeout, '--timeout', command),
+    timeoutMs: flags.timeout === undefined ? 10_000 : parseDurationFlag(flags.timeout, '--timeout', command),
   });
 }

@@ -8,15 +8,17 @@
  */
 import { z } from 'zod';
 import { UpstreamError, UpstreamProtocolError, UpstreamTransportError } from './errors.js';
-import { backoffDelay, errorText, isRetryableStatus, isTimeoutError, parseRetryAfter, sleep } from './retry.js';
+import { backoffDelay } from '../../retry/backoff.js';
+import { errorText, isRetryableStatus, isTimeoutError, parseRetryAfter, sleep } from './retry.js';
 import {
   type CommandType,
   type Operation,
   type RequestBody,
   dataIn,
-  envelopeSchema,
 } from './schema.js';
-import { type TimeUnit, toEpochMs } from './time.js';
+import { envelopeSchema } from '../../telemetry/envelope.js';
+import { type TimeUnit } from './time.js';
+import { toEpochMs } from '../../telemetry/numbers.js';
 
 export type FuelUnit = 'percent' | 'litres';
 
@@ -237,7 +239,7 @@ export class UpstreamClient {
   }
 
   private async pause(attempt: number, retryAfterMs: number | undefined, signal?: AbortSignal): Promise<void> {
-    const backoff = backoffDelay(attempt, this.backoffMs, this.maxBackoffMs);
+    const backoff = backoffDelay({ baseMs: this.backoffMs, maxMs: this.maxBackoffMs }, attempt + 1);
     // Honour Retry-After but never wait longer than one timeout: the caller is waiting.
     const wait = retryAfterMs === undefined ? backoff : Math.min(Math.max(backoff, retryAfterMs), this.timeoutMs);
     await sleep(wait, signal);

@@ -1,4 +1,5 @@
 export * from './client.js';
 export * from './errors.js';
 export * from './schema.js';
-export { toEpochMs, type TimeUnit } from './time.js';
+export { type TimeUnit } from './time.js';
+export { toEpochMs } from '../../telemetry/numbers.js';

@@ -1,19 +1,11 @@
 /**
- * Retry helpers shared by the upstream client and the push feed, so that both back off the same way.
+ * HTTP retry helpers shared by the upstream client and the push feed (the backoff formula itself is
+ * `src/retry/backoff.ts`, shared with the queue).
  */
 
 /** 408, 429 and 5xx may succeed when tried again; other statuses will not. */
 export function isRetryableStatus(status: number): boolean {
   return status === 408 || status === 429 || status >= 500;
-}
-
-/**
- * Delay before attempt `attempt + 1` (attempt counts from 0): exponential with "full jitter", so that
- * many senders retrying at once do not hit the server in lockstep.
- */
-export function backoffDelay(attempt: number, baseMs: number, capMs: number, random: () => number = Math.random): number {
-  const ceiling = Math.min(capMs, baseMs * 2 ** attempt);
-  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
 }
 
 /** Retry-After as seconds or an HTTP date; undefined when absent or unreadable. */

@@ -7,6 +7,7 @@
  * a superset of `*Out` because the real service's units and shapes are partly "not shown".
  */
 import { z } from 'zod';
+import { NUMERIC_STRING } from '../../telemetry/numbers.js';
 
 export const OPERATIONS = [
   'getfuelhistory',
@@ -80,43 +81,14 @@ export type RequestBody<O extends Operation> = z.infer<(typeof requestSchemas)[O
 // ---------------------------------------------------------------------------------------------
 // Numbers the service sends as strings ("12.50")
 
-const NUMERIC_RE = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
-
 /** A string-shaped number as the service sends it, e.g. "12.50". */
-export const numericString = z.string().regex(NUMERIC_RE, 'expected a string-shaped number');
+export const numericString = z.string().regex(NUMERIC_STRING, 'expected a string-shaped number');
 
 /** A number sent either as a JSON number or as a string-shaped number; parsed to a number. */
 export const numberish = z
   .union([z.number(), numericString])
   .transform((v) => (typeof v === 'number' ? v : Number(v)))
   .refine((v) => Number.isFinite(v), 'expected a finite number');
-
-// ---------------------------------------------------------------------------------------------
-// Envelope
-
-export const STATUSES = ['SUCCESS', 'FAILURE'] as const;
-
-export const envelopeSchema = z.object({
-  status: z.enum(STATUSES),
-  data: z.unknown(),
-  err: z.string(),
-  msg: z.string(),
-});
-
-export interface SuccessEnvelope<T> {
-  status: 'SUCCESS';
-  data: T;
-  err: string;
-  msg: string;
-}
-/** FAILURE carries `data: null` in the emulator (the spec does not show `data` on failure). */
-export interface FailureEnvelope {
-  status: 'FAILURE';
-  data: null;
-  err: string;
-  msg: string;
-}
-export type Envelope<T> = SuccessEnvelope<T> | FailureEnvelope;
 
 // ---------------------------------------------------------------------------------------------
 // Data, as the emulator sends it (`Out`) and as the client accepts it (`In`)

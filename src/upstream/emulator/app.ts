@@ -8,7 +8,8 @@
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
-import { OPERATIONS, type Envelope, type Operation } from '../client/schema.js';
+import { OPERATIONS, type Operation } from '../client/schema.js';
+import type { Envelope } from '../../telemetry/envelope.js';
 import type { TimeUnit } from '../client/time.js';
 import { ERR, Failure } from './errors.js';
 import { Fleet } from './fleet.js';

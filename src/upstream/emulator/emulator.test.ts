@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { COMMAND_TYPES, dataOut, envelopeSchema } from '../client/schema.js';
+import { COMMAND_TYPES, dataOut } from '../client/schema.js';
+import { envelopeSchema } from '../../telemetry/envelope.js';
 import { createEmulator } from './app.js';
 
 const NOW = Date.UTC(2025, 5, 1, 12, 0, 0);

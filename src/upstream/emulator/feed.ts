@@ -11,7 +11,9 @@
  * against the store.
  */
 import { z } from 'zod';
-import { backoffDelay, errorText, isRetryableStatus, isTimeoutError, parseRetryAfter, sleep } from '../client/retry.js';
+import { envelopeSchema, pushAcceptedSchema } from '../../telemetry/envelope.js';
+import { backoffDelay } from '../../retry/backoff.js';
+import { errorText, isRetryableStatus, isTimeoutError, parseRetryAfter, sleep } from '../client/retry.js';
 import { canRecordData } from './can.js';
 import { Fleet } from './fleet.js';
 import { spoil } from './invalid.js';
@@ -107,17 +109,7 @@ export interface FeedResult {
   durationMs: number;
 }
 
-/** The receiver's acknowledgement (202). */
-const ackSchema = z.object({
-  status: z.literal('SUCCESS'),
-  data: z.object({
-    deliveryId: z.string().optional(),
-    accepted: z.number().int().nonnegative(),
-    rejected: z.array(z.object({ index: z.number().int().nonnegative(), error: z.string() })),
-  }),
-});
-
-const failureSchema = z.object({ err: z.string(), msg: z.string() });
+const failureSchema = envelopeSchema.pick({ err: true, msg: true });
 
 interface Item {
   record: unknown;
@@ -278,7 +270,7 @@ export class PushFeed {
       }
       if (this.config.signal?.aborted) break;
       if (attempt < this.opts.maxAttempts) {
-        const backoff = backoffDelay(attempt - 1, this.opts.backoffMs, this.opts.maxBackoffMs, this.rng.next);
+        const backoff = backoffDelay({ baseMs: this.opts.backoffMs, maxMs: this.opts.maxBackoffMs }, attempt, this.rng.next);
         const wait = retryAfterMs === undefined ? backoff : Math.min(Math.max(backoff, retryAfterMs), this.opts.maxRetryAfterMs);
         if (!(await pause(wait, this.config.signal))) break;
       }
@@ -310,7 +302,7 @@ export class PushFeed {
 
   /** A 2xx answer: everything acknowledged except what `rejected` lists. */
   private settle(items: Item[], body: unknown, status: number, info: DeliveryInfo): void {
-    const ack = ackSchema.safeParse(body);
+    const ack = pushAcceptedSchema.safeParse(body);
     if (!ack.success) {
       for (const item of items) this.result.unconfirmed.push(item.record);
       return;

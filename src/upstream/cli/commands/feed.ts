@@ -1,6 +1,6 @@
 /** feed: run the push feed at a receiver. */
 import type { FeedMode, FeedResult } from '../../emulator/feed.js';
-import { noPositionals, parse, parseDuration, parseNumber } from '../../../cli/args.js';
+import { noPositionals, parse, parseDurationFlag, parseNumber } from '../../../cli/args.js';
 import { type Command, showHelp } from '../../../cli/command.js';
 import { EXIT, UsageError } from '../../../cli/exit.js';
 import { printJson, table } from '../../../cli/format.js';
@@ -76,9 +76,9 @@ injected invalid ones); 3 deliveries failed (attempts exhausted) or went unconfi
       rate: opt(values.rate, (s) => parseNumber(s, '--rate', n, { min: Number.MIN_VALUE })),
       bulkSize: opt(values['bulk-size'], (s) => parseNumber(s, '--bulk-size', n, { integer: true, min: 1 })),
       count: opt(values.count, (s) => parseNumber(s, '--count', n, { integer: true, min: 0 })),
-      durationMs: opt(values.duration, (s) => parseDuration(s, '--duration', n)),
+      durationMs: opt(values.duration, (s) => parseDurationFlag(s, '--duration', n)),
       concurrency: opt(values.concurrency, (s) => parseNumber(s, '--concurrency', n, { integer: true, min: 1 })),
-      timeoutMs: opt(values.timeout, (s) => parseDuration(s, '--timeout', n)),
+      timeoutMs: opt(values.timeout, (s) => parseDurationFlag(s, '--timeout', n)),
       maxAttempts: opt(values['max-attempts'], (s) => parseNumber(s, '--max-attempts', n, { integer: true, min: 1 })),
       seed: opt(values.seed, (s) => parseNumber(s, '--seed', n, { integer: true })),
       vehicles: opt(values.vehicles, (s) => parseNumber(s, '--vehicles', n, { integer: true, min: 1 })),

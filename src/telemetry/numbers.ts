@@ -1,0 +1,21 @@
+/**
+ * The number rules every side shares: what a string-shaped number is (the telematics service sends
+ * some numbers as strings, "12.50"), and how an epoch time in seconds is told from one in milliseconds.
+ */
+
+/** A number written as a string: optional sign, digits with an optional fraction, optional exponent; surrounding blanks allowed. */
+export const NUMERIC_STRING = /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/;
+
+/**
+ * Epoch values below this are seconds: 1e11 s is the year 5138, 1e11 ms is March 1973. It is also
+ * the earliest epoch-milliseconds time a push record may carry.
+ */
+export const SECONDS_THRESHOLD = 100_000_000_000;
+
+/** The latest epoch-milliseconds time a record may carry (InfluxDB's nanosecond range ends in 2262). */
+export const EPOCH_MS_MAX = 9_200_000_000_000;
+
+/** An epoch time in seconds or milliseconds, to milliseconds. */
+export function toEpochMs(value: number): number {
+  return Math.abs(value) < SECONDS_THRESHOLD ? Math.round(value * 1000) : Math.round(value);
+}
