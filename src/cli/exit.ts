@@ -1,5 +1,4 @@
 /** Exit codes scripts can rely on (listed in README and in `telematics --help`). */
-import { UpstreamError, UpstreamProtocolError, UpstreamTransportError } from '../upstream/client/errors.js';
 import type { CliIO } from './io.js';
 
 export const EXIT = {
@@ -33,10 +32,16 @@ export class CancelledError extends Error {
   override readonly name = 'CancelledError';
 }
 
-/** Reports an error on stderr and picks the exit code. */
-export function reportError(e: unknown, io: CliIO): number {
+/** A program's mapping of its own errors to an exit code and the line that explains it; undefined: not its error. */
+export type ErrorClassifier = (e: unknown) => { code: number; message: string } | undefined;
+
+/**
+ * Reports an error on stderr as one line and picks the exit code. An error no classifier knows is a
+ * bug: it is thrown on, so that its stack is seen.
+ */
+export function reportError(e: unknown, io: CliIO, program: string, classify?: ErrorClassifier): number {
   if (e instanceof UsageError) {
-    const hint = e.command ? `telematics ${e.command} --help` : 'telematics --help';
+    const hint = e.command ? `${program} ${e.command} --help` : `${program} --help`;
     io.stderr.write(`error: ${e.message}\n(see ${hint})\n`);
     return EXIT.usage;
   }
@@ -44,17 +49,10 @@ export function reportError(e: unknown, io: CliIO): number {
     io.stderr.write(`${e.message}\n`);
     return EXIT.cancelled;
   }
-  if (e instanceof UpstreamError) {
-    io.stderr.write(`error: ${e.operation} failed: ${e.err}: ${e.msg}\n`);
-    return EXIT.failure;
-  }
-  if (e instanceof UpstreamTransportError) {
-    io.stderr.write(`error: ${e.message}\n`);
-    return EXIT.network;
-  }
-  if (e instanceof UpstreamProtocolError) {
-    io.stderr.write(`error: ${e.message}\n`);
-    return EXIT.protocol;
+  const known = classify?.(e);
+  if (known) {
+    io.stderr.write(`error: ${known.message}\n`);
+    return known.code;
   }
   throw e;
 }

@@ -67,3 +67,14 @@ it('lists, shows, replays (idempotently) and purges failed jobs and quarantined 
   expect(await cli('purge', q.id, '--yes')).toMatchObject({ code: 0, stdout: `purged     ${q.id}\n` });
   expect(await cli('list')).toMatchObject({ code: 0, stdout: 'nothing in the dead letter\n' });
 });
+
+it('never falls back to a Redis it was not given, and says what is wrong in one line', async () => {
+  const bare = async (env: Record<string, string>) =>
+    run(process.execPath, ['--import', 'tsx', 'src/cmd/deadletter.ts', 'list'], { env: { PATH: process.env.PATH ?? '', ...env } }).then(
+      () => ({ code: 0, stderr: '' }),
+      (e: { code: number; stderr: string }) => ({ code: e.code, stderr: e.stderr }),
+    );
+  expect(await bare({})).toEqual({ code: 2, stderr: 'error: REDIS_URL: set it to the Redis the service uses; this tool does not assume one\n' });
+  const closed = await bare({ REDIS_URL: 'redis://operator:s3cret@127.0.0.1:1' });
+  expect(closed).toEqual({ code: 3, stderr: 'error: Redis: cannot reach redis://127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1\n' });
+});

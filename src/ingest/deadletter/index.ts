@@ -46,6 +46,8 @@ export class DeadLetters {
   ) {
     this.quarantine = new Quarantine(redis, keys.quarantine);
     this.queue = new Queue(keys.queue, { connection: redis });
+    // Errors surface on the awaited calls; without a listener BullMQ prints each connection error.
+    this.queue.on('error', () => {});
   }
 
   async list(opts: { source?: 'quarantine' | 'failed' | 'all'; limit?: number } = {}): Promise<DeadLetterItem[]> {

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningEmulator, startEmulator } from '../emulator/app.js';
 import { Readable } from 'node:stream';
 import type { CliIO } from '../../cli/io.js';
-import { COMMANDS, main } from './main.js';
+import { main, TELEMATICS } from './main.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const TOKEN = 'cli-test-token-5f2b';
@@ -189,7 +189,7 @@ describe.concurrent('telematics in process', () => {
   });
 
   it('has --help on every command', async () => {
-    for (const c of COMMANDS) {
+    for (const c of TELEMATICS.commands) {
       const h = await runHere([c.name, '--help']);
       expect(h.code).toBe(0);
       expect(h.stdout.startsWith(`Usage: telematics ${c.name} `)).toBe(true);

@@ -1,23 +1,33 @@
-/** `telematics`: dispatch to a command, turn errors into exit codes. */
-import type { Command } from '../../cli/command.js';
+/** `telematics`: the upstream's commands, and the exit codes of its answers. */
+import type { ErrorClassifier } from '../../cli/exit.js';
+import { EXIT } from '../../cli/exit.js';
+import type { CliIO } from '../../cli/io.js';
+import { runProgram, type Program } from '../../cli/program.js';
+import { UpstreamError, UpstreamProtocolError, UpstreamTransportError } from '../client/errors.js';
 import { changePassword } from './commands/password.js';
 import { emulate } from './commands/emulate.js';
 import { feed } from './commands/feed.js';
 import { immobilize, mobilize } from './commands/control.js';
 import { fuelHistory, fuelUsed, vehicles } from './commands/reads.js';
-import { EXIT, reportError } from '../../cli/exit.js';
-import type { CliIO } from '../../cli/io.js';
 
-export const COMMANDS: readonly Command[] = [vehicles, fuelHistory, fuelUsed, immobilize, mobilize, changePassword, emulate, feed];
+/** FAILURE answers, network trouble and answers of the wrong shape each have their exit code. */
+const classify: ErrorClassifier = (e) => {
+  if (e instanceof UpstreamError) return { code: EXIT.failure, message: `${e.operation} failed: ${e.err}: ${e.msg}` };
+  if (e instanceof UpstreamTransportError) return { code: EXIT.network, message: e.message };
+  if (e instanceof UpstreamProtocolError) return { code: EXIT.protocol, message: e.message };
+  return undefined;
+};
 
-export function topHelp(): string {
-  const width = Math.max(...COMMANDS.map((c) => c.name.length));
-  return `Usage: telematics <command> [options]
+export const TELEMATICS: Program = {
+  name: 'telematics',
+  commands: [vehicles, fuelHistory, fuelUsed, immobilize, mobilize, changePassword, emulate, feed],
+  classify,
+  help: (commands) => `Usage: telematics <command> [options]
 
 Client of the vehicle telematics service, its emulator and its push feed.
 
 Commands:
-${COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`).join('\n')}
+${commands}
 
 Run "telematics <command> --help" for the options of a command.
 
@@ -36,28 +46,9 @@ Exit status:
   4    the service's answer does not have the expected shape
   5    cancelled at a confirmation prompt
   130  interrupted
-`;
-}
+`,
+};
 
-export async function main(argv: readonly string[], io: CliIO): Promise<number> {
-  const [name, ...rest] = argv;
-  if (name === undefined) {
-    io.stderr.write(topHelp());
-    return EXIT.usage;
-  }
-  if (name === '--help' || name === '-h' || name === 'help') {
-    const sub = rest[0] === undefined ? undefined : COMMANDS.find((c) => c.name === rest[0]);
-    io.stdout.write(sub ? sub.help : topHelp());
-    return EXIT.ok;
-  }
-  const command = COMMANDS.find((c) => c.name === name);
-  if (!command) {
-    io.stderr.write(`error: unknown command "${name}"\n(see telematics --help)\n`);
-    return EXIT.usage;
-  }
-  try {
-    return await command.run(rest, io);
-  } catch (e) {
-    return reportError(e, io);
-  }
+export function main(argv: readonly string[], io: CliIO): Promise<number> {
+  return runProgram(TELEMATICS, argv, io);
 }

@@ -1,0 +1,183 @@
+/** `telematics-deadletter`: the dead letter's commands on the one CLI framework (`src/cli`). */
+import { Redis } from 'ioredis';
+import { parse } from '../../cli/args.js';
+import { type Command, showHelp } from '../../cli/command.js';
+import { EXIT, UsageError, type ErrorClassifier } from '../../cli/exit.js';
+import { table } from '../../cli/format.js';
+import type { CliIO } from '../../cli/io.js';
+import type { Program } from '../../cli/program.js';
+import { ConfigError, loadConfig } from '../../config/index.js';
+import { Producer } from '../queue/producer.js';
+import { keysOf, producerOptions } from '../service/components.js';
+import { DeadLetters, type DeadLetterItem } from './index.js';
+
+const SOURCES = ['quarantine', 'failed', 'all'] as const;
+type Source = (typeof SOURCES)[number];
+
+const SELECT_OPTIONS = {
+  source: { type: 'string' },
+  limit: { type: 'string' },
+  all: { type: 'boolean' },
+  json: { type: 'boolean' },
+} as const;
+
+const SETTINGS_HELP = `Settings: REDIS_URL (required: the Redis the service uses), QUEUE_NAME (as for the service).\n`;
+
+interface Selection {
+  source: Source;
+  limit: number;
+}
+
+function selection(values: { source?: string | undefined; limit?: string | undefined }, command: string): Selection {
+  const source = (values.source ?? 'all') as Source;
+  if (!SOURCES.includes(source)) throw new UsageError(`--source must be quarantine, failed or all, not "${values.source}"`, command);
+  const limit = values.limit === undefined ? 1000 : Number(values.limit);
+  if (!Number.isInteger(limit) || limit < 1) throw new UsageError('--limit must be a whole number above 0', command);
+  return { source, limit };
+}
+
+/** The dead letter of the Redis the environment names; closed when `use` settles. */
+async function withDeadLetters<T>(io: CliIO, use: (dl: DeadLetters) => Promise<T>): Promise<T> {
+  const cfg = loadConfig(io.env, 'tool');
+  const redis = new Redis(cfg.REDIS_URL, { maxRetriesPerRequest: 2, connectTimeout: 5_000 });
+  let lastError = '';
+  redis.on('error', (err: Error) => (lastError = err.message));
+  const producer = new Producer(redis, producerOptions(cfg));
+  const dl = new DeadLetters(redis, keysOf(cfg), producer);
+  try {
+    await redis.ping().catch((err: Error) => {
+      throw new Error(`cannot reach ${cfg.REDIS_URL.replace(/\/\/[^@/]*@/, '//')}: ${lastError || err.message}`);
+    });
+    return await use(dl);
+  } finally {
+    await producer.close().catch(() => {});
+    await dl.close().catch(() => {});
+    redis.disconnect();
+  }
+}
+
+/** Ids given, or every listed item with --all. */
+async function targets(dl: DeadLetters, ids: string[], values: { all?: boolean | undefined }, sel: Selection, command: string): Promise<string[]> {
+  if (values.all) return (await dl.list(sel)).map((i) => i.id);
+  if (ids.length === 0) throw new UsageError(`${command} needs ids, or --all`, command);
+  return ids;
+}
+
+const line = (io: CliIO, s: string) => io.stdout.write(`${s}\n`);
+
+const list: Command = {
+  name: 'list',
+  summary: 'what did not land, oldest first',
+  help: `Usage: telematics-deadletter list [--source quarantine|failed|all] [--limit N] [--json]\n\nLists quarantined records and failed jobs: id, stage, time, records, reason.\n${SETTINGS_HELP}`,
+  async run(args, io) {
+    const { values } = parse(this.name, args, SELECT_OPTIONS);
+    if (values.help) return showHelp(io, this.help);
+    const sel = selection(values, this.name);
+    const items = await withDeadLetters(io, (dl) => dl.list(sel));
+    if (values.json) line(io, JSON.stringify(items));
+    else if (items.length === 0) line(io, 'nothing in the dead letter');
+    else {
+      io.stdout.write(
+        table<DeadLetterItem>(items, [
+          { header: 'ID', value: (i) => i.id },
+          { header: 'STAGE', value: (i) => i.stage },
+          { header: 'AT', value: (i) => new Date(i.at).toISOString() },
+          { header: 'RECORDS', value: (i) => String(i.records) },
+          { header: 'REASON', value: (i) => i.reason.replace(/\s+/g, ' ').slice(0, 100) },
+        ]),
+      );
+    }
+    return EXIT.ok;
+  },
+};
+
+const show: Command = {
+  name: 'show',
+  summary: 'one item with its records and reason',
+  help: `Usage: telematics-deadletter show <id> [--json]\n\nThe record as received (or the failed job's records), the reason and the delivery id.\n${SETTINGS_HELP}`,
+  async run(args, io) {
+    const { values, positionals } = parse(this.name, args, { json: { type: 'boolean' } });
+    if (values.help) return showHelp(io, this.help);
+    if (positionals.length !== 1) throw new UsageError('show takes one id', this.name);
+    const id = positionals[0]!;
+    const found = await withDeadLetters(io, (dl) => dl.show(id));
+    if (!found) {
+      io.stderr.write(`no item ${id}\n`);
+      return EXIT.failure;
+    }
+    line(io, JSON.stringify(found, null, values.json ? 0 : 2));
+    return EXIT.ok;
+  },
+};
+
+const replay: Command = {
+  name: 'replay',
+  summary: 'validate again and queue what passes',
+  help: `Usage: telematics-deadletter replay <id>... | --all [--source ...] [--json]\n\nIdempotent: replayed records rewrite the same points; an item is removed only once its records are queued again.\nExit 1 when an item is kept (still invalid).\n${SETTINGS_HELP}`,
+  async run(args, io) {
+    const { values, positionals } = parse(this.name, args, SELECT_OPTIONS);
+    if (values.help) return showHelp(io, this.help);
+    const sel = selection(values, this.name);
+    const kept = await withDeadLetters(io, async (dl) => {
+      let n = 0;
+      for (const id of await targets(dl, positionals, values, sel, this.name)) {
+        const r = await dl.replay(id);
+        if (!r.ok) n++;
+        line(io, values.json ? JSON.stringify(r) : `${r.ok ? 'replayed' : 'kept    '}  ${id}  ${r.detail}`);
+      }
+      return n;
+    });
+    return kept > 0 ? EXIT.failure : EXIT.ok;
+  },
+};
+
+const purge: Command = {
+  name: 'purge',
+  summary: 'delete for good (needs --yes)',
+  help: `Usage: telematics-deadletter purge <id>... | --all [--source ...] --yes\n\nExit 1 when an item was not found.\n${SETTINGS_HELP}`,
+  async run(args, io) {
+    const { values, positionals } = parse(this.name, args, { ...SELECT_OPTIONS, yes: { type: 'boolean' } });
+    if (values.help) return showHelp(io, this.help);
+    const sel = selection(values, this.name);
+    if (!values.yes) throw new UsageError('purge deletes for good; add --yes', this.name);
+    const missing = await withDeadLetters(io, async (dl) => {
+      let n = 0;
+      for (const id of await targets(dl, positionals, values, sel, this.name)) {
+        const gone = await dl.purge(id);
+        if (!gone) n++;
+        line(io, `${gone ? 'purged   ' : 'not found'}  ${id}`);
+      }
+      return n;
+    });
+    return missing > 0 ? EXIT.failure : EXIT.ok;
+  },
+};
+
+/** Settings the operator must fix are usage errors; Redis trouble is one line, never a stack. */
+const classify: ErrorClassifier = (e) => {
+  if (e instanceof ConfigError) return { code: EXIT.usage, message: e.problems.join('; ') };
+  if (e instanceof Error) return { code: EXIT.network, message: `Redis: ${e.message}` };
+  return undefined;
+};
+
+export const DEADLETTER: Program = {
+  name: 'telematics-deadletter',
+  commands: [list, show, replay, purge],
+  classify,
+  help: (commands) => `Usage: telematics-deadletter <command> [options]
+
+What did not land: records the receiver or InfluxDB refused (the quarantine) and jobs that failed for good.
+
+Commands:
+${commands}
+
+Ids: quarantine entries by stream id (1763700000000-0), failed jobs as job:<id>.
+Replay is idempotent: replayed records rewrite the same points.
+${SETTINGS_HELP}
+Exit status:
+  0  done
+  1  some item kept (still invalid) or not found
+  2  usage or configuration error (REDIS_URL unset, bad flags)
+  3  Redis unreachable or refused a command
+`,
+};
