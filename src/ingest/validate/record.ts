@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { util } from 'zod/v4/core';
-import { GPS_FIELDS } from '../../telemetry/fields.js';
+import { GPS_FIELDS, type GpsField } from '../../telemetry/fields.js';
 import { unrepresentableTag } from '../../telemetry/lineProtocol.js';
 import { VEHICLENO_MAX, type TelemetryRecord } from '../../telemetry/record.js';
 import { EPOCH_MS_MAX, NUMERIC_STRING, SECONDS_THRESHOLD } from '../../telemetry/numbers.js';
@@ -54,10 +54,9 @@ const epochMs = z.unknown().transform((v, ctx) => {
 });
 
 /*
- * Each rule is one zod step that does what a chain of steps did before (presence, then type, then
- * range; or vehicleno's three refinements in their order, each reported), with the same messages in
- * the same order: a chain of pipes and refinements costs zod more than the checks themselves, on every
- * record. record.equivalence.test.ts holds these to the chains they replaced.
+ * Each rule is one zod step (presence, then type, then range; or vehicleno's refinements in their
+ * order, each reported) rather than a chain of pipes and refinements, which costs zod more than the
+ * checks themselves, on every record.
  */
 
 /** A required GPS number, optionally within [min, max]. */
@@ -121,12 +120,20 @@ const vehicleno = z
     for (const message of plateFaults(s)) ctx.addIssue({ code: 'custom', message });
   });
 
+/**
+ * The rules of a GPS record's core fields, in the order zod reports them and writes them: one table
+ * for the zod schema and the plain path. Every other parameter (all of CAN's) is dynamic: kept when numeric.
+ */
+const GPS_CORE: ReadonlyArray<{ key: GpsField; min?: number; max?: number }> = [
+  { key: 'lat', min: -90, max: 90 },
+  { key: 'lng', min: -180, max: 180 },
+  { key: 'alti' },
+  { key: 'speed' },
+  { key: 'ignstatus' },
+];
+
 const gpsCore = z.object({
-  lat: requiredNumber(-90, 90),
-  lng: requiredNumber(-180, 180),
-  alti: requiredNumber(),
-  speed: requiredNumber(),
-  ignstatus: requiredNumber(),
+  ...Object.fromEntries(GPS_CORE.map((r) => [r.key, requiredNumber(r.min, r.max)])),
   time: requiredEpochMs,
 });
 
@@ -165,15 +172,12 @@ function goodKey(key: string): boolean {
 }
 
 /**
- * Dynamic parameters (every CAN field, and GPS extras) are kept when numeric. A null value
- * is read as "not received" and left out, as the spec omits absent parameters.
+ * Dynamic parameters (every CAN field, and GPS extras) are kept when numeric; a null value is read as
+ * "not received" and left out, as the spec omits absent parameters. With `issues` every fault is
+ * reported there; without (the plain path) the first value that is not plainly a finite number ends
+ * it with -1, and zod decides. Returns the number of parameters kept.
  */
-function extraFields(
-  data: Record<string, unknown>,
-  skip: ReadonlySet<string>,
-  fields: Record<string, number>,
-  issues: string[],
-): number {
+function extraFields(data: Record<string, unknown>, skip: ReadonlySet<string>, fields: Record<string, number>, issues?: string[]): number {
   let count = 0;
   // for-in is 2-3 times faster than Object.keys on the many shapes of CAN objects; the own-key
   // check keeps it to what Object.keys gives (for-in also walks the prototype chain).
@@ -181,16 +185,23 @@ function extraFields(
     if (!hasOwn.call(data, key) || skip.has(key) || key === '__proto__') continue;
     const v = data[key];
     if (v === null || v === undefined) continue;
+    const plain = typeof v === 'number' && Number.isFinite(v);
     if (!goodKey(key)) {
+      if (!issues) return -1;
       issues.push(`data.${show(key)}: field names must start with a letter and hold only letters, digits and _ (at most 128)`);
       continue;
     }
-    const n = typeof v === 'number' && Number.isFinite(v) ? v : toNumber(v);
-    if (n === undefined) issues.push(`data.${key}: ${numberIssue(v)}`);
+    if (plain) fields[key] = v;
+    else if (!issues) return -1;
     else {
+      const n = toNumber(v);
+      if (n === undefined) {
+        issues.push(`data.${key}: ${numberIssue(v)}`);
+        continue;
+      }
       fields[key] = n;
-      count++;
     }
+    count++;
   }
   return count;
 }
@@ -224,45 +235,29 @@ export function plainRecord(input: unknown, receivedAt: number): TelemetryRecord
   const fields = Object.create(null) as Record<string, number>;
   let time: number;
   if (type === 'gps') {
-    const { lat, lng, alti, speed, ignstatus, time: t } = d;
-    if (typeof lat !== 'number' || !(lat >= -90 && lat <= 90)) return undefined;
-    if (typeof lng !== 'number' || !(lng >= -180 && lng <= 180)) return undefined;
-    if (!isFiniteNumber(alti) || !isFiniteNumber(speed) || !isFiniteNumber(ignstatus) || !isEpochMs(t)) return undefined;
     // zod's object output order: the schema's keys, then the extras in the record's order.
-    fields.lat = lat;
-    fields.lng = lng;
-    fields.alti = alti;
-    fields.speed = speed;
-    fields.ignstatus = ignstatus;
+    for (const r of GPS_CORE) {
+      const x = d[r.key];
+      if (!isFiniteNumber(x) || (r.min !== undefined && r.max !== undefined && !(x >= r.min && x <= r.max))) return undefined;
+      fields[r.key] = x;
+    }
+    const t = d.time;
+    if (!isEpochMs(t)) return undefined;
     time = t;
-    if (!plainExtras(d, GPS_KEYS, fields)) return undefined;
   } else {
     const t = d.time;
     if (t === undefined || t === null) time = receivedAt;
     else if (isEpochMs(t)) time = t;
     else return undefined;
-    if (!plainExtras(d, TIME_KEY, fields)) return undefined;
   }
+  const extras = extraFields(d, type === 'gps' ? GPS_KEYS : TIME_KEY, fields);
+  // A GPS record is complete with its core fields; a CAN record needs a parameter.
+  if (extras < 0 || (extras === 0 && type === 'can')) return undefined;
   return { vehicleno: v, type, time, fields };
 }
 
 const isFiniteNumber = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
 const isEpochMs = (x: unknown): x is number => typeof x === 'number' && Number.isInteger(x) && x >= TIME_MIN && x <= TIME_MAX;
-
-/** extraFields for plainly valid parameters; false at the first that is not (zod then decides). */
-function plainExtras(data: Record<string, unknown>, skip: ReadonlySet<string>, fields: Record<string, number>): boolean {
-  let count = 0;
-  for (const key in data) {
-    if (!hasOwn.call(data, key) || skip.has(key) || key === '__proto__') continue;
-    const v = data[key];
-    if (v === null || v === undefined) continue;
-    if (typeof v !== 'number' || !Number.isFinite(v) || !goodKey(key)) return false;
-    fields[key] = v;
-    count++;
-  }
-  // A GPS record is complete with its core fields; a CAN record needs a parameter.
-  return count > 0 || skip === GPS_KEYS;
-}
 
 /** The zod schema's verdict on any input, with every error it finds. */
 export function validateWithZod(input: unknown, receivedAt: number): ValidationResult {
