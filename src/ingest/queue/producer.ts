@@ -118,7 +118,7 @@ export class Producer {
         }
       }
       if (chunk.length > 0) jobs.push({ name: JOB_NAME, data: encodeJob(chunk) });
-      // Encoded: the records need not live through the round trip (see receive/app.ts).
+      // Encoded: the records need not live through the round trip (see receive/push.ts).
       for (const w of waiters) w.records = NO_RECORDS;
     } catch (err) {
       const e = new EnqueueError(`enqueue failed: ${(err as Error)?.message ?? err}`, { cause: err });

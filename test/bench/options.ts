@@ -1,0 +1,53 @@
+/** The benchmark's command line: `npm run bench -- [--smoke] [--only a,b] [--workers N] [--env K=V,...] ...`. */
+
+export const argv = process.argv.slice(2);
+export const flag = (name: string): boolean => argv.includes(`--${name}`);
+export const opt = (name: string, dflt: number): number => {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(argv[i + 1]) : dflt;
+};
+
+/** `--env A=1,B=2`: settings for the service processes. */
+export const settingsArg = (): Record<string, string> => {
+  const i = argv.indexOf('--env');
+  if (i < 0) return {};
+  return Object.fromEntries(
+    (argv[i + 1] ?? '')
+      .split(',')
+      .filter((kv) => kv.includes('='))
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
+};
+
+export const SMOKE = flag('smoke');
+export const P = {
+  vehicles: opt('vehicles', SMOKE ? 50 : 500),
+  workers: opt('workers', 1),
+  workerConcurrency: opt('worker-concurrency', 8),
+  ceilingRecords: opt('ceiling-records', SMOKE ? 2_000 : 200_000),
+  ceilingConcurrency: opt('ceiling-concurrency', 4),
+  bulkDeliveries: opt('bulk-deliveries', SMOKE ? 3 : 200),
+  bulkConcurrency: opt('bulk-concurrency', 4),
+  bulkSize: opt('bulk-size', 1_000),
+  realtimeRecords: opt('realtime-records', SMOKE ? 300 : 60_000),
+  senders: opt('senders', SMOKE ? 16 : 64),
+  acceptMs: opt('accept-ms', SMOKE ? 300 : 5_000),
+  acceptWarmupMs: opt('accept-warmup-ms', SMOKE ? 200 : 5_000),
+  acceptRounds: opt('accept-rounds', SMOKE ? 1 : 3),
+  latencyMs: opt('latency-ms', SMOKE ? 500 : 10_000),
+  memoryDeliveries: opt('memory-deliveries', SMOKE ? 2 : 20),
+  timeoutMs: SMOKE ? 20_000 : 180_000,
+};
+export const TOKEN = 'bench-push-token-0123456789abcdef';
+export const DB = 'bench_e2e';
+export const CEILING_DB = 'bench_ceiling';
+export const QUEUE = 'bench-q';
+
+export const PHASES = ['ceiling', 'accept', 'memory', 'bulk', 'realtime', 'latency'] as const;
+export type Phase = (typeof PHASES)[number];
+const only = (() => {
+  const i = argv.indexOf('--only');
+  return i >= 0 ? new Set(argv[i + 1]!.split(',')) : new Set<string>(PHASES);
+})();
+export const want = (p: Phase): boolean => only.has(p);
+

@@ -1,0 +1,187 @@
+/**
+ * The benchmark's phases, each a function of the one running bench (`Bench`): the service's processes,
+ * the load generator, what was sent so far and what was measured. run.ts calls them in order.
+ */
+import type { Redis } from 'ioredis';
+import { bullKey } from '../../src/ingest/queue/keys.js';
+import type { CpuMeter } from './cpu.js';
+import type { Command, LoadResult, Target } from './load.js';
+import { CEILING_DB, DB, opt, P, QUEUE } from './options.js';
+import { checkAll2xx, log, now, pct, probeVisibility, redisUsedMemory, sleep, waitForPoints } from './points.js';
+import type { Loader, Proc } from './procs.js';
+import { fmt, ratio, type Latency, type Measured } from './report.js';
+
+export interface Bench {
+  /** InfluxDB's own address, for reads. */
+  raw: string;
+  redis: Redis;
+  loader: Loader;
+  meter: CpuMeter;
+  m: Measured;
+  receiver: Proc;
+  /** The service's push targets and the front's write target, by database. */
+  bulkTarget: Target;
+  realtimeTarget(url: string): Target;
+  frontTarget(db: string): Target;
+  /** Spawns a process of the bench (tracked, stopped at the end). */
+  spawn(name: string, which: 'ingest' | 'bare', args: string[]): Promise<Proc>;
+  stop(p: Proc): Promise<void>;
+  /** Record indices handed to the service so far, in DB. */
+  next: number;
+  /** Records the service answered 2xx for. */
+  delivered: number;
+}
+
+const load = (b: Bench, cmd: Command, ready?: () => void) => b.loader.run(cmd, ready);
+
+/** Meters CPU and wall time from when the load generator starts sending (or from the start). */
+async function measure<T>(b: Bench, phase: string, records: (out: T) => number, f: (ready: () => void) => Promise<T>): Promise<T> {
+  let t = now();
+  b.meter.start();
+  const out = await f(() => {
+    t = now();
+    b.meter.start();
+  });
+  b.m.cpu.push({ phase, records: records(out), seconds: (now() - t) / 1000, cpu: b.meter.stop() });
+  return out;
+}
+
+/** (3) Receiver vs bare Hono, realtime single records, closed loop, no worker running. */
+export async function acceptPhase(b: Bench): Promise<void> {
+  const bare = await b.spawn('bare Hono', 'bare', []);
+  let bareFrom = 50_000_000;
+  const accept = async (url: string, toService: boolean, durationMs: number, phase?: string) => {
+    const from = toService ? b.next : bareFrom;
+    const cmd = { op: 'realtime', target: b.realtimeTarget(url), kind: 'mixed', count: 10_000_000, connections: P.senders, from, durationMs } as const;
+    const r = phase ? await measure<LoadResult>(b, phase, (r) => r.requests, (ready) => load(b, cmd, ready)) : await load(b, cmd);
+    checkAll2xx(phase ?? 'accept warm-up', r);
+    if (toService) {
+      b.next += r.requests;
+      b.delivered += r.records;
+    } else bareFrom += r.requests;
+    return r.requests / ((r.end - r.start) / 1000);
+  };
+  // Rounds alternate bare and receiver, so a slow spell of a shared machine hits both sides of a
+  // round's ratio rather than one side of the only one; the median round is reported.
+  log(`accept rate: ${P.senders} senders, ${P.acceptRounds} rounds of ${P.acceptMs} ms each, bare Hono then receiver`);
+  await accept(bare.url, false, P.acceptWarmupMs);
+  await accept(b.receiver.url, true, P.acceptWarmupMs);
+  for (let i = 0; i < P.acceptRounds; i++) {
+    const bareRate = await accept(bare.url, false, P.acceptMs, `accept: bare Hono, round ${i + 1}`);
+    const receiverRate = await accept(b.receiver.url, true, P.acceptMs, `accept: receiver, round ${i + 1}`);
+    b.m.acceptRounds.push({ bare: bareRate, receiver: receiverRate });
+    log(`round ${i + 1}: bare ${fmt(bareRate)} req/s, receiver ${fmt(receiverRate)} req/s, ${ratio(receiverRate, bareRate)}`);
+  }
+  await b.stop(bare);
+}
+
+/** (5) Redis bytes per queued full CAN record, no worker running yet. */
+export async function memoryPhase(b: Bench): Promise<void> {
+  await sleep(200);
+  const memFrom = b.next;
+  const memRecords = P.memoryDeliveries * 1_000;
+  const before = await redisUsedMemory(b.redis);
+  const mem = await load(b, { op: 'bulk', target: b.bulkTarget, kind: 'fullCan', from: memFrom, deliveries: P.memoryDeliveries, size: 1_000, concurrency: 2 });
+  checkAll2xx('memory', mem);
+  const after = await redisUsedMemory(b.redis);
+  b.next += memRecords;
+  b.delivered += mem.records;
+  b.m.bytesPerRecord = (after - before) / memRecords;
+  const lastJob = (await b.redis.lrange(bullKey(QUEUE, 'wait'), 0, 0))[0];
+  b.m.jobDataBytes = Number(await b.redis.hstrlen(bullKey(QUEUE, lastJob!), 'data'));
+  log(`redis ${fmt(b.m.bytesPerRecord, 1)} bytes per full CAN record; the last job's data is ${b.m.jobDataBytes} bytes for 1000 records`);
+}
+
+/** Worker processes, and the drain of what the phases before them queued (a warm-up too). */
+export async function startWorkers(b: Bench): Promise<Proc[]> {
+  const workers: Proc[] = [];
+  for (let i = 0; i < P.workers; i++) workers.push(await b.spawn(`worker${P.workers > 1 ? i + 1 : ''}`, 'ingest', ['worker']));
+  if (b.delivered > 0) {
+    log(`draining ${b.delivered} queued records`);
+    await measure(b, 'drain', () => b.delivered, () => waitForPoints(b.raw, DB, 0, b.next, b.delivered, 200));
+  }
+  return workers;
+}
+
+/**
+ * (1) Storage ceiling: the same kind of records, serialized by src/ingest/flatten, through the same
+ * front, measured just before and just after (2a) (a shared machine drifts); the higher counts.
+ */
+export function ceilingPhase(b: Bench): () => Promise<void> {
+  let ceilingRound = 0;
+  return async () => {
+    const round = ceilingRound++;
+    const from = round * 2 * P.ceilingRecords;
+    const cmd = { op: 'ceiling', target: b.frontTarget(CEILING_DB), kind: 'mixed', batchLines: opt('ceiling-batch', 5_000), concurrency: P.ceilingConcurrency } as const;
+    log(`storage ceiling, run ${round + 1}: ${P.ceilingRecords} records in ${cmd.batchLines}-line batches, ${P.ceilingConcurrency} at a time`);
+    if (round === 0) await load(b, { ...cmd, from: 10_000_000, count: Math.min(20_000, P.ceilingRecords) }); // warm-up
+    await measure(b, `ceiling, run ${round + 1}`, () => P.ceilingRecords, async (ready) => {
+      const ceil = await load(b, { ...cmd, from, count: P.ceilingRecords }, ready);
+      checkAll2xx('ceiling', ceil);
+      const ceilEnd = await waitForPoints(b.raw, CEILING_DB, from, from + P.ceilingRecords, P.ceilingRecords);
+      const rate = P.ceilingRecords / ((ceilEnd - ceil.start) / 1000);
+      b.m.ceilingRuns.push(rate);
+      b.m.ceilingRate = Math.max(b.m.ceilingRate ?? 0, rate);
+      log(`ceiling ${fmt(rate)} records/s`);
+    });
+  };
+}
+
+/** (2a) End to end, bulk deliveries of 1000 mixed records. */
+export async function bulkPhase(b: Bench): Promise<void> {
+  const bulkFrom = b.next;
+  const bulkRecords = P.bulkDeliveries * P.bulkSize;
+  log(`end-to-end bulk: ${P.bulkDeliveries} deliveries of ${P.bulkSize}, ${P.bulkConcurrency} at a time`);
+  await measure(b, 'bulk', () => bulkRecords, async (ready) => {
+    const bulk = await load(b, { op: 'bulk', target: b.bulkTarget, kind: 'mixed', from: bulkFrom, deliveries: P.bulkDeliveries, size: P.bulkSize, concurrency: P.bulkConcurrency }, ready);
+    checkAll2xx('bulk', bulk);
+    b.next += bulkRecords;
+    b.delivered += bulk.records;
+    const bulkEnd = await waitForPoints(b.raw, DB, bulkFrom, b.next, bulkRecords);
+    b.m.bulkRate = bulkRecords / ((bulkEnd - bulk.start) / 1000);
+    log(`bulk ${fmt(b.m.bulkRate)} records/s end to end (accepted at ${fmt(bulkRecords / ((bulk.end - bulk.start) / 1000))}/s)`);
+  });
+}
+
+/** (2b) End to end, realtime single records from many senders. */
+export async function realtimePhase(b: Bench): Promise<void> {
+  const rtFrom = b.next;
+  log(`end-to-end realtime: ${P.realtimeRecords} single records, ${P.senders} senders`);
+  await measure(b, 'realtime', () => P.realtimeRecords, async (ready) => {
+    const rtRun = await load(b, { op: 'realtime', target: b.realtimeTarget(b.receiver.url), kind: 'mixed', from: rtFrom, count: P.realtimeRecords, connections: P.senders }, ready);
+    checkAll2xx('realtime', rtRun);
+    b.next += P.realtimeRecords;
+    b.delivered += rtRun.records;
+    const rtEnd = await waitForPoints(b.raw, DB, rtFrom, b.next, P.realtimeRecords);
+    b.m.rtRate = P.realtimeRecords / ((rtEnd - rtRun.start) / 1000);
+    log(`realtime ${fmt(b.m.rtRate)} records/s end to end (accepted at ${fmt(P.realtimeRecords / ((rtRun.end - rtRun.start) / 1000))}/s)`);
+  });
+}
+
+/** (4) Push → queryable latency at `rate`, open loop: realtime records, or bulk deliveries of 1000. */
+export async function latencyPhase(b: Bench, what: 'realtime' | 'bulk', rate: number): Promise<Latency> {
+  const size = what === 'bulk' ? 1_000 : 1;
+  const count = Math.max(size * 3, Math.round((rate * P.latencyMs) / 1000 / size) * size);
+  const from = b.next;
+  log(`latency, ${what}: ${count} records at ${fmt(rate)} records/s (open loop)`);
+  const probe = probeVisibility(b.raw, DB, from, from + count);
+  let r: LoadResult;
+  try {
+    r = await measure(b, `latency: ${what}`, () => count, (ready) =>
+      what === 'bulk'
+        ? load(b, { op: 'bulk', target: b.bulkTarget, kind: 'mixed', from, deliveries: count / size, size, concurrency: 8, rate }, ready)
+        : load(b, { op: 'realtime', target: b.realtimeTarget(b.receiver.url), kind: 'mixed', from, count, connections: P.senders, rate }, ready),
+    );
+    checkAll2xx(`latency ${what}`, r);
+  } catch (err) {
+    probe.cancel();
+    throw err;
+  }
+  b.next += count;
+  b.delivered += r.records;
+  const missing = await probe.finish();
+  if (missing > 0) throw new Error(`latency phase: ${missing} of ${count} records never became queryable`);
+  const latencies = Array.from(probe.seenAt, (t, i) => t - r.sentAt![Math.floor(i / size)]!).sort((x, y) => x - y);
+  log(`latency p50 ${fmt(pct(latencies, 50))} ms, p99 ${fmt(pct(latencies, 99))} ms (2xx p50 ${fmt(pct(r.latencies, 50), 1)} ms, p99 ${fmt(pct(r.latencies, 99), 1)} ms)`);
+  return { rate, count, latencies, acks: r.latencies };
+}

@@ -1,0 +1,174 @@
+/** The benchmark's table: one row a measure, its reference, ratio and target; and where the CPU went. */
+import { BenchData } from './data.js';
+import { OTHERS } from './cpu.js';
+import { P } from './options.js';
+import { pct } from './points.js';
+
+export const fmt = (n: number, digits = 0): string =>
+  Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : 'n/a';
+export const mb = (b: number): string => `${fmt(b / 1_048_576, 0)} MiB`;
+
+export interface Row {
+  n: string;
+  what: string;
+  value: string;
+  reference: string;
+  ratio: string;
+  target: string;
+  ok?: boolean;
+}
+
+export function table(rows: Row[]): string {
+  const head: Row = { n: '#', what: 'Measure', value: 'Result', reference: 'Compared with', ratio: 'Ratio', target: 'Target' };
+  const cols: Array<keyof Omit<Row, 'ok'>> = ['n', 'what', 'value', 'reference', 'ratio', 'target'];
+  const cell = (r: Row, c: keyof Omit<Row, 'ok'>) => (c === 'target' && r.ok !== undefined ? `${r.target} ${r.ok ? 'met' : 'NOT MET'}` : r[c]);
+  const lines = [head, ...rows].map((r) => `| ${cols.map((c) => cell(r, c)).join(' | ')} |`);
+  lines.splice(1, 0, `|${cols.map(() => '---').join('|')}|`);
+  return lines.join('\n');
+}
+
+export const ratio = (a: number | undefined, b: number | undefined) => (a !== undefined && b !== undefined ? `${fmt((100 * a) / b)} %` : '');
+
+export interface Latency {
+  rate: number;
+  count: number;
+  /** Push → queryable, ms, sorted. */
+  latencies: number[];
+  /** Push → 2xx, ms, sorted. */
+  acks: number[];
+}
+
+export interface Measured {
+  ceilingRate?: number;
+  ceilingRuns: number[];
+  bulkRate?: number;
+  rtRate?: number;
+  /** Accept rates of each round, bare Hono then receiver. */
+  acceptRounds: Array<{ bare: number; receiver: number }>;
+  rtLatency?: Latency;
+  bulkLatency?: Latency;
+  bytesPerRecord?: number;
+  jobDataBytes?: number;
+  /** Per phase: records, wall seconds, CPU seconds per process. */
+  cpu: Array<{ phase: string; records: number; seconds: number; cpu: Map<string, number> }>;
+}
+
+export interface Rss {
+  now: number;
+  peak: number;
+}
+
+/** The table's rows, for what this run measured. */
+export function resultRows(m: Measured, receiverRss: Rss, workerRss: Rss[]): Row[] {
+  const rows: Row[] = [];
+  const ceilingRef = m.ceilingRate === undefined ? 'ceiling not measured' : `ceiling ${fmt(m.ceilingRate)}/s`;
+  if (m.ceilingRate !== undefined) {
+    rows.push({
+      n: '1',
+      what: `Storage ceiling: the same records as line protocol (src/ingest/flatten), written straight to InfluxDB through the same /api/v2/write front, 5000-line batches, ${P.ceilingConcurrency} concurrent, until queryable; the higher of a run before and a run after 2a`,
+      value: `${fmt(m.ceilingRate)} records/s`,
+      reference: m.ceilingRuns.length > 1 ? `runs: ${m.ceilingRuns.map((r) => fmt(r)).join(', ')}` : '',
+      ratio: '',
+      target: '',
+    });
+  }
+  if (m.bulkRate !== undefined) {
+    rows.push({
+      n: '2a',
+      what: `End to end, bulk: ${P.bulkSize} mixed gps+can records per push, ${P.bulkConcurrency} pushes at a time, receiver → Redis → worker → InfluxDB, until queryable`,
+      value: `${fmt(m.bulkRate)} records/s`,
+      reference: ceilingRef,
+      ratio: ratio(m.bulkRate, m.ceilingRate),
+      target: '≥ 80 %',
+      ok: m.ceilingRate === undefined ? undefined : m.bulkRate >= 0.8 * m.ceilingRate,
+    });
+  }
+  if (m.rtRate !== undefined) {
+    rows.push({
+      n: '2b',
+      what: `End to end, realtime: single records from ${P.senders} concurrent senders, until queryable`,
+      value: `${fmt(m.rtRate)} records/s`,
+      reference: ceilingRef,
+      ratio: ratio(m.rtRate, m.ceilingRate),
+      target: '',
+    });
+  }
+  if (m.acceptRounds.length > 0) {
+    // The round with the median ratio, so its two rates are what that ratio compares.
+    const byRatio = [...m.acceptRounds].sort((a, b) => a.receiver / a.bare - b.receiver / b.bare);
+    const mid = byRatio[Math.floor((byRatio.length - 1) / 2)]!;
+    const rounds = m.acceptRounds.map((r) => ratio(r.receiver, r.bare)).join(', ');
+    rows.push({
+      n: '3',
+      what: `Receiver: realtime pushes answered 202, each after Redis confirmed its enqueue, ${P.senders} senders, no worker running; the median of ${m.acceptRounds.length} alternating rounds`,
+      value: `${fmt(mid.receiver)} req/s`,
+      reference: `bare Hono ${fmt(mid.bare)} req/s (rounds: ${rounds})`,
+      ratio: ratio(mid.receiver, mid.bare),
+      target: '≥ 60 %',
+      ok: mid.receiver >= 0.6 * mid.bare,
+    });
+  }
+  const latencyRow = (n: string, what: string, l: Latency): Row => ({
+    n,
+    what,
+    value: `p50 ${fmt(pct(l.latencies, 50))} ms, p99 ${fmt(pct(l.latencies, 99))} ms`,
+    reference: `202 answered: p50 ${fmt(pct(l.acks, 50), 1)} ms, p99 ${fmt(pct(l.acks, 99), 1)} ms`,
+    ratio: '',
+    target: 'p99 ≤ 1000 ms',
+    ok: pct(l.latencies, 99) <= 1000,
+  });
+  if (m.rtLatency) {
+    rows.push(latencyRow('4a', `Latency push → queryable, realtime records at ${fmt(m.rtLatency.rate)}/s (${m.rtRate === undefined ? 'given rate' : 'half of 2b'}), open loop, ${fmt(m.rtLatency.count)} records`, m.rtLatency));
+  }
+  if (m.bulkLatency) {
+    rows.push(latencyRow('4b', `Latency push → queryable, 1000-record pushes at ${fmt(m.bulkLatency.rate)} records/s (half of 2a), open loop, ${fmt(m.bulkLatency.count)} records`, m.bulkLatency));
+  }
+  if (m.bytesPerRecord !== undefined) {
+    rows.push({
+      n: '5a',
+      what: 'Redis memory per queued CAN record with all 69 spec fields (used_memory delta over 1000-record pushes, no worker running)',
+      value: `${fmt(m.bytesPerRecord, 0)} bytes`,
+      reference: `its JSON push ${fmt(Buffer.byteLength(JSON.stringify(new BenchData(P.vehicles).fullCan(0))))} bytes; job data ${fmt((m.jobDataBytes ?? NaN) / 1000, 0)} bytes/record`,
+      ratio: '',
+      target: '≤ 300 bytes',
+      ok: m.bytesPerRecord <= 300,
+    });
+  }
+  if (workerRss.length > 0) {
+    rows.push({
+      n: '5b',
+      what: `Worker RSS (${P.workers} process${P.workers > 1 ? 'es' : ''}, WORKER_CONCURRENCY ${P.workerConcurrency}): at the end / peak`,
+      value: workerRss.map((r) => `${mb(r.now)} / ${mb(r.peak)}`).join(', '),
+      reference: '',
+      ratio: '',
+      target: '',
+    });
+  }
+  rows.push({
+    n: '5c',
+    what: 'Receiver RSS: at the end / peak',
+    value: `${mb(receiverRss.now)} / ${mb(receiverRss.peak)}`,
+    reference: '',
+    ratio: '',
+    target: '',
+  });
+
+  return rows;
+}
+
+/** Where the CPU went, per phase: core-milliseconds per 1000 records (per 1000 requests for accept). */
+export function cpuTable(rows: Measured['cpu']): string {
+  const names = [...new Set(rows.flatMap((r) => [...r.cpu.keys()]))].filter((n) => n !== OTHERS);
+  const head = `| CPU, core-ms per 1000 records (accept: per 1000 requests) | wall s | ${names.join(' | ')} | all ours, cores busy | ${OTHERS}, cores busy |`;
+  const sep = `|---|---|${names.map(() => '---').join('|')}|---|---|`;
+  const lines = rows.map((r) => {
+    const cells = names.map((n) => {
+      const c = r.cpu.get(n);
+      return c === undefined || Number.isNaN(c) ? '' : fmt((1000 * 1000 * c) / Math.max(1, r.records), 0);
+    });
+    const ours = names.map((n) => r.cpu.get(n) ?? NaN).filter((c) => !Number.isNaN(c)).reduce((a, b) => a + b, 0);
+    return `| ${r.phase} (${fmt(r.records)}) | ${fmt(r.seconds, 1)} | ${cells.join(' | ')} | ${fmt(ours / r.seconds, 2)} | ${fmt((r.cpu.get(OTHERS) ?? NaN) / r.seconds, 2)} |`;
+  });
+  return [head, sep, ...lines].join('\n');
+}
+
