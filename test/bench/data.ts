@@ -1,6 +1,6 @@
 /**
  * The benchmark's records: realistic gps and can push records from the emulator's fleet model
- * (src/emulator), reproducible from their index alone, so the load process and the orchestrator
+ * (src/upstream/emulator), reproducible from their index alone, so the load process and the orchestrator
  * produce the same records without passing them around.
  *
  * Record k belongs to vehicle k mod V and carries time T0 + 10·k ms: times are unique across a

@@ -212,7 +212,7 @@ async function run(cmd: Command, ready: () => Promise<void>): Promise<LoadResult
   data ??= new BenchData(Number(process.env.BENCH_VEHICLES ?? 500));
   switch (cmd.op) {
     case 'ceiling': {
-      // The very lines a worker would write for these records: validated, then serialized by src/flatten.
+      // The very lines a worker would write for these records: validated, then serialized by src/ingest/flatten.
       const lines: string[] = [];
       for (const r of records(data, cmd.kind, cmd.from, cmd.count)) {
         const v = validateRecord(r, BenchData.timeOf(0));
