@@ -86,3 +86,33 @@ describe('the envelope', () => {
     expect(err([1])).toBe('expected a push record {"vehicleno", "type", "data"}, got [1]');
   });
 });
+
+describe('bounded work, whatever arrives', () => {
+  it('refuses booleans as coordinates, speed or altitude, but takes one for the ignition flag', () => {
+    expect(err(gps({ lat: true }))).toBe('data.lat: expected a finite number or numeric string, got true');
+    expect(err(gps({ speed: false }))).toBe('data.speed: expected a finite number or numeric string, got false');
+    const r = validateRecord(gps({ ignstatus: true }), NOW);
+    expect(r.ok && r.record.fields.ignstatus).toBe(1);
+  });
+
+  it('refuses C1 control characters in a plate as it does C0 ones', () => {
+    expect(err(gps({}, 'KA\u008501'))).toBe('vehicleno: must not contain control characters');
+    expect(err(gps({}, 'KA\u009f01'))).toBe('vehicleno: must not contain control characters');
+  });
+
+  it('caps the parameters of a record and the problems its reason lists', () => {
+    const many = Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`p${i}`, i]));
+    expect(err({ vehicleno: 'V', type: 'can', data: many })).toBe('data: more than 256 parameters; a record carries at most 256');
+    const bad = Object.fromEntries(Array.from({ length: 25 }, (_, i) => [`p${i}`, 'x']));
+    const reason = err({ vehicleno: 'V', type: 'can', data: bad });
+    expect(reason.split('; ')).toHaveLength(11);
+    expect(reason).toMatch(/^data\.p0: expected a finite number or numeric string, got "x"; .*; and 15 more problem\(s\)$/);
+  });
+
+  it('says a deeply nested record is too deep, without recursing into it', () => {
+    const deep = JSON.parse(`{"vehicleno":"V","type":"can","data":{"soc":${'['.repeat(100_000)}${']'.repeat(100_000)}}}`) as unknown;
+    expect(err(deep)).toBe('nested deeper than 32 levels; a push record nests 2');
+    const wide = { vehicleno: 'V', type: 'can', data: { soc: Array.from({ length: 1_000_000 }, () => 1) } };
+    expect(err(wide)).toBe(`data.soc: expected a finite number or numeric string, got [${'1,'.repeat(18)}...`);
+  });
+});

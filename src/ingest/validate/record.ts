@@ -4,6 +4,7 @@ import { GPS_FIELDS, type GpsField } from '../../telemetry/fields.js';
 import { unrepresentableTag } from '../../telemetry/lineProtocol.js';
 import { VEHICLENO_MAX, type TelemetryRecord } from '../../telemetry/record.js';
 import { EPOCH_MS_MAX, NUMERIC_STRING, SECONDS_THRESHOLD } from '../../telemetry/numbers.js';
+import { boundedJson, nestingDepth } from '../../telemetry/json.js';
 
 /** Epoch milliseconds InfluxDB can store (1973 to 2261); smaller values are most likely seconds. */
 const TIME_MIN = SECONDS_THRESHOLD;
@@ -11,9 +12,22 @@ const TIME_MAX = EPOCH_MS_MAX;
 /** Field keys that are safe in every InfluxDB version: `_`-prefixed keys are reserved by Flux. */
 const FIELD_KEY = /^[A-Za-z][A-Za-z0-9_]{0,127}$/;
 
+/** Parameters one record may carry: the spec names 69; more is a sender's bug or an attack. */
+export const MAX_PARAMETERS = 256;
+/** Nesting a record may have before its reason says only that (a valid one nests 2 levels). */
+export const MAX_NESTING = 32;
+/** Problems a reason lists before it counts the rest. */
+const MAX_ISSUES = 10;
+
+/** A value as its reason shows it: at most 40 characters, at bounded cost however large or deep it is. */
 function show(v: unknown): string {
-  const s = typeof v === 'string' ? JSON.stringify(v) : String(JSON.stringify(v) ?? v);
-  return s.length > 40 ? `${s.slice(0, 37)}...` : s;
+  const { text, truncated } = boundedJson(v, 41);
+  return truncated || text.length > 40 ? `${text.slice(0, 37)}...` : text;
+}
+
+function reasonOf(issues: readonly string[]): string {
+  const more = issues.length - MAX_ISSUES;
+  return more > 0 ? `${issues.slice(0, MAX_ISSUES).join('; ')}; and ${more} more problem(s)` : issues.join('; ');
 }
 
 /** A number, a numeric string such as "51.2", or a boolean flag; the result must be finite. */
@@ -59,14 +73,14 @@ const epochMs = z.unknown().transform((v, ctx) => {
  * checks themselves, on every record.
  */
 
-/** A required GPS number, optionally within [min, max]. */
-const requiredNumber = (min?: number, max?: number) =>
+/** A required GPS number, optionally within [min, max]; a boolean only where the field is a flag. */
+const requiredNumber = (min?: number, max?: number, flag = false) =>
   z.unknown().transform((v, ctx) => {
     if (v === undefined || v === null) {
       ctx.addIssue({ code: 'custom', message: 'is required' });
       return z.NEVER;
     }
-    const n = toNumber(v);
+    const n = typeof v === 'boolean' && !flag ? undefined : toNumber(v);
     if (n === undefined) {
       ctx.addIssue({ code: 'custom', message: numberIssue(v) });
       return z.NEVER;
@@ -91,7 +105,8 @@ const requiredEpochMs = z.unknown().transform((v, ctx) => {
   return n;
 });
 
-const CONTROL = /[\u0000-\u001f\u007f]/;
+/** C0, DEL and C1 control characters. */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 const NO_FAULTS: readonly string[] = [];
 
 /**
@@ -124,16 +139,17 @@ const vehicleno = z
  * The rules of a GPS record's core fields, in the order zod reports them and writes them: one table
  * for the zod schema and the plain path. Every other parameter (all of CAN's) is dynamic: kept when numeric.
  */
-const GPS_CORE: ReadonlyArray<{ key: GpsField; min?: number; max?: number }> = [
+const GPS_CORE: ReadonlyArray<{ key: GpsField; min?: number; max?: number; flag?: boolean }> = [
   { key: 'lat', min: -90, max: 90 },
   { key: 'lng', min: -180, max: 180 },
   { key: 'alti' },
   { key: 'speed' },
-  { key: 'ignstatus' },
+  // Ignition on/off: a sender may send it as a boolean; a coordinate or a speed never is one.
+  { key: 'ignstatus', flag: true },
 ];
 
 const gpsCore = z.object({
-  ...Object.fromEntries(GPS_CORE.map((r) => [r.key, requiredNumber(r.min, r.max)])),
+  ...Object.fromEntries(GPS_CORE.map((r) => [r.key, requiredNumber(r.min, r.max, r.flag)])),
   time: requiredEpochMs,
 });
 
@@ -179,10 +195,16 @@ function goodKey(key: string): boolean {
  */
 function extraFields(data: Record<string, unknown>, skip: ReadonlySet<string>, fields: Record<string, number>, issues?: string[]): number {
   let count = 0;
+  let seen = 0;
   // for-in is 2-3 times faster than Object.keys on the many shapes of CAN objects; the own-key
   // check keeps it to what Object.keys gives (for-in also walks the prototype chain).
   for (const key in data) {
     if (!hasOwn.call(data, key) || skip.has(key) || key === '__proto__') continue;
+    if (++seen > MAX_PARAMETERS) {
+      if (!issues) return -1;
+      issues.push(`data: more than ${MAX_PARAMETERS} parameters; a record carries at most ${MAX_PARAMETERS}`);
+      break;
+    }
     const v = data[key];
     if (v === null || v === undefined) continue;
     const plain = typeof v === 'number' && Number.isFinite(v);
@@ -264,6 +286,7 @@ export function validateWithZod(input: unknown, receivedAt: number): ValidationR
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     return { ok: false, error: `expected a push record {"vehicleno", "type", "data"}, got ${show(input)}` };
   }
+  if (nestingDepth(input, MAX_NESTING) > MAX_NESTING) return { ok: false, error: `nested deeper than ${MAX_NESTING} levels; a push record nests 2` };
   const head = envelope.safeParse(input);
   if (!head.success) return { ok: false, error: describe(head.error) };
   const { vehicleno: v, type, data } = head.data;
@@ -297,6 +320,6 @@ export function validateWithZod(input: unknown, receivedAt: number): ValidationR
       issues.push('data: a CAN record must carry at least one parameter besides time');
     }
   }
-  if (issues.length > 0) return { ok: false, error: issues.join('; ') };
+  if (issues.length > 0) return { ok: false, error: reasonOf(issues) };
   return { ok: true, record: { vehicleno: v, type, time, fields } };
 }
