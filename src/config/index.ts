@@ -63,7 +63,9 @@ const env = z.object({
   PUSH_AUTH: z.enum(['token', 'none']).default('token'),
   PUSH_TOKENS: list.default([]),
   BODY_LIMIT: size.default(10 * 1_048_576),
+  MAX_RECORDS_PER_PUSH: int(1, 1_000_000).default(10_000),
   QUARANTINE_RAW_LIMIT: size.default(64 * 1_024),
+  QUARANTINE_MAX_ENTRIES: int(1_000, 100_000_000).default(100_000),
   ENQUEUE_TIMEOUT: duration.default(5_000),
   RETRY_AFTER: duration.default(5_000),
   QUEUE_MAX_JOBS: int(1, 100_000_000).default(100_000),
@@ -88,6 +90,10 @@ const env = z.object({
     .default([-40]),
 
   SHUTDOWN_GRACE: duration.default(25_000),
+  HTTP_REQUEST_TIMEOUT: duration.default(30_000),
+  HTTP_HEADERS_TIMEOUT: duration.default(10_000),
+  HTTP_KEEPALIVE_TIMEOUT: duration.default(5_000),
+  HTTP_MAX_CONNECTIONS: int(1, 1_000_000).default(1_024),
 
   UPSTREAM_URL: url.optional(),
   UPSTREAM_TOKEN: z.string().default(''),

@@ -63,6 +63,8 @@ export type FailureCode =
   | 'invalid_shape'
   | 'invalid_record'
   | 'bad_encoding'
+  | 'invalid_text'
+  | 'too_many_records'
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'unavailable'

@@ -41,3 +41,16 @@ it('warns clearly about an evicting policy, no persistence and no maxmemory', as
   ]);
   expect(lines).toEqual(warnings);
 });
+
+it('warns when AOF is on but not fsynced before each answer', async () => {
+  await redis.config('SET', 'maxmemory-policy', 'noeviction');
+  await redis.config('SET', 'maxmemory', '64mb');
+  await redis.config('SET', 'appendonly', 'yes');
+  await redis.config('SET', 'appendfsync', 'everysec');
+  const { log } = capture();
+  expect(await checkRedisSettings(redis, log)).toEqual([
+    'Redis appendfsync is everysec; a host crash can lose the last second of acknowledged pushes: set appendfsync always',
+  ]);
+  await redis.config('SET', 'appendfsync', 'always');
+  expect(await checkRedisSettings(redis, capture().log)).toEqual([]);
+});

@@ -37,15 +37,23 @@ export class Quarantine {
     private readonly redis: Redis,
     /** The stream's key (`RedisKeys.quarantine`). */
     readonly key: string,
+    private readonly bound?: {
+      /** Entries kept (QUARANTINE_MAX_ENTRIES); Redis drops the oldest beyond, in whole blocks (`MAXLEN ~`). */
+      maxEntries: number;
+      /** Told, with the stream's length, when an add finds the stream at its bound. */
+      onFull: (length: number) => void;
+    },
   ) {}
 
   /** Resolves once Redis holds every entry (one round trip). */
   async add(entries: readonly NewQuarantineEntry[]): Promise<void> {
     if (entries.length === 0) return;
     const multi = this.redis.multi();
+    const cap = this.bound ? ['MAXLEN', '~', String(this.bound.maxEntries)] : [];
     for (const e of entries) {
       multi.xadd(
         this.key,
+        ...cap,
         '*',
         'deliveryId', e.deliveryId,
         'index', String(e.index),
@@ -57,9 +65,12 @@ export class Quarantine {
         'stage', e.stage,
       );
     }
+    if (this.bound) multi.xlen(this.key);
     const res = await multi.exec();
     const failed = res?.find(([err]) => err);
     if (!res || failed) throw failed?.[0] ?? new Error('quarantine write was aborted');
+    const length = this.bound ? Number(res[res.length - 1]![1]) : 0;
+    if (this.bound && length >= this.bound.maxEntries) this.bound.onFull(length);
   }
 
   async list(opts: { count?: number; after?: string } = {}): Promise<QuarantineEntry[]> {

@@ -11,10 +11,15 @@ import { receivePush, type QuarantineSink, type RecordSink } from './push.js';
 export type { AdmissionGate } from './admission.js';
 export type { QuarantineSink, RecordSink } from './push.js';
 
+/** What the push middlewares hand on: the delivery id every answer carries. */
+export type PushEnv = { Variables: { deliveryId: string } };
+
 export interface ReceiverOptions {
   /** Undefined turns authentication off (PUSH_AUTH=none). */
   tokens: readonly string[] | undefined;
   bodyLimit: number;
+  /** Records one push may carry; more is answered 413. */
+  maxRecords: number;
   quarantineRawLimit: number;
   /** Retry-After of a push that was not stored. */
   retryAfterSeconds: number;
@@ -28,7 +33,7 @@ export interface ReceiverOptions {
  * Redis confirmed it.
  */
 export function pushRoutes(records: RecordSink, quarantine: QuarantineSink, opts: ReceiverOptions): Hono {
-  const app = new Hono();
+  const app = new Hono<PushEnv>();
 
   /** A refusal is answered as such; anything else kept us from storing the push: the sender's cue to retry. */
   const answerError = (c: Context, err: unknown, deliveryId?: string): Response => {
@@ -38,14 +43,19 @@ export function pushRoutes(records: RecordSink, quarantine: QuarantineSink, opts
     return answerRefusal(c, new PushRefused(503, 'unavailable', `push not stored, retry later: ${message}`, opts.retryAfterSeconds), deliveryId);
   };
 
-  const checks: MiddlewareHandler[] = [];
-  if (opts.tokens) checks.push(requireToken(opts.tokens));
+  // Every answer carries the push's delivery id from here on, refusals included.
+  const checks: MiddlewareHandler<PushEnv>[] = [
+    async (c, next) => {
+      c.set('deliveryId', randomUUID());
+      await next();
+    },
+  ];
+  if (opts.tokens) checks.push(requireToken(opts.tokens, opts.log));
   if (opts.admission) checks.push(admit(opts.admission));
   checks.push(acceptJson());
 
-  // A push that passed the checks gets its delivery id, which every answer from then on carries.
-  const handler = (shape: PushShape) => (c: Context) => {
-    const deliveryId = randomUUID();
+  const handler = (shape: PushShape) => (c: Context<PushEnv>) => {
+    const deliveryId = c.get('deliveryId');
     return receivePush(c, shape, deliveryId, records, quarantine, opts).catch((err: unknown) => answerError(c, err, deliveryId));
   };
 
@@ -54,6 +64,6 @@ export function pushRoutes(records: RecordSink, quarantine: QuarantineSink, opts
     for (const check of checks) app.post(path, check);
     app.post(path, handler(shape));
   }
-  app.onError((err, c) => answerError(c, err));
-  return app;
+  app.onError((err, c) => answerError(c, err, c.get('deliveryId')));
+  return new Hono().route('/', app);
 }

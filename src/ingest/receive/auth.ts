@@ -1,5 +1,6 @@
 import { hash, timingSafeEqual } from 'node:crypto';
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
+import type { Logger } from '../../log/index.js';
 import { PushRefused } from './answer.js';
 
 /**
@@ -34,11 +35,9 @@ function digest(s: string): Buffer {
 }
 
 function tokenOf(req: Request): string | undefined {
-  const auth = req.headers.get('authorization');
-  if (auth) {
-    const m = /^Bearer\s+(.+)$/i.exec(auth.trim());
-    return m?.[1];
-  }
+  // A Bearer token wins; any other Authorization scheme (a proxy's Basic) leaves X-Api-Key and ?token= to say.
+  const bearer = /^Bearer\s+(.+)$/i.exec(req.headers.get('authorization')?.trim() ?? '');
+  if (bearer) return bearer[1];
   const key = req.headers.get('x-api-key');
   if (key) return key.trim();
   const q = req.url.indexOf('?');
@@ -46,13 +45,20 @@ function tokenOf(req: Request): string | undefined {
   return new URLSearchParams(req.url.slice(q + 1)).get('token') ?? undefined;
 }
 
-/** Refuses a push without a configured token before anything else is done for it. */
-export function requireToken(tokens: readonly string[]): MiddlewareHandler {
+/** Refuses a push without a configured token before anything else is done for it; says so in the log, never with the token. */
+export function requireToken(tokens: readonly string[], log: Logger): MiddlewareHandler {
   const auth = new TokenAuth(tokens);
   return async (c, next) => {
     if (!auth.check(c.req.raw)) {
+      const why = tokenOf(c.req.raw) === undefined ? 'no token' : 'unknown token';
+      log.info({ why, source: remoteAddress(c), deliveryId: c.get('deliveryId') as string | undefined }, 'push refused: unauthorized');
       throw new PushRefused(401, 'unauthorized', 'missing or invalid token: send Authorization: Bearer <token>, X-Api-Key or ?token=');
     }
     await next();
   };
+}
+
+/** The peer's address as @hono/node-server exposes it (`env.incoming`); undefined elsewhere. */
+function remoteAddress(c: Context): string | undefined {
+  return (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket?.remoteAddress;
 }

@@ -1,10 +1,13 @@
+import type { Redis } from 'ioredis';
 import type { Config } from '../../config/index.js';
+import { Quarantine } from '../queue/quarantine.js';
 import type { Logger } from '../../log/index.js';
 import type { AdmissionOptions } from '../queue/admission.js';
 import { redisKeys, type RedisKeys } from '../queue/keys.js';
 import type { ProducerOptions } from '../queue/producer.js';
 import type { RetryPolicy } from '../queue/retry.js';
 import type { ReceiverOptions } from '../receive/app.js';
+import type { HttpLimits } from './http.js';
 import type { FlattenOptions } from '../flatten/flatten.js';
 import { CoalescingSink } from '../write/coalesce.js';
 import { InfluxSink } from '../write/influx.js';
@@ -37,9 +40,33 @@ export function receiverOptions(cfg: Config, log: Logger): ReceiverOptions {
   return {
     tokens: cfg.PUSH_AUTH === 'none' ? undefined : cfg.PUSH_TOKENS,
     bodyLimit: cfg.BODY_LIMIT,
+    maxRecords: cfg.MAX_RECORDS_PER_PUSH,
     quarantineRawLimit: cfg.QUARANTINE_RAW_LIMIT,
     retryAfterSeconds: retryAfterSeconds(cfg),
     log,
+  };
+}
+
+/** The quarantine stream, bounded at QUARANTINE_MAX_ENTRIES, saying so (once a minute at most) while it drops the oldest. */
+export function quarantineFor(cfg: Config, redis: Redis, log: Logger): Quarantine {
+  let warnedAt = 0;
+  return new Quarantine(redis, keysOf(cfg).quarantine, {
+    maxEntries: cfg.QUARANTINE_MAX_ENTRIES,
+    onFull(length) {
+      if (Date.now() - warnedAt < 60_000) return;
+      warnedAt = Date.now();
+      log.warn({ length, bound: cfg.QUARANTINE_MAX_ENTRIES }, 'quarantine at its bound (QUARANTINE_MAX_ENTRIES); its oldest entries are being dropped');
+    },
+  });
+}
+
+export function httpLimits(cfg: Config): HttpLimits {
+  return {
+    requestTimeoutMs: cfg.HTTP_REQUEST_TIMEOUT,
+    headersTimeoutMs: cfg.HTTP_HEADERS_TIMEOUT,
+    keepAliveTimeoutMs: cfg.HTTP_KEEPALIVE_TIMEOUT,
+    maxConnections: cfg.HTTP_MAX_CONNECTIONS,
+    bodyLimit: cfg.BODY_LIMIT,
   };
 }
 

@@ -1,7 +1,8 @@
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import type { Hono } from 'hono';
+import { failure } from '../../telemetry/envelope.js';
 
 export interface RunningHttp {
   /** Base URL to reach it on (loopback when it listens on every address). */
@@ -10,9 +11,45 @@ export interface RunningHttp {
   close(): Promise<void>;
 }
 
-export async function serveHttp(app: Hono, hostname: string, port: number): Promise<RunningHttp> {
+/** What one connection and one request may cost the listener, whoever is on the other end. */
+export interface HttpLimits {
+  /** A request, body included, must have arrived within this (408 otherwise): a trickled body is cut. */
+  requestTimeoutMs: number;
+  headersTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  maxConnections: number;
+  /** Bodies declared larger are refused before `100 Continue` invites them. */
+  bodyLimit: number;
+}
+
+export async function serveHttp(app: Hono, hostname: string, port: number, limits: HttpLimits): Promise<RunningHttp> {
   const server = await new Promise<Server>((resolve) => {
-    const s = serve({ fetch: app.fetch, port, hostname }, () => resolve(s as Server));
+    const s = serve(
+      {
+        fetch: app.fetch,
+        port,
+        hostname,
+        // Node checks request and header deadlines on this interval (30 s by default), so a slow
+        // body would otherwise live up to 30 s past its deadline.
+        serverOptions: { connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs) },
+      },
+      () => resolve(s as Server),
+    );
+  });
+  server.requestTimeout = limits.requestTimeoutMs;
+  server.headersTimeout = Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs);
+  server.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  server.maxConnections = limits.maxConnections;
+  // Node answers `Expect: 100-continue` with 100 on its own; a body declared over the limit is
+  // refused first instead, so the sender never starts sending it.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    if (Number(req.headers['content-length']) > limits.bodyLimit) {
+      res.writeHead(413, { 'Content-Type': 'application/json', Connection: 'close' });
+      res.end(JSON.stringify(failure('payload_too_large', `body of ${req.headers['content-length']} bytes exceeds the limit of ${limits.bodyLimit} bytes`)));
+      return;
+    }
+    res.writeContinue();
+    server.emit('request', req, res);
   });
   const { port: bound } = server.address() as AddressInfo;
   const host = hostname === '0.0.0.0' || hostname === '::' ? '127.0.0.1' : hostname;

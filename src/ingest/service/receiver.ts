@@ -4,9 +4,8 @@ import type { Config } from '../../config/index.js';
 import type { Logger } from '../../log/index.js';
 import { Admission } from '../queue/admission.js';
 import { Producer } from '../queue/producer.js';
-import { Quarantine } from '../queue/quarantine.js';
 import { pushRoutes } from '../receive/app.js';
-import { admissionOptions, keysOf, producerOptions, receiverOptions } from './components.js';
+import { admissionOptions, producerOptions, quarantineFor, receiverOptions } from './components.js';
 
 export interface RunningReceiver {
   routes: Hono;
@@ -18,7 +17,7 @@ export function startReceiver(cfg: Config, redis: Redis, log: Logger): RunningRe
   const producer = new Producer(redis, producerOptions(cfg));
   const admission = new Admission(producer.queue, redis, admissionOptions(cfg));
   redis.on('ready', () => admission.start());
-  const routes = pushRoutes(producer, new Quarantine(redis, keysOf(cfg).quarantine), { ...receiverOptions(cfg, log), admission });
+  const routes = pushRoutes(producer, quarantineFor(cfg, redis, log), { ...receiverOptions(cfg, log), admission });
   return {
     routes,
     async close() {

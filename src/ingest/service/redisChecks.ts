@@ -21,6 +21,13 @@ export async function checkRedisSettings(redis: Redis, log: Logger): Promise<str
     const [, save] = (await redis.config('GET', 'save')) as [string, string];
     if (aof !== 'yes' && !save) {
       warnings.push('Redis has no persistence (appendonly no, save ""); a Redis restart loses every queued push: set appendonly yes');
+    } else if (aof !== 'yes') {
+      warnings.push('Redis persists by RDB snapshots only (appendonly no); a crash loses the pushes acknowledged since the last snapshot: set appendonly yes');
+    } else {
+      const [, fsync] = (await redis.config('GET', 'appendfsync')) as [string, string];
+      if (fsync !== 'always') {
+        warnings.push(`Redis appendfsync is ${fsync}; a host crash can lose the last second of acknowledged pushes: set appendfsync always`);
+      }
     }
   } catch (err) {
     // Managed Redis often disables CONFIG; say so rather than guess.

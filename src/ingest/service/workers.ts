@@ -4,7 +4,7 @@ import type { Logger } from '../../log/index.js';
 import { UpstreamClient } from '../../upstream/client/index.js';
 import { scheduleFuelSync, syncFuel } from '../sync/fuel.js';
 import { startWorker } from '../worker/index.js';
-import { flattenOptions, keysOf, pointSink, retryPolicy } from './components.js';
+import { flattenOptions, keysOf, pointSink, quarantineFor, retryPolicy } from './components.js';
 import type { HealthCheck } from './health.js';
 
 /** Longest fuel-history range asked of the upstream in one call; upstreams bound it. */
@@ -23,7 +23,8 @@ export async function startWorkers(cfg: Config, log: Logger): Promise<RunningWor
   const redis = new Redis(cfg.REDIS_URL, { maxRetriesPerRequest: null, retryStrategy: (t) => Math.min(t * 250, 2_000) });
   redis.on('error', (err) => log.debug({ err: err.message }, 'worker redis connection error'));
   const worker = startWorker(redis, {
-    keys,
+    queue: keys.queue,
+    quarantine: quarantineFor(cfg, redis, log),
     concurrency: cfg.WORKER_CONCURRENCY,
     lockDurationMs: cfg.WORKER_LOCK_DURATION,
     maxStalls: cfg.WORKER_MAX_STALLS,

@@ -4,12 +4,14 @@ import type { Logger } from '../../log/index.js';
 import type { PointSink } from '../write/sink.js';
 import type { FlattenOptions } from '../flatten/flatten.js';
 import { retryDelay, type RetryPolicy } from '../queue/retry.js';
-import { Quarantine } from '../queue/quarantine.js';
-import type { RedisKeys } from '../queue/keys.js';
+import type { Quarantine } from '../queue/quarantine.js';
 import { createProcessor, type ProcessResult } from './processor.js';
 
 export interface WorkerOptions {
-  keys: Pick<RedisKeys, 'queue' | 'quarantine'>;
+  /** The push queue's name. */
+  queue: string;
+  /** Where points the store refuses go. */
+  quarantine: Quarantine;
   concurrency: number;
   /** How long a job stays locked to a worker that stopped answering before another takes it. */
   lockDurationMs: number;
@@ -23,7 +25,7 @@ export interface WorkerOptions {
 
 /** Pulls jobs from the queue and writes their points; run as many replicas as the store can take. */
 export function startWorker(redis: Redis, opts: WorkerOptions): Worker {
-  const quarantine = new Quarantine(redis, opts.keys.quarantine);
+  const { quarantine } = opts;
   const processor = createProcessor({
     sink: opts.sink,
     flatten: opts.flatten,
@@ -33,7 +35,7 @@ export function startWorker(redis: Redis, opts: WorkerOptions): Worker {
       opts.log.warn({ refused: entries.length, first: entries[0]?.reason }, 'InfluxDB refused points; quarantined');
     },
   });
-  const worker = new Worker<unknown, ProcessResult>(opts.keys.queue, processor, {
+  const worker = new Worker<unknown, ProcessResult>(opts.queue, processor, {
     connection: redis,
     concurrency: opts.concurrency,
     lockDuration: opts.lockDurationMs,

@@ -255,7 +255,7 @@ describe('against the project\'s receiver (src/receive)', () => {
     const routes = pushRoutes(
       { enqueue: async (records) => void enqueued.push(...records) },
       { add: async (entries) => void quarantined.push(...entries) },
-      { tokens: ['feed-token'], bodyLimit: 5_000_000, quarantineRawLimit: 10_000, retryAfterSeconds: 1, log: createLogger('silent') },
+      { tokens: ['feed-token'], bodyLimit: 5_000_000, maxRecords: 10_000, quarantineRawLimit: 10_000, retryAfterSeconds: 1, log: createLogger('silent') },
     );
     const url = await serveApp(routes);
     const result = await runFeed({ ...fast, url, token: 'feed-token', mode: 'mixed', count: 600, bulkSize: 50, vehicles: 20, invalidRatio: 0.1 });
