@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DURATION_HINT, parseDuration } from './duration.js';
+import { parseSenders } from '../ingest/receive/senders.js';
 
 /**
  * One typed configuration for every run mode, read from the environment once at start-up.
@@ -62,6 +63,11 @@ const env = z.object({
 
   PUSH_AUTH: z.enum(['token', 'none']).default('token'),
   PUSH_TOKENS: list.default([]),
+  PUSH_SIGNING_SECRETS: list.default([]),
+  SIGNATURE_TOLERANCE: duration.default(5 * 60_000),
+  IDEMPOTENCY_TTL: duration.default(24 * 3_600_000),
+  RATE_LIMIT_PUSHES: int(0, 10_000_000).default(0),
+  RATE_LIMIT_RECORDS: int(0, 100_000_000).default(0),
   BODY_LIMIT: size.default(10 * 1_048_576),
   MAX_RECORDS_PER_PUSH: int(1, 1_000_000).default(10_000),
   QUARANTINE_RAW_LIMIT: size.default(64 * 1_024),
@@ -137,12 +143,10 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   if (role === 'tool' && !input.REDIS_URL) {
     problems.push('REDIS_URL: set it to the Redis the service uses; this tool does not assume one');
   }
-  if (role === 'service' && cfg.PUSH_AUTH === 'token' && cfg.SERVICE_MODE !== 'worker' && cfg.PUSH_TOKENS.length === 0) {
+  if (role === 'service' && cfg.PUSH_AUTH === 'token' && cfg.SERVICE_MODE !== 'worker' && cfg.PUSH_TOKENS.length === 0 && cfg.PUSH_SIGNING_SECRETS.length === 0) {
     problems.push('PUSH_TOKENS: set at least one token, or PUSH_AUTH=none to accept unauthenticated pushes on purpose');
   }
-  if (cfg.PUSH_TOKENS.some((t) => t.length < 16)) {
-    problems.push('PUSH_TOKENS: every token must be at least 16 characters long');
-  }
+  problems.push(...parseSenders(cfg.PUSH_TOKENS, cfg.PUSH_SIGNING_SECRETS).problems);
   if (cfg.UPSTREAM_URL && !cfg.UPSTREAM_TOKEN) problems.push('UPSTREAM_TOKEN: required when UPSTREAM_URL is set');
   if (cfg.RETRY_MAX_DELAY < cfg.RETRY_BASE_DELAY) problems.push('RETRY_MAX_DELAY: must not be below RETRY_BASE_DELAY');
   if (problems.length > 0) throw new ConfigError(problems);
@@ -156,6 +160,7 @@ export function redactedConfig(cfg: Config): Record<string, unknown> {
     INFLUX_TOKEN: cfg.INFLUX_TOKEN ? '[set]' : '[empty]',
     UPSTREAM_TOKEN: cfg.UPSTREAM_TOKEN ? '[set]' : '[empty]',
     PUSH_TOKENS: `[${cfg.PUSH_TOKENS.length} token(s)]`,
+    PUSH_SIGNING_SECRETS: `[${cfg.PUSH_SIGNING_SECRETS.length} secret(s)]`,
     REDIS_URL: cfg.REDIS_URL.replace(/\/\/[^@/]*@/, '//[credentials]@'),
   };
 }

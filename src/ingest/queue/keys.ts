@@ -16,6 +16,10 @@ export interface RedisKeys {
   fuelQueue: string;
   /** Hash `<vehicleno>|<unit>` → time (ms) of the newest fuel reading stored. */
   fuelWatermarks: string;
+  /** The first answer to a delivery with an idempotency key, by the key's digest (a string with a TTL). */
+  idempotency(digest: string): string;
+  /** A sender's rate-limit buckets (a hash with a TTL). */
+  rateLimit(sender: string): string;
 }
 
 export function redisKeys(queueName: string): RedisKeys {
@@ -24,6 +28,8 @@ export function redisKeys(queueName: string): RedisKeys {
     quarantine: `${queueName}:quarantine`,
     fuelQueue: `${queueName}-fuel`,
     fuelWatermarks: `${queueName}:fuel:watermarks`,
+    idempotency: (digest) => `${queueName}:idem:${digest}`,
+    rateLimit: (sender) => `${queueName}:rate:${sender}`,
   };
 }
 

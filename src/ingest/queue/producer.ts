@@ -155,6 +155,33 @@ export class Producer {
       });
   }
 
+  /**
+   * Enqueues the records of one delivery at most once within `ttlMs`: its jobs carry BullMQ
+   * deduplication ids derived from `id`, checked and set in the same Redis script that adds them, so
+   * a retried delivery enqueues nothing however its retry races the first. Not group-committed: the
+   * id belongs to this delivery's jobs alone.
+   */
+  async enqueueOnce(records: TelemetryRecord[], once: { id: string; ttlMs: number }): Promise<void> {
+    if (records.length === 0) return;
+    if (this.redis.status !== 'ready') throw new EnqueueError(`Redis is not reachable (connection ${this.redis.status})`);
+    const jobs = [];
+    for (let i = 0; i * this.opts.maxRecordsPerJob < records.length; i++) {
+      const chunk = records.slice(i * this.opts.maxRecordsPerJob, (i + 1) * this.opts.maxRecordsPerJob);
+      jobs.push({ name: JOB_NAME, data: encodeJob(chunk), opts: { deduplication: { id: `${once.id}:${i}`, ttl: once.ttlMs } } });
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new EnqueueError(`Redis did not confirm the enqueue within ${this.opts.timeoutMs} ms`)), this.opts.timeoutMs);
+    });
+    try {
+      await Promise.race([this.queue.addBulk(jobs), timeout]);
+    } catch (err) {
+      throw err instanceof EnqueueError ? err : new EnqueueError(`enqueue failed: ${(err as Error)?.message ?? err}`, { cause: err });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /** Sends what is pending, waits for every round trip out, then closes the queue. */
   async close(): Promise<void> {
     this.flush();

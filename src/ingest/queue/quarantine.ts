@@ -8,6 +8,8 @@ export interface QuarantineEntry {
   /** Stream id, which also orders entries by time. */
   id: string;
   deliveryId: string;
+  /** The sender's name (`anonymous` without authentication; empty for entries of older releases). */
+  sender: string;
   /** Position in the delivery's bulkData, or -1 for a body that could not be read as records. */
   index: number;
   reason: string;
@@ -24,7 +26,7 @@ export interface QuarantineEntry {
 export type NewQuarantineEntry = Omit<QuarantineEntry, 'id'>;
 
 /** Where and when a delivery was refused: what every entry of one delivery shares. */
-export type QuarantineOrigin = Pick<QuarantineEntry, 'deliveryId' | 'receivedAt' | 'route' | 'stage'>;
+export type QuarantineOrigin = Pick<QuarantineEntry, 'deliveryId' | 'sender' | 'receivedAt' | 'route' | 'stage'>;
 
 /** One entry of `origin`, its raw text cut at `rawLimit` characters (marked so; replay refuses a cut entry). */
 export function quarantineEntry(origin: QuarantineOrigin, index: number, reason: string, raw: string, rawLimit = Infinity): NewQuarantineEntry {
@@ -56,6 +58,7 @@ export class Quarantine {
         ...cap,
         '*',
         'deliveryId', e.deliveryId,
+        'sender', e.sender,
         'index', String(e.index),
         'reason', e.reason,
         'raw', e.raw,
@@ -96,6 +99,7 @@ function parse(id: string, kv: string[]): QuarantineEntry {
   return {
     id,
     deliveryId: m.get('deliveryId') ?? '',
+    sender: m.get('sender') ?? '',
     index: Number(m.get('index') ?? -1),
     reason: m.get('reason') ?? '',
     raw: m.get('raw') ?? '',

@@ -33,14 +33,21 @@ export function answerRefusal(c: Context, err: PushRefused, deliveryId: string |
  * Headers object and takes every 202 off @hono/node-server's fast path for plain-object headers
  * (a seventh of a realtime push's cost).
  */
-export function answerAccepted(deliveryId: string, accepted: number, total: number, rejected: RejectedRecord[]): Response {
+export function answerAccepted(deliveryId: string, body: string): Response {
+  return new Response(body, { status: 202, headers: { 'Content-Type': 'application/json', 'X-Delivery-Id': deliveryId } });
+}
+
+/** The 202's body. */
+export function acceptedBody(deliveryId: string, accepted: number, total: number, rejected: RejectedRecord[]): string {
   const data: PushAccepted = { deliveryId, accepted, rejected };
   const msg =
     rejected.length === 0
       ? `accepted ${accepted} record(s)`
       : `accepted ${accepted} of ${total} record(s); ${rejected.length} rejected and quarantined`;
-  return new Response(JSON.stringify(success(data, msg)), {
-    status: 202,
-    headers: { 'Content-Type': 'application/json', 'X-Delivery-Id': deliveryId },
-  });
+  return JSON.stringify(success(data, msg));
+}
+
+/** A refusal as status and body, for an answer that is stored to be given again. */
+export function refusalAnswer(err: PushRefused): { status: number; body: string } {
+  return { status: err.status, body: JSON.stringify(failure(err.code, err.message)) };
 }

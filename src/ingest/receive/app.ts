@@ -1,39 +1,34 @@
 import { randomUUID } from 'node:crypto';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
-import type { Logger } from '../../log/index.js';
 import type { PushShape } from '../../telemetry/push.js';
 import { admit, type AdmissionGate } from './admission.js';
 import { answerRefusal, PushRefused } from './answer.js';
-import { requireToken } from './auth.js';
+import { authenticate, SenderAuth } from './auth.js';
 import { acceptJson } from './contentType.js';
-import { receivePush, type QuarantineSink, type RecordSink } from './push.js';
+import type { PushEnv } from './env.js';
+import { receivePush, type PushHandlerOptions, type QuarantineSink, type RecordSink } from './push.js';
+import type { Sender } from './senders.js';
 
 export type { AdmissionGate } from './admission.js';
 export type { QuarantineSink, RecordSink } from './push.js';
 
-/** What the push middlewares hand on: the delivery id every answer carries. */
-export type PushEnv = { Variables: { deliveryId: string } };
-
-export interface ReceiverOptions {
-  /** Undefined turns authentication off (PUSH_AUTH=none). */
-  tokens: readonly string[] | undefined;
-  bodyLimit: number;
-  /** Records one push may carry; more is answered 413. */
-  maxRecords: number;
-  quarantineRawLimit: number;
+export interface ReceiverOptions extends Omit<PushHandlerOptions, 'auth'> {
+  /** Who may push; undefined turns authentication off (PUSH_AUTH=none). */
+  senders: readonly Sender[] | undefined;
   /** Retry-After of a push that was not stored. */
   retryAfterSeconds: number;
   admission?: AdmissionGate;
-  log: Logger;
 }
 
 /**
- * The push input: token, admission and content type are checked before the body is read (one
- * middleware each, in that order), then `receivePush` stores the push. A 2xx is sent only after
- * Redis confirmed it.
+ * The push input: the delivery id, the sender, admission and content type are settled before the
+ * body is read (one middleware each, in that order), then `receivePush` stores the push. A 2xx is
+ * sent only after Redis confirmed it.
  */
 export function pushRoutes(records: RecordSink, quarantine: QuarantineSink, opts: ReceiverOptions): Hono {
   const app = new Hono<PushEnv>();
+  const auth = opts.senders ? new SenderAuth(opts.senders) : undefined;
+  const handlerOptions: PushHandlerOptions = { ...opts, auth };
 
   /** A refusal is answered as such; anything else kept us from storing the push: the sender's cue to retry. */
   const answerError = (c: Context, err: unknown, deliveryId?: string): Response => {
@@ -50,14 +45,12 @@ export function pushRoutes(records: RecordSink, quarantine: QuarantineSink, opts
       await next();
     },
   ];
-  if (opts.tokens) checks.push(requireToken(opts.tokens, opts.log));
+  if (auth) checks.push(authenticate(auth, opts.log));
   if (opts.admission) checks.push(admit(opts.admission));
   checks.push(acceptJson());
 
-  const handler = (shape: PushShape) => (c: Context<PushEnv>) => {
-    const deliveryId = c.get('deliveryId');
-    return receivePush(c, shape, deliveryId, records, quarantine, opts).catch((err: unknown) => answerError(c, err, deliveryId));
-  };
+  const handler = (shape: PushShape) => (c: Context<PushEnv>) =>
+    receivePush(c, shape, records, quarantine, handlerOptions).catch((err: unknown) => answerError(c, err, c.get('deliveryId')));
 
   const routes: Array<[string, PushShape]> = [['/push', 'any'], ['/push/bulk', 'bulk'], ['/push/realtime', 'realtime']];
   for (const [path, shape] of routes) {

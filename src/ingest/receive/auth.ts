@@ -1,40 +1,39 @@
-import { hash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Logger } from '../../log/index.js';
 import { PushRefused } from './answer.js';
+import type { PushEnv } from './env.js';
+import { tokenDigest, type Sender } from './senders.js';
 
 /**
  * Push authentication. The spec leaves it open; senders differ in what they can set, so a
- * token is taken from `Authorization: Bearer`, `X-Api-Key` or `?token=`. Several tokens may be
- * valid at once so they can be rotated without downtime.
+ * token is taken from `Authorization: Bearer`, `X-Api-Key` or `?token=`, and names its sender.
+ * Several tokens may be valid at once so they can be rotated without downtime. A sender that signs
+ * (Standard Webhooks) may send no token: its signature, checked on the body, says who it is.
  */
-export class TokenAuth {
-  private readonly digests: Buffer[];
+export class SenderAuth {
+  private readonly tokens: Array<{ digest: Buffer; sender: Sender }>;
+  /** Senders with signing secrets: one of them must have signed a push that came without a token. */
+  readonly signers: readonly Sender[];
 
-  constructor(tokens: readonly string[]) {
-    this.digests = tokens.map(digest);
+  constructor(readonly senders: readonly Sender[]) {
+    this.tokens = senders.flatMap((sender) => sender.tokenDigests.map((digest) => ({ digest, sender })));
+    this.signers = senders.filter((s) => s.signingKeys.length > 0);
   }
 
   /**
-   * Hashing first makes every comparison the same length, and every configured token is
-   * compared, so neither a token's length nor its position leaks through timing.
+   * The sender whose token `presented` is. Hashing first makes every comparison the same length,
+   * and every configured token is compared, so neither a token's length nor its place leaks.
    */
-  check(req: Request): boolean {
-    const presented = tokenOf(req);
-    if (presented === undefined) return false;
-    const d = digest(presented);
-    let ok = false;
-    for (const t of this.digests) ok = timingSafeEqual(d, t) || ok;
-    return ok;
+  byToken(presented: string): Sender | undefined {
+    const d = tokenDigest(presented);
+    let found: Sender | undefined;
+    for (const t of this.tokens) if (timingSafeEqual(d, t.digest)) found = t.sender;
+    return found;
   }
 }
 
-function digest(s: string): Buffer {
-  // One-shot hash (Node 20.12+): half the cost of createHash per push.
-  return hash('sha256', s, 'buffer');
-}
-
-function tokenOf(req: Request): string | undefined {
+export function tokenOf(req: Request): string | undefined {
   // A Bearer token wins; any other Authorization scheme (a proxy's Basic) leaves X-Api-Key and ?token= to say.
   const bearer = /^Bearer\s+(.+)$/i.exec(req.headers.get('authorization')?.trim() ?? '');
   if (bearer) return bearer[1];
@@ -45,13 +44,19 @@ function tokenOf(req: Request): string | undefined {
   return new URLSearchParams(req.url.slice(q + 1)).get('token') ?? undefined;
 }
 
-/** Refuses a push without a configured token before anything else is done for it; says so in the log, never with the token. */
-export function requireToken(tokens: readonly string[], log: Logger): MiddlewareHandler {
-  const auth = new TokenAuth(tokens);
+/**
+ * Names the push's sender from its token before anything else is done for it; a push without a
+ * known token goes on only when it is signed and some sender signs (the signature is checked on the
+ * body). Refusals are logged with the reason and the source address, never with the token.
+ */
+export function authenticate(auth: SenderAuth, log: Logger): MiddlewareHandler<PushEnv> {
   return async (c, next) => {
-    if (!auth.check(c.req.raw)) {
-      const why = tokenOf(c.req.raw) === undefined ? 'no token' : 'unknown token';
-      log.info({ why, source: remoteAddress(c), deliveryId: c.get('deliveryId') as string | undefined }, 'push refused: unauthorized');
+    const presented = tokenOf(c.req.raw);
+    const sender = presented === undefined ? undefined : auth.byToken(presented);
+    if (sender) c.set('sender', sender);
+    else if (presented !== undefined || !c.req.header('webhook-signature') || auth.signers.length === 0) {
+      const why = presented === undefined ? 'no token' : 'unknown token';
+      log.info({ why, source: remoteAddress(c), deliveryId: c.get('deliveryId') }, 'push refused: unauthorized');
       throw new PushRefused(401, 'unauthorized', 'missing or invalid token: send Authorization: Bearer <token>, X-Api-Key or ?token=');
     }
     await next();
@@ -59,6 +64,6 @@ export function requireToken(tokens: readonly string[], log: Logger): Middleware
 }
 
 /** The peer's address as @hono/node-server exposes it (`env.incoming`); undefined elsewhere. */
-function remoteAddress(c: Context): string | undefined {
+export function remoteAddress(c: Context): string | undefined {
   return (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket?.remoteAddress;
 }

@@ -6,18 +6,33 @@ import type { TelemetryRecord } from '../../telemetry/record.js';
 import { quarantineEntry, type NewQuarantineEntry, type QuarantineOrigin } from '../queue/quarantine.js';
 import { validateRecord, type ValidationResult } from '../validate/record.js';
 import { boundedJson } from '../../telemetry/json.js';
-import { answerAccepted, PushRefused } from './answer.js';
+import { acceptedBody, answerAccepted, PushRefused, refusalAnswer } from './answer.js';
+import type { SenderAuth } from './auth.js';
+import type { PushEnv } from './env.js';
+import { deliveryIdOf, idempotencyDigest, type IdempotencyStore, type StoredAnswer } from './idempotency.js';
+import type { RateLimiter } from './rateLimit.js';
+import type { Sender } from './senders.js';
+import { verify } from '../../telemetry/signature.js';
 import { BodyError, readBody } from './body.js';
 
 /** What the receiver needs from the queue stage; the real ones are Producer and Quarantine. */
 export interface RecordSink {
   enqueue(records: TelemetryRecord[]): Promise<void>;
+  /** At most once within `ttlMs` for one delivery `id` (a retried keyed delivery enqueues nothing). */
+  enqueueOnce(records: TelemetryRecord[], once: { id: string; ttlMs: number }): Promise<void>;
 }
 export interface QuarantineSink {
   add(entries: readonly NewQuarantineEntry[]): Promise<void>;
 }
 
 export interface PushHandlerOptions {
+  /** Who may push; undefined when anyone may (PUSH_AUTH=none). */
+  auth: SenderAuth | undefined;
+  /** How far a signature's timestamp may be from now (SIGNATURE_TOLERANCE). */
+  signatureToleranceMs: number;
+  /** Remembers keyed deliveries (IDEMPOTENCY_TTL); undefined turns idempotency keys off. */
+  idempotency?: IdempotencyStore;
+  rateLimiter?: RateLimiter;
   bodyLimit: number;
   /** Records one push may carry (MAX_RECORDS_PER_PUSH); more is answered 413. */
   maxRecords: number;
@@ -43,17 +58,18 @@ const decoder = new TextDecoder('utf-8', { fatal: true });
  * means the push was not stored.
  */
 export async function receivePush(
-  c: Context,
+  c: Context<PushEnv>,
   shape: PushShape,
-  deliveryId: string,
   records: RecordSink,
   quarantine: QuarantineSink,
   opts: PushHandlerOptions,
 ): Promise<Response> {
+  let deliveryId = c.get('deliveryId');
+  let sender = c.get('sender')?.name ?? ANONYMOUS;
   // Only quarantine entries and logs need the route, and parsing the URL is not free on every push.
   let origin: QuarantineOrigin | undefined;
   const receivedAt = Date.now();
-  const originOf = () => (origin ??= { deliveryId, receivedAt, route: new URL(c.req.url).pathname, stage: 'receive' });
+  const originOf = () => (origin ??= { deliveryId, sender, receivedAt, route: new URL(c.req.url).pathname, stage: 'receive' });
   const keepWhole = (raw: string, reason: string) => quarantine.add([quarantineEntry(originOf(), -1, reason, raw, opts.quarantineRawLimit)]);
 
   let bytes: Uint8Array;
@@ -62,6 +78,17 @@ export async function receivePush(
   } catch (err) {
     if (err instanceof BodyError && err.raw) await keepWhole(`base64:${Buffer.from(err.raw).toString('base64')}`, err.message);
     throw err;
+  }
+
+  if (opts.auth) sender = checkSignature(c, opts.auth, bytes, opts.signatureToleranceMs).name;
+
+  // A keyed delivery seen before gets its first answer again, and nothing is stored twice.
+  const digest = opts.idempotency ? idempotencyDigest(c, sender) : undefined;
+  if (digest !== undefined) {
+    deliveryId = deliveryIdOf(digest);
+    c.set('deliveryId', deliveryId);
+    const first = await opts.idempotency!.get(digest);
+    if (first) return replayed(first, deliveryId);
   }
 
   let text: string;
@@ -91,6 +118,7 @@ export async function receivePush(
   if (items.length > opts.maxRecords) {
     throw new PushRefused(413, 'too_many_records', `push of ${items.length} records exceeds MAX_RECORDS_PER_PUSH (${opts.maxRecords}); split it`);
   }
+  if (opts.rateLimiter?.enabled) await takeTokens(opts.rateLimiter, sender, items.length);
   const valid: TelemetryRecord[] = [];
   const rejected: RejectedRecord[] = [];
   const held: NewQuarantineEntry[] = [];
@@ -113,16 +141,57 @@ export async function receivePush(
   // each young-generation collection, which otherwise copies and promotes every push in flight).
   const accepted = valid.length;
   const total = items.length;
-  await (held.length === 0 ? records.enqueue(valid) : Promise.all([records.enqueue(valid), quarantine.add(held)]));
+  const enqueued = digest === undefined ? records.enqueue(valid) : records.enqueueOnce(valid, { id: digest, ttlMs: opts.idempotency!.ttlMs });
+  await (held.length === 0 ? enqueued : Promise.all([enqueued, quarantine.add(held)]));
   if (rejected.length > 0) {
-    opts.log.info({ deliveryId, route: originOf().route, accepted, rejected: rejected.length }, 'push had invalid records; quarantined');
-    if (!push.bulk) throw new PushRefused(400, 'invalid_record', `invalid record (quarantined): ${rejected[0]!.error}`);
+    opts.log.info({ deliveryId, sender, route: originOf().route, accepted, rejected: rejected.length }, 'push had invalid records; quarantined');
   }
-  return answerAccepted(deliveryId, accepted, total, rejected);
+  const answer =
+    !push.bulk && rejected.length > 0
+      ? refusalAnswer(new PushRefused(400, 'invalid_record', `invalid record (quarantined): ${rejected[0]!.error}`))
+      : { status: 202, body: acceptedBody(deliveryId, accepted, total, rejected) };
+  if (digest !== undefined) await opts.idempotency!.put(digest, answer);
+  return answer.status === 202 ? answerAccepted(deliveryId, answer.body) : replayed(answer, deliveryId, false);
+}
+
+/** Whose push this is, once its signature is checked: the token's sender if it signs, else the signer. */
+function checkSignature(c: Context<PushEnv>, auth: SenderAuth, body: Uint8Array, toleranceMs: number): Sender {
+  const byToken = c.get('sender');
+  const candidates = byToken ? (byToken.signingKeys.length > 0 ? [byToken] : []) : auth.signers;
+  if (byToken && candidates.length === 0) return byToken;
+  const headers = { id: c.req.header('webhook-id'), timestamp: c.req.header('webhook-timestamp'), signature: c.req.header('webhook-signature') };
+  if (!headers.signature) throw new PushRefused(401, 'invalid_signature', `sender ${byToken?.name ?? ''} signs its deliveries: webhook-signature is missing`);
+  let reason = '';
+  for (const s of candidates) {
+    const v = verify(s.signingKeys, headers, body, Math.round(toleranceMs / 1000), Math.floor(Date.now() / 1000));
+    if (v.ok) {
+      c.set('sender', s);
+      return s;
+    }
+    reason = v.reason;
+  }
+  throw new PushRefused(401, 'invalid_signature', `signature not accepted: ${reason}`);
+}
+
+async function takeTokens(limiter: RateLimiter, sender: string, records: number): Promise<void> {
+  const v = await limiter.take(sender, records);
+  if (v.ok) return;
+  if (v.tooLarge) throw new PushRefused(413, 'too_many_records', `push of ${records} records is more than ${sender}'s rate limit can ever admit (${limiter.describe()}, a bucket holds 2 s); split it`);
+  throw new PushRefused(429, 'rate_limited', `${sender} is over its rate limit (${limiter.describe()}); retry after the delay given`, Math.max(1, Math.ceil(v.retryAfterMs / 1000)));
+}
+
+/** A stored answer, sent again (marked so when it is a replay of an earlier delivery). */
+function replayed(answer: StoredAnswer, deliveryId: string, replay = true): Response {
+  const headers: Record<string, string> = { 'Content-Type': 'application/json', 'X-Delivery-Id': deliveryId };
+  if (replay) headers['Idempotent-Replayed'] = 'true';
+  return new Response(answer.body, { status: answer.status, headers });
 }
 
 /** The error of a rejected record beyond the first REJECTED_IN_DETAIL: short, since there may be thousands; the reasons are in the quarantine. */
 const BEYOND_DETAIL = 'invalid';
+
+/** The sender of pushes when authentication is off. */
+const ANONYMOUS = 'anonymous';
 
 /** A record's verdict; whatever goes wrong while judging it is that record's fault, never a 5xx. */
 function validated(item: unknown, receivedAt: number): ValidationResult {

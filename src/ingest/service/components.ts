@@ -7,6 +7,9 @@ import { redisKeys, type RedisKeys } from '../queue/keys.js';
 import type { ProducerOptions } from '../queue/producer.js';
 import type { RetryPolicy } from '../queue/retry.js';
 import type { ReceiverOptions } from '../receive/app.js';
+import { RedisIdempotency } from '../receive/idempotency.js';
+import { RateLimiter } from '../receive/rateLimit.js';
+import { parseSenders } from '../receive/senders.js';
 import type { HttpLimits } from './http.js';
 import type { FlattenOptions } from '../flatten/flatten.js';
 import { CoalescingSink } from '../write/coalesce.js';
@@ -36,9 +39,14 @@ export function admissionOptions(cfg: Config): AdmissionOptions {
   return { maxQueuedJobs: cfg.QUEUE_MAX_JOBS, redisMemoryLimit: cfg.REDIS_MEMORY_LIMIT, retryAfterSeconds: retryAfterSeconds(cfg) };
 }
 
-export function receiverOptions(cfg: Config, log: Logger): ReceiverOptions {
+/** The receiver's options; its Redis holds the idempotency keys and the rate-limit buckets. */
+export function receiverOptions(cfg: Config, redis: Redis, log: Logger): ReceiverOptions {
+  const keys = keysOf(cfg);
   return {
-    tokens: cfg.PUSH_AUTH === 'none' ? undefined : cfg.PUSH_TOKENS,
+    senders: cfg.PUSH_AUTH === 'none' ? undefined : parseSenders(cfg.PUSH_TOKENS, cfg.PUSH_SIGNING_SECRETS).senders,
+    signatureToleranceMs: cfg.SIGNATURE_TOLERANCE,
+    idempotency: cfg.IDEMPOTENCY_TTL > 0 ? new RedisIdempotency(redis, keys.idempotency, cfg.IDEMPOTENCY_TTL) : undefined,
+    rateLimiter: new RateLimiter(redis, keys.rateLimit, { pushes: cfg.RATE_LIMIT_PUSHES, records: cfg.RATE_LIMIT_RECORDS }),
     bodyLimit: cfg.BODY_LIMIT,
     maxRecords: cfg.MAX_RECORDS_PER_PUSH,
     quarantineRawLimit: cfg.QUARANTINE_RAW_LIMIT,

@@ -17,7 +17,7 @@ export function startReceiver(cfg: Config, redis: Redis, log: Logger): RunningRe
   const producer = new Producer(redis, producerOptions(cfg));
   const admission = new Admission(producer.queue, redis, admissionOptions(cfg));
   redis.on('ready', () => admission.start());
-  const routes = pushRoutes(producer, quarantineFor(cfg, redis, log), { ...receiverOptions(cfg, log), admission });
+  const routes = pushRoutes(producer, quarantineFor(cfg, redis, log), { ...receiverOptions(cfg, redis, log), admission });
   return {
     routes,
     async close() {

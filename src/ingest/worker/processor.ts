@@ -49,7 +49,7 @@ export function createProcessor(opts: ProcessorOptions): (job: Job) => Promise<P
       await opts.quarantine(
         refused.map(({ line, error }) => {
           const index = batch.sources[line]!;
-          const origin = { deliveryId: `job:${job.id}`, receivedAt: at, route: 'write', stage: 'write' } as const;
+          const origin = { deliveryId: `job:${job.id}`, sender: '', receivedAt: at, route: 'write', stage: 'write' } as const;
           return quarantineEntry(origin, index, `InfluxDB refused the point: ${error}`, JSON.stringify(asPushRecord(records[index]!)));
         }),
       );

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../log/index.js';
 import type { NewQuarantineEntry } from '../../ingest/queue/quarantine.js';
 import { pushRoutes } from '../../ingest/receive/app.js';
+import { parseSenders } from '../../ingest/receive/senders.js';
 import { CAN_FIELDS } from '../../telemetry/fields.js';
 import type { TelemetryRecord } from '../../telemetry/record.js';
 import { type FeedOptions, runFeed } from './feed.js';
@@ -253,12 +254,12 @@ describe('against the project\'s receiver (src/receive)', () => {
     const enqueued: TelemetryRecord[] = [];
     const quarantined: NewQuarantineEntry[] = [];
     const routes = pushRoutes(
-      { enqueue: async (records) => void enqueued.push(...records) },
+      { enqueue: async (records) => void enqueued.push(...records), enqueueOnce: async (records) => void enqueued.push(...records) },
       { add: async (entries) => void quarantined.push(...entries) },
-      { tokens: ['feed-token'], bodyLimit: 5_000_000, maxRecords: 10_000, quarantineRawLimit: 10_000, retryAfterSeconds: 1, log: createLogger('silent') },
+      { senders: parseSenders(['feed:feed-token-0123456789'], []).senders, signatureToleranceMs: 300_000, bodyLimit: 5_000_000, maxRecords: 10_000, quarantineRawLimit: 10_000, retryAfterSeconds: 1, log: createLogger('silent') },
     );
     const url = await serveApp(routes);
-    const result = await runFeed({ ...fast, url, token: 'feed-token', mode: 'mixed', count: 600, bulkSize: 50, vehicles: 20, invalidRatio: 0.1 });
+    const result = await runFeed({ ...fast, url, token: 'feed-token-0123456789', mode: 'mixed', count: 600, bulkSize: 50, vehicles: 20, invalidRatio: 0.1 });
     expect(result.injectedInvalid).toBeGreaterThan(20);
     expect(result.acknowledgedInvalid).toEqual([]);
     expect(result.rejected).toHaveLength(result.injectedInvalid);
