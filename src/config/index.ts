@@ -65,7 +65,7 @@ const env = z.object({
   PUSH_TOKENS: list.default([]),
   PUSH_SIGNING_SECRETS: list.default([]),
   SIGNATURE_TOLERANCE: duration.default(5 * 60_000),
-  IDEMPOTENCY_TTL: duration.default(24 * 3_600_000),
+  IDEMPOTENCY_TTL: duration.default(3_600_000),
   RATE_LIMIT_PUSHES: int(0, 10_000_000).default(0),
   RATE_LIMIT_RECORDS: int(0, 100_000_000).default(0),
   BODY_LIMIT: size.default(10 * 1_048_576),
