@@ -4,7 +4,8 @@
  * (with its /api/v2/write front) when REDIS_URL / INFLUX_URL are not set, installing the
  * Debian packages first when run as root, then receiver and worker in one process; pushes a
  * sample and prints it as queried back from InfluxDB. Ctrl-C stops everything.
- * `npm run up -- --feed [records/s]` also keeps the emulator's push feed running against it.
+ * `npm run up -- --feed [records/s]` also keeps the emulator's push feed running against it; with
+ * `--sign` the demo sender signs every push (Standard Webhooks) and the service requires it.
  */
 import { randomBytes } from 'node:crypto';
 import { loadConfig, redactedConfig } from '../config/index.js';
@@ -14,6 +15,7 @@ import { ensureDebianPackages, waitFor } from '../devstack/process.js';
 import { startRedis, type LocalRedis } from '../devstack/redis.js';
 import { influxQL, startInflux, type LocalInflux } from '../devstack/influxd.js';
 import { runFeed } from '../upstream/emulator/feed.js';
+import { sign } from '../telemetry/signature.js';
 
 const say = (m: string) => process.stdout.write(`${m}\n`);
 
@@ -52,9 +54,17 @@ async function main(): Promise<void> {
     await influx.createDatabase(env.INFLUX_BUCKET);
     say(`influxd (private) at ${influx.rawUrl}, /api/v2/write front at ${influx.url}`);
   }
+  let demoToken: string | undefined;
+  let signingSecret: string | undefined;
   if (!env.PUSH_TOKENS && env.PUSH_AUTH !== 'none') {
-    env.PUSH_TOKENS = `demo-${randomBytes(12).toString('hex')}`;
-    say(`push token for this run: ${env.PUSH_TOKENS}`);
+    demoToken = `demo-${randomBytes(12).toString('hex')}`;
+    env.PUSH_TOKENS = `demo:${demoToken}`;
+    say(`push token for this run: ${demoToken} (sender "demo")`);
+    if (process.argv.includes('--sign')) {
+      signingSecret = `whsec_${randomBytes(24).toString('base64')}`;
+      env.PUSH_SIGNING_SECRETS = `demo:${signingSecret}`;
+      say(`sender "demo" signs its pushes (Standard Webhooks); its secret for this run: ${signingSecret}`);
+    }
   }
 
   let cfg;
@@ -81,12 +91,18 @@ async function main(): Promise<void> {
   process.once('SIGINT', () => void stopAll().then(() => process.exit(0)));
   process.once('SIGTERM', () => void stopAll().then(() => process.exit(0)));
 
-  const token = cfg.PUSH_TOKENS[0];
+  const token = demoToken ?? process.env.PUSH_TOKEN;
   const push = sample(Date.now());
+  const body = JSON.stringify(push);
+  const ts = Math.floor(Date.now() / 1000);
   const res = await fetch(`${service.url}/push/bulk`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: JSON.stringify(push),
+    headers: {
+      'content-type': 'application/json',
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(signingSecret ? { 'webhook-id': 'msg_up_sample', 'webhook-timestamp': String(ts), 'webhook-signature': sign(signingSecret, 'msg_up_sample', ts, body) } : {}),
+    },
+    body,
   });
   say(`\npushed a sample bulk of ${push.bulkData.length} records: HTTP ${res.status} ${await res.text()}`);
 
@@ -116,7 +132,7 @@ async function main(): Promise<void> {
   if (feedAt >= 0) {
     const rate = Number(process.argv[feedAt + 1] ?? '') || 50;
     say(`\nemulator push feed: ${rate} records/s of 20 vehicles, bulk and realtime mixed`);
-    void runFeed({ url: service.url, token, mode: 'mixed', rate, durationMs: 7 * 86_400_000, vehicles: 20, signal: feedAbort.signal, maxAttempts: 20 });
+    void runFeed({ url: service.url, token, ...(signingSecret ? { signingSecret } : {}), mode: 'mixed', rate, durationMs: 7 * 86_400_000, vehicles: 20, signal: feedAbort.signal, maxAttempts: 20 });
   }
   say('\nRunning; Ctrl-C stops the service and the private servers.');
 }

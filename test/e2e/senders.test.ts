@@ -9,6 +9,7 @@ import { Webhook as SvixWebhook } from 'svix';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sign } from '../../src/telemetry/signature.js';
+import { runFeed } from '../../src/upstream/emulator/feed.js';
 import { startTestService, type TestService } from '../harness/service.js';
 
 const T0 = 1_763_700_000_000;
@@ -145,5 +146,14 @@ describe('rate limits', () => {
     const huge = await post(101, FLEET_TOKEN);
     expect(huge.status).toBe(413);
     expect(await huge.json()).toMatchObject({ err: 'too_many_records' });
+  });
+});
+
+describe('the emulator feed as a signing sender', () => {
+  it('signs every delivery so that a signature-only sender is accepted, and its retries carry one webhook-id', async () => {
+    const result = await runFeed({ url: svc.url, signingSecret: SIGNER_ONLY, mode: 'mixed', count: 300, bulkSize: 50, rate: Infinity, vehicles: 5, seed: 3, invalidRatio: 0 });
+    expect(result.failed).toEqual([]);
+    expect(result.rejected).toEqual([]);
+    expect(result.acknowledged.length).toBe(300);
   });
 });

@@ -10,7 +10,9 @@
  * records the receiver acknowledged (2xx and not listed in `rejected`), so a test can reconcile them
  * against the store.
  */
+import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { sign } from '../../telemetry/signature.js';
 import { envelopeSchema, pushAcceptedSchema } from '../../telemetry/envelope.js';
 import { backoffDelay } from '../../retry/backoff.js';
 import { errorText, isRetryableStatus, isTimeoutError, parseRetryAfter, sleep } from '../client/retry.js';
@@ -34,6 +36,11 @@ export interface FeedOptions {
   url: string;
   /** Sent as `Authorization: Bearer <token>`. */
   token?: string;
+  /**
+   * A Standard Webhooks secret (`whsec_…`): every delivery is signed (`webhook-id`, the same on every
+   * attempt of a delivery, so the receiver can tell a retry; `webhook-timestamp`; `webhook-signature`).
+   */
+  signingSecret?: string;
   /** Default 'bulk'. */
   mode?: FeedMode;
   /** Records per second; default 100. Infinity: as fast as the receiver takes them. */
@@ -248,9 +255,10 @@ export class PushFeed {
     const url = `${this.config.url.replace(/\/+$/, '')}/push/${kind}`;
     const body = JSON.stringify(kind === 'bulk' ? { bulkData: items.map((i) => i.record) } : items[0]?.record);
     let lastError = 'not attempted';
+    const webhookId = `msg_${randomUUID()}`;
     for (let attempt = 1; attempt <= this.opts.maxAttempts; attempt++) {
       if (attempt > 1) this.result.retries += 1;
-      const outcome = await this.attempt(url, body);
+      const outcome = await this.attempt(url, body, webhookId);
       let retryAfterMs: number | undefined;
       if (outcome.kind === 'answer') {
         const { status } = outcome;
@@ -280,11 +288,15 @@ export class PushFeed {
     for (const item of items) this.result.failed.push({ record: item.record, error: lastError });
   }
 
-  private async attempt(url: string, body: string): Promise<Attempt> {
+  private async attempt(url: string, body: string, webhookId: string): Promise<Attempt> {
     const signals = [AbortSignal.timeout(this.opts.timeoutMs)];
     if (this.config.signal) signals.push(this.config.signal);
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (this.config.token) headers.authorization = `Bearer ${this.config.token}`;
+    if (this.config.signingSecret) {
+      const ts = Math.floor(Date.now() / 1000);
+      Object.assign(headers, { 'webhook-id': webhookId, 'webhook-timestamp': String(ts), 'webhook-signature': sign(this.config.signingSecret, webhookId, ts, body) });
+    }
     try {
       const res = await this.fetchFn(url, { method: 'POST', headers, body, signal: AbortSignal.any(signals) });
       const text = await res.text();

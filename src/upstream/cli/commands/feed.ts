@@ -19,6 +19,7 @@ errors and timeouts with backoff (honouring Retry-After); stops after --count re
 
   --url <url>          receiver base URL, e.g. http://127.0.0.1:8080   (required)
   --token <token>      sent as Authorization: Bearer (never printed)   [env PUSH_TOKEN]
+  --sign <whsec_…>     sign every delivery (Standard Webhooks)           [env PUSH_SIGNING_SECRET]
   --mode <m>           bulk, realtime or mixed                         [default bulk]
   --rate <n>           records per second, or "inf"                    [default 100]
   --bulk-size <n>      records per bulk delivery                       [default 100]
@@ -41,6 +42,7 @@ injected invalid ones); 3 deliveries failed (attempts exhausted) or went unconfi
     const { values, positionals } = parse(this.name, args, {
       url: { type: 'string' },
       token: { type: 'string' },
+      sign: { type: 'string' },
       mode: { type: 'string' },
       rate: { type: 'string' },
       'bulk-size': { type: 'string' },
@@ -62,6 +64,7 @@ injected invalid ones); 3 deliveries failed (attempts exhausted) or went unconfi
     if (!MODES.some((m) => m === mode)) throw new UsageError(`--mode must be bulk, realtime or mixed, not "${mode}"`, n);
     const opt = (v: string | undefined, parser: (s: string) => number): number | undefined => (v === undefined ? undefined : parser(v));
     const token = values.token ?? io.env.PUSH_TOKEN;
+    const signingSecret = values.sign ?? io.env.PUSH_SIGNING_SECRET;
     const controller = new AbortController();
     let stoppedBy: string | undefined;
     void io.interrupted().then((signal) => {
@@ -72,6 +75,7 @@ injected invalid ones); 3 deliveries failed (attempts exhausted) or went unconfi
     const result = await runFeed({
       url: values.url,
       ...(token ? { token } : {}),
+      ...(signingSecret ? { signingSecret } : {}),
       mode: mode as FeedMode,
       rate: opt(values.rate, (s) => parseNumber(s, '--rate', n, { min: Number.MIN_VALUE })),
       bulkSize: opt(values['bulk-size'], (s) => parseNumber(s, '--bulk-size', n, { integer: true, min: 1 })),
