@@ -100,6 +100,9 @@ const env = z.object({
   HTTP_HEADERS_TIMEOUT: duration.default(10_000),
   HTTP_KEEPALIVE_TIMEOUT: duration.default(5_000),
   HTTP_MAX_CONNECTIONS: int(1, 1_000_000).default(1_024),
+  TLS_CERT: z.string().trim().optional(),
+  TLS_KEY: z.string().trim().optional(),
+  TLS_CLIENT_CA: z.string().trim().optional(),
 
   UPSTREAM_URL: url.optional(),
   UPSTREAM_TOKEN: z.string().default(''),
@@ -147,6 +150,8 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     problems.push('PUSH_TOKENS: set at least one token, or PUSH_AUTH=none to accept unauthenticated pushes on purpose');
   }
   problems.push(...parseSenders(cfg.PUSH_TOKENS, cfg.PUSH_SIGNING_SECRETS).problems);
+  if (Boolean(cfg.TLS_CERT) !== Boolean(cfg.TLS_KEY)) problems.push('TLS_CERT, TLS_KEY: set both (PEM files) to serve HTTPS, or neither');
+  if (cfg.TLS_CLIENT_CA && !cfg.TLS_CERT) problems.push('TLS_CLIENT_CA: needs TLS_CERT and TLS_KEY (client certificates are asked for over TLS only)');
   if (cfg.UPSTREAM_URL && !cfg.UPSTREAM_TOKEN) problems.push('UPSTREAM_TOKEN: required when UPSTREAM_URL is set');
   if (cfg.RETRY_MAX_DELAY < cfg.RETRY_BASE_DELAY) problems.push('RETRY_MAX_DELAY: must not be below RETRY_BASE_DELAY');
   if (problems.length > 0) throw new ConfigError(problems);

@@ -10,7 +10,7 @@ import type { ReceiverOptions } from '../receive/app.js';
 import { RedisIdempotency } from '../receive/idempotency.js';
 import { RateLimiter } from '../receive/rateLimit.js';
 import { parseSenders } from '../receive/senders.js';
-import type { HttpLimits } from './http.js';
+import type { HttpLimits, HttpTls } from './http.js';
 import type { FlattenOptions } from '../flatten/flatten.js';
 import { CoalescingSink } from '../write/coalesce.js';
 import { InfluxSink } from '../write/influx.js';
@@ -76,6 +76,11 @@ export function httpLimits(cfg: Config): HttpLimits {
     maxConnections: cfg.HTTP_MAX_CONNECTIONS,
     bodyLimit: cfg.BODY_LIMIT,
   };
+}
+
+export function httpTls(cfg: Config): HttpTls | undefined {
+  if (!cfg.TLS_CERT || !cfg.TLS_KEY) return undefined;
+  return { cert: cfg.TLS_CERT, key: cfg.TLS_KEY, ...(cfg.TLS_CLIENT_CA ? { clientCa: cfg.TLS_CLIENT_CA } : {}) };
 }
 
 export function flattenOptions(cfg: Config): FlattenOptions {

@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import type { Hono } from 'hono';
@@ -9,6 +11,13 @@ export interface RunningHttp {
   url: string;
   /** Stops taking connections; requests already inside finish and are answered. */
   close(): Promise<void>;
+}
+
+/** TLS for the listener: PEM files; with `clientCa`, senders must present a certificate it signed (mutual TLS). */
+export interface HttpTls {
+  cert: string;
+  key: string;
+  clientCa?: string;
 }
 
 /** What one connection and one request may cost the listener, whoever is on the other end. */
@@ -22,19 +31,28 @@ export interface HttpLimits {
   bodyLimit: number;
 }
 
-export async function serveHttp(app: Hono, hostname: string, port: number, limits: HttpLimits): Promise<RunningHttp> {
+export async function serveHttp(app: Hono, hostname: string, port: number, limits: HttpLimits, tls?: HttpTls): Promise<RunningHttp> {
+  // Node checks request and header deadlines on this interval (30 s by default), so a slow body
+  // would otherwise live up to 30 s past its deadline.
+  const connectionsCheckingInterval = Math.min(1_000, limits.headersTimeoutMs);
   const server = await new Promise<Server>((resolve) => {
-    const s = serve(
-      {
-        fetch: app.fetch,
-        port,
-        hostname,
-        // Node checks request and header deadlines on this interval (30 s by default), so a slow
-        // body would otherwise live up to 30 s past its deadline.
-        serverOptions: { connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs) },
-      },
-      () => resolve(s as Server),
-    );
+    const s = tls
+      ? serve(
+          {
+            fetch: app.fetch,
+            port,
+            hostname,
+            createServer: createHttpsServer,
+            serverOptions: {
+              cert: readFileSync(tls.cert),
+              key: readFileSync(tls.key),
+              ...(tls.clientCa ? { ca: readFileSync(tls.clientCa), requestCert: true, rejectUnauthorized: true } : {}),
+              connectionsCheckingInterval,
+            },
+          },
+          () => resolve(s as Server),
+        )
+      : serve({ fetch: app.fetch, port, hostname, serverOptions: { connectionsCheckingInterval } }, () => resolve(s as Server));
   });
   server.requestTimeout = limits.requestTimeoutMs;
   server.headersTimeout = Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs);
@@ -54,7 +72,7 @@ export async function serveHttp(app: Hono, hostname: string, port: number, limit
   const { port: bound } = server.address() as AddressInfo;
   const host = hostname === '0.0.0.0' || hostname === '::' ? '127.0.0.1' : hostname;
   return {
-    url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}`,
+    url: `${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${bound}`,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

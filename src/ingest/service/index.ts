@@ -7,7 +7,7 @@ import { startReceiver, type RunningReceiver } from './receiver.js';
 import { checkRedisSettings } from './redisChecks.js';
 import { startWorkers, type RunningWorkers } from './workers.js';
 
-import { httpLimits } from './components.js';
+import { httpLimits, httpTls } from './components.js';
 
 export { retryPolicy } from './components.js';
 
@@ -36,7 +36,7 @@ export async function startService(cfg: Config, log: Logger): Promise<RunningSer
   const workers: RunningWorkers | undefined = cfg.SERVICE_MODE !== 'receiver' ? await startWorkers(cfg, log) : undefined;
   if (workers) checks.push(...workers.checks);
 
-  const http = await serveHttp(createApp({ push: receiver?.routes, health: healthRoutes(checks) }), cfg.HOST, cfg.PORT, httpLimits(cfg));
+  const http = await serveHttp(createApp({ push: receiver?.routes, health: healthRoutes(checks) }), cfg.HOST, cfg.PORT, httpLimits(cfg), httpTls(cfg));
   log.info({ mode: cfg.SERVICE_MODE, url: http.url, queue: cfg.QUEUE_NAME }, 'telematics-ingest started');
 
   let closing: Promise<void> | undefined;
