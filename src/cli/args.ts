@@ -8,8 +8,11 @@ type Options = NonNullable<ParseArgsConfig['options']>;
 
 export const HELP_OPTION = { help: { type: 'boolean', short: 'h' } } as const satisfies Options;
 
+/** What `parse` gives: parseArgs' own result type, named so that declarations can be emitted. */
+export type Parsed<O extends Options> = ReturnType<typeof parseArgs<{ args: string[]; options: typeof HELP_OPTION & O; strict: true; allowPositionals: true }>>;
+
 /** parseArgs, strict, with its errors turned into usage errors of `command`. */
-export function parse<O extends Options>(command: string, args: string[], options: O) {
+export function parse<O extends Options>(command: string, args: string[], options: O): Parsed<O> {
   try {
     return parseArgs({ args, options: { ...HELP_OPTION, ...options }, strict: true, allowPositionals: true });
   } catch (e) {

@@ -8,6 +8,7 @@ import { acceptJson } from './contentType.js';
 import type { PushEnv } from './env.js';
 import { receivePush, type PushHandlerOptions, type QuarantineSink, type RecordSink } from './push.js';
 import type { Sender } from './senders.js';
+import { openApiJson } from './openapi.js';
 
 export type { AdmissionGate } from './admission.js';
 export type { QuarantineSink, RecordSink } from './push.js';
@@ -58,5 +59,6 @@ export function pushRoutes(records: RecordSink, quarantine: QuarantineSink, opts
     app.post(path, handler(shape));
   }
   app.onError((err, c) => answerError(c, err, c.get('deliveryId')));
-  return new Hono().route('/', app);
+  const described = openApiJson();
+  return new Hono().get('/openapi.json', (c) => c.body(described, 200, { 'Content-Type': 'application/json' })).route('/', app);
 }
