@@ -5,10 +5,10 @@
  * loop keeps answering (a /healthz probe runs throughout and its delays are measured).
  */
 import fc from 'fast-check';
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { influxQuery } from '../harness/influx.js';
 import { spawnService, type ServiceProcess } from '../harness/proc.js';
-import { uniqueName, waitUntil } from '../harness/service.js';
+import { testEnv, uniqueName, waitUntil } from '../harness/service.js';
 
 const TOKEN = 'fuzz-test-token-0123456789abcdef';
 const T0 = 1_763_700_000_000;
@@ -18,15 +18,7 @@ let worker: ServiceProcess;
 
 beforeAll(async () => {
   await influxQuery(db, `CREATE DATABASE "${db}"`);
-  const env = {
-    REDIS_URL: inject('redisUrl'),
-    INFLUX_URL: inject('influxUrl'),
-    INFLUX_TOKEN: inject('influxToken'),
-    INFLUX_BUCKET: db,
-    QUEUE_NAME: uniqueName('q'),
-    PUSH_TOKENS: TOKEN,
-    LOG_LEVEL: 'warn',
-  };
+  const env = testEnv(db, { PUSH_TOKENS: TOKEN, LOG_LEVEL: 'warn' });
   [receiver, worker] = await Promise.all([spawnService('receiver', env), spawnService('worker', env)]);
 });
 afterAll(async () => {

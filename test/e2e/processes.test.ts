@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { influxQuery } from '../harness/influx.js';
-import { uniqueName, waitUntil } from '../harness/service.js';
+import { testEnv, uniqueName, waitUntil } from '../harness/service.js';
 import { spawnService, type ServiceProcess } from '../harness/proc.js';
 
 const TOKEN = 'process-test-token-abcdef0123456789';
@@ -13,15 +13,7 @@ let worker: ServiceProcess;
 
 beforeAll(async () => {
   await influxQuery(db, `CREATE DATABASE "${db}"`);
-  env = {
-    REDIS_URL: inject('redisUrl'),
-    INFLUX_URL: inject('influxUrl'),
-    INFLUX_TOKEN: inject('influxToken'),
-    INFLUX_BUCKET: db,
-    QUEUE_NAME: uniqueName('q'),
-    PUSH_TOKENS: TOKEN,
-    LOG_LEVEL: 'debug',
-  };
+  env = testEnv(db, { PUSH_TOKENS: TOKEN, LOG_LEVEL: 'debug' });
   [receiver, worker] = await Promise.all([spawnService('receiver', env), spawnService('worker', env)]);
 });
 afterAll(async () => {

@@ -4,12 +4,12 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
 import { startService, type RunningService } from '../../src/ingest/service/index.js';
 import { createLogger } from '../../src/log/index.js';
 import { influxQuery } from '../harness/influx.js';
-import { TEST_TOKEN, uniqueName, waitUntil } from '../harness/service.js';
+import { TEST_TOKEN, testEnv, uniqueName, waitUntil } from '../harness/service.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'telematics-tls-'));
 const file = (name: string) => join(dir, name);
@@ -31,20 +31,9 @@ beforeAll(async () => {
   makeCertificates();
   db = uniqueName('tls');
   await influxQuery(db, `CREATE DATABASE "${db}"`);
-  const cfg = loadConfig({
-    PORT: '0',
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'silent',
-    REDIS_URL: inject('redisUrl'),
-    QUEUE_NAME: uniqueName('q'),
-    INFLUX_URL: inject('influxUrl'),
-    INFLUX_TOKEN: inject('influxToken'),
-    INFLUX_BUCKET: db,
-    PUSH_TOKENS: TEST_TOKEN,
-    TLS_CERT: file('server.pem'),
-    TLS_KEY: file('server.key'),
-    TLS_CLIENT_CA: file('ca.pem'),
-  });
+  const cfg = loadConfig(
+    testEnv(db, { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', TLS_CERT: file('server.pem'), TLS_KEY: file('server.key'), TLS_CLIENT_CA: file('ca.pem') }),
+  );
   svc = await startService(cfg, createLogger('silent'));
   await waitUntil(async () => (await post('/readyz', undefined, true)).status === 200, 15_000, 'service ready over TLS');
 });

@@ -28,23 +28,34 @@ export function uniqueName(prefix: string): string {
   return `${prefix}_${randomBytes(4).toString('hex')}`;
 }
 
-/** The real service, in-process, on the run's Redis and InfluxDB, with its own queue and database. */
-export async function startTestService(env: Record<string, string> = {}, opts: { createDatabase?: boolean } = {}): Promise<TestService> {
-  const db = uniqueName('tele');
-  const cfg = loadConfig({
-    PORT: '0',
-    HOST: '127.0.0.1',
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+/**
+ * Settings for a service of the test run: the run's Redis and InfluxDB, a queue and database of its
+ * own (the database named `db`, created by the caller), `TEST_TOKEN`, and `env` on top.
+ */
+export function testEnv(db: string, env: Record<string, string> = {}): Record<string, string> {
+  return {
     REDIS_URL: inject('redisUrl'),
     QUEUE_NAME: uniqueName('q'),
     INFLUX_URL: inject('influxUrl'),
     INFLUX_TOKEN: inject('influxToken'),
     INFLUX_BUCKET: db,
     PUSH_TOKENS: TEST_TOKEN,
-    RETRY_BASE_DELAY: '200ms',
-    RETRY_MAX_DELAY: '2s',
     ...env,
-  });
+  };
+}
+
+/** The real service, in-process, on the run's Redis and InfluxDB, with its own queue and database. */
+export async function startTestService(env: Record<string, string> = {}, opts: { createDatabase?: boolean } = {}): Promise<TestService> {
+  const cfg = loadConfig(
+    testEnv(uniqueName('tele'), {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+      RETRY_BASE_DELAY: '200ms',
+      RETRY_MAX_DELAY: '2s',
+      ...env,
+    }),
+  );
   if (opts.createDatabase !== false) await influxQuery(cfg.INFLUX_BUCKET, `CREATE DATABASE "${cfg.INFLUX_BUCKET}"`);
   const svc = await startService(cfg, createLogger(cfg.LOG_LEVEL));
   const query = (q: string) => influxQuery(cfg.INFLUX_BUCKET, q);
