@@ -1,5 +1,5 @@
-import type { MiddlewareHandler } from 'hono';
 import { PushRefused } from './answer.js';
+import type { PushCheck } from './delivery.js';
 
 /** The load-shedding gate; the real one is queue/Admission. */
 export interface AdmissionGate {
@@ -7,10 +7,9 @@ export interface AdmissionGate {
 }
 
 /** Sheds pushes before their body is read, while the queue or Redis memory is over its bound. */
-export function admit(gate: AdmissionGate): MiddlewareHandler {
-  return async (_c, next) => {
+export function admit(gate: AdmissionGate): PushCheck {
+  return () => {
     const s = gate.state();
     if (!s.open) throw new PushRefused(s.status, 'overloaded', s.reason, s.retryAfterSeconds);
-    await next();
   };
 }

@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { Hono, type Context } from 'hono';
 import type { PushShape } from '../../telemetry/push.js';
 import { admit, type AdmissionGate } from './admission.js';
 import { answerRefusal, PushRefused } from './answer.js';
 import { authenticate, SenderAuth } from './auth.js';
 import { acceptJson } from './contentType.js';
-import type { PushEnv } from './env.js';
+import type { Delivery, PushCheck } from './delivery.js';
+import { openApiJson } from './openapi.js';
 import { receivePush, type PushHandlerOptions, type QuarantineSink, type RecordSink } from './push.js';
 import type { Sender } from './senders.js';
-import { openApiJson } from './openapi.js';
 
 export type { AdmissionGate } from './admission.js';
 export type { QuarantineSink, RecordSink } from './push.js';
@@ -22,43 +22,42 @@ export interface ReceiverOptions extends Omit<PushHandlerOptions, 'auth'> {
 }
 
 /**
- * The push input: the delivery id, the sender, admission and content type are settled before the
- * body is read (one middleware each, in that order), then `receivePush` stores the push. A 2xx is
- * sent only after Redis confirmed it.
+ * The push input: the sender, admission and content type are settled before the body is read (one
+ * check a module, in that order), then `receivePush` stores the push. A 2xx is sent only after Redis
+ * confirmed it; every answer carries the delivery id.
  */
 export function pushRoutes(records: RecordSink, quarantine: QuarantineSink, opts: ReceiverOptions): Hono {
-  const app = new Hono<PushEnv>();
+  const app = new Hono();
   const auth = opts.senders ? new SenderAuth(opts.senders) : undefined;
   const handlerOptions: PushHandlerOptions = { ...opts, auth };
 
   /** A refusal is answered as such; anything else kept us from storing the push: the sender's cue to retry. */
-  const answerError = (c: Context, err: unknown, deliveryId?: string): Response => {
+  const answerError = (c: Context, err: unknown, deliveryId: string): Response => {
     if (err instanceof PushRefused) return answerRefusal(c, err, deliveryId);
     const message = err instanceof Error ? err.message : String(err);
     opts.log.warn({ err: message, deliveryId, path: new URL(c.req.url).pathname }, 'push not stored; answered 503');
     return answerRefusal(c, new PushRefused(503, 'unavailable', `push not stored, retry later: ${message}`, opts.retryAfterSeconds), deliveryId);
   };
 
-  // Every answer carries the push's delivery id from here on, refusals included.
-  const checks: MiddlewareHandler<PushEnv>[] = [
-    async (c, next) => {
-      c.set('deliveryId', randomUUID());
-      await next();
-    },
-  ];
+  const checks: PushCheck[] = [];
   if (auth) checks.push(authenticate(auth, opts.log));
   if (opts.admission) checks.push(admit(opts.admission));
   checks.push(acceptJson());
 
-  const handler = (shape: PushShape) => (c: Context<PushEnv>) =>
-    receivePush(c, shape, records, quarantine, handlerOptions).catch((err: unknown) => answerError(c, err, c.get('deliveryId')));
+  const handler = (shape: PushShape) => (c: Context) => {
+    const delivery: Delivery = { deliveryId: randomUUID() };
+    try {
+      for (const check of checks) check(c, delivery);
+    } catch (err) {
+      return answerError(c, err, delivery.deliveryId);
+    }
+    return receivePush(c, shape, delivery, records, quarantine, handlerOptions).catch((err: unknown) => answerError(c, err, delivery.deliveryId));
+  };
 
-  const routes: Array<[string, PushShape]> = [['/push', 'any'], ['/push/bulk', 'bulk'], ['/push/realtime', 'realtime']];
-  for (const [path, shape] of routes) {
-    for (const check of checks) app.post(path, check);
-    app.post(path, handler(shape));
-  }
-  app.onError((err, c) => answerError(c, err, c.get('deliveryId')));
+  app.post('/push', handler('any'));
+  app.post('/push/bulk', handler('bulk'));
+  app.post('/push/realtime', handler('realtime'));
   const described = openApiJson();
-  return new Hono().get('/openapi.json', (c) => c.body(described, 200, { 'Content-Type': 'application/json' })).route('/', app);
+  app.get('/openapi.json', (c) => c.body(described, 200, { 'Content-Type': 'application/json' }));
+  return app;
 }

@@ -1,8 +1,8 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { Context, MiddlewareHandler } from 'hono';
+import type { Context } from 'hono';
 import type { Logger } from '../../log/index.js';
 import { PushRefused } from './answer.js';
-import type { PushEnv } from './env.js';
+import type { PushCheck } from './delivery.js';
 import { tokenDigest, type Sender } from './senders.js';
 
 /**
@@ -49,17 +49,16 @@ export function tokenOf(req: Request): string | undefined {
  * known token goes on only when it is signed and some sender signs (the signature is checked on the
  * body). Refusals are logged with the reason and the source address, never with the token.
  */
-export function authenticate(auth: SenderAuth, log: Logger): MiddlewareHandler<PushEnv> {
-  return async (c, next) => {
+export function authenticate(auth: SenderAuth, log: Logger): PushCheck {
+  return (c, delivery) => {
     const presented = tokenOf(c.req.raw);
     const sender = presented === undefined ? undefined : auth.byToken(presented);
-    if (sender) c.set('sender', sender);
+    if (sender) delivery.sender = sender;
     else if (presented !== undefined || !c.req.header('webhook-signature') || auth.signers.length === 0) {
       const why = presented === undefined ? 'no token' : 'unknown token';
-      log.info({ why, source: remoteAddress(c), deliveryId: c.get('deliveryId') }, 'push refused: unauthorized');
+      log.info({ why, source: remoteAddress(c), deliveryId: delivery.deliveryId }, 'push refused: unauthorized');
       throw new PushRefused(401, 'unauthorized', 'missing or invalid token: send Authorization: Bearer <token>, X-Api-Key or ?token=');
     }
-    await next();
   };
 }
 

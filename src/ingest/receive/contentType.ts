@@ -1,5 +1,5 @@
-import type { MiddlewareHandler } from 'hono';
 import { PushRefused } from './answer.js';
+import type { PushCheck } from './delivery.js';
 
 const JSON_TYPES = new Set(['application/json', 'text/json', 'text/plain']);
 
@@ -21,10 +21,9 @@ export function checkContentType(header: string | null): string | undefined {
   return undefined;
 }
 
-export function acceptJson(): MiddlewareHandler {
-  return async (c, next) => {
+export function acceptJson(): PushCheck {
+  return (c) => {
     const bad = checkContentType(c.req.header('content-type') ?? null);
     if (bad) throw new PushRefused(415, 'unsupported_media_type', bad);
-    await next();
   };
 }

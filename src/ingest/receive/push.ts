@@ -8,7 +8,7 @@ import { validateRecord, type ValidationResult } from '../validate/record.js';
 import { boundedJson } from '../../telemetry/json.js';
 import { acceptedBody, answerAccepted, PushRefused, refusalAnswer } from './answer.js';
 import type { SenderAuth } from './auth.js';
-import type { PushEnv } from './env.js';
+import type { Delivery } from './delivery.js';
 import { deliveryIdOf, idempotencyDigest, type IdempotencyStore, type StoredAnswer } from './idempotency.js';
 import type { RateLimiter } from './rateLimit.js';
 import type { Sender } from './senders.js';
@@ -58,14 +58,15 @@ const decoder = new TextDecoder('utf-8', { fatal: true });
  * means the push was not stored.
  */
 export async function receivePush(
-  c: Context<PushEnv>,
+  c: Context,
   shape: PushShape,
+  delivery: Delivery,
   records: RecordSink,
   quarantine: QuarantineSink,
   opts: PushHandlerOptions,
 ): Promise<Response> {
-  let deliveryId = c.get('deliveryId');
-  let sender = c.get('sender')?.name ?? ANONYMOUS;
+  let { deliveryId } = delivery;
+  let sender = delivery.sender?.name ?? ANONYMOUS;
   // Only quarantine entries and logs need the route, and parsing the URL is not free on every push.
   let origin: QuarantineOrigin | undefined;
   const receivedAt = Date.now();
@@ -80,13 +81,13 @@ export async function receivePush(
     throw err;
   }
 
-  if (opts.auth) sender = checkSignature(c, opts.auth, bytes, opts.signatureToleranceMs).name;
+  if (opts.auth) sender = checkSignature(c, delivery, opts.auth, bytes, opts.signatureToleranceMs).name;
 
   // A keyed delivery seen before gets its first answer again, and nothing is stored twice.
   const digest = opts.idempotency ? idempotencyDigest(c, sender) : undefined;
   if (digest !== undefined) {
     deliveryId = deliveryIdOf(digest);
-    c.set('deliveryId', deliveryId);
+    delivery.deliveryId = deliveryId;
     const first = await opts.idempotency!.get(digest);
     if (first) return replayed(first, deliveryId);
   }
@@ -155,8 +156,8 @@ export async function receivePush(
 }
 
 /** Whose push this is, once its signature is checked: the token's sender if it signs, else the signer. */
-function checkSignature(c: Context<PushEnv>, auth: SenderAuth, body: Uint8Array, toleranceMs: number): Sender {
-  const byToken = c.get('sender');
+function checkSignature(c: Context, delivery: Delivery, auth: SenderAuth, body: Uint8Array, toleranceMs: number): Sender {
+  const byToken = delivery.sender;
   const candidates = byToken ? (byToken.signingKeys.length > 0 ? [byToken] : []) : auth.signers;
   if (byToken && candidates.length === 0) return byToken;
   const headers = { id: c.req.header('webhook-id'), timestamp: c.req.header('webhook-timestamp'), signature: c.req.header('webhook-signature') };
@@ -165,7 +166,7 @@ function checkSignature(c: Context<PushEnv>, auth: SenderAuth, body: Uint8Array,
   for (const s of candidates) {
     const v = verify(s.signingKeys, headers, body, Math.round(toleranceMs / 1000), Math.floor(Date.now() / 1000));
     if (v.ok) {
-      c.set('sender', s);
+      delivery.sender = s;
       return s;
     }
     reason = v.reason;
