@@ -127,6 +127,7 @@ async function main(): Promise<void> {
     say(`  ${new Date(Number(r.time)).toISOString()}  ${String(r.vehicleno).padEnd(9)} ${fields.map(([k, v]) => `${k}=${v}`).join(' ')}`);
   }
   if (rows.length < 4) say('  (not all sample points arrived within 15 s; check the logs above)');
+  say(`\nPrometheus metrics: ${service.adminUrl}/metrics`);
   say(`\nPush more:\n  curl -X POST ${service.url}/push/realtime -H 'Authorization: Bearer ${token ?? ''}' -H 'Content-Type: application/json' \\\n    -d '{"vehicleno":"DEMO-003","type":"can","data":{"soc":55}}'`);
   const feedAt = process.argv.indexOf('--feed');
   if (feedAt >= 0) {

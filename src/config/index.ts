@@ -50,6 +50,9 @@ const env = z.object({
   SERVICE_MODE: z.enum(MODES).default('all'),
   HOST: z.string().default('0.0.0.0'),
   PORT: int(0, 65_535).default(8080),
+  ADMIN_HOST: z.string().default('0.0.0.0'),
+  ADMIN_PORT: int(0, 65_535).default(9464),
+  METRICS_SAMPLE_INTERVAL: duration.default(5_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 
   REDIS_URL: z.string().trim().regex(/^rediss?:\/\//, 'expected redis://host:port or rediss://…').default('redis://127.0.0.1:6379'),

@@ -61,6 +61,7 @@ async function main(): Promise<void> {
       INFLUX_BUCKET: DB,
       PUSH_TOKENS: TOKEN,
       LOG_LEVEL: 'warn',
+      ADMIN_PORT: '0',
       WORKER_CONCURRENCY: String(P.workerConcurrency),
       ...settingsArg(),
     };

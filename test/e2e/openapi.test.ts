@@ -17,7 +17,7 @@ let down: RunningService;
 beforeAll(async () => {
   svc = await startTestService({ RATE_LIMIT_PUSHES: '2' });
   // A receiver whose Redis is not there: what it answers is the 503.
-  down = await startService(loadConfig({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', REDIS_URL: 'redis://127.0.0.1:1', PUSH_TOKENS: TEST_TOKEN, SERVICE_MODE: 'receiver' }), createLogger('silent'));
+  down = await startService(loadConfig({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', REDIS_URL: 'redis://127.0.0.1:1', PUSH_TOKENS: TEST_TOKEN, SERVICE_MODE: 'receiver', ADMIN_PORT: '0' }), createLogger('silent'));
 });
 afterAll(async () => {
   await svc?.close();

@@ -5,7 +5,7 @@ import { waitUntil } from '../harness/wait.js';
 
 it('the quick start brings everything up, pushes a sample, shows it read back from InfluxDB, and stops cleanly', async () => {
   const port = await freePort();
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port) };
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), ADMIN_PORT: '0' };
   for (const k of ['REDIS_URL', 'INFLUX_URL', 'INFLUX_TOKEN', 'PUSH_TOKENS']) delete env[k];
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cmd/up.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';

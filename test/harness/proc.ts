@@ -14,7 +14,7 @@ export interface ServiceProcess {
 export async function spawnService(mode: 'all' | 'receiver' | 'worker', env: Record<string, string>): Promise<ServiceProcess> {
   const port = env.PORT ? Number(env.PORT) : await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cmd/ingest.ts', mode], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', ...env },
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

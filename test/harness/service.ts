@@ -40,6 +40,7 @@ export function testEnv(db: string, env: Record<string, string> = {}): Record<st
     INFLUX_TOKEN: inject('influxToken'),
     INFLUX_BUCKET: db,
     PUSH_TOKENS: TEST_TOKEN,
+    ADMIN_PORT: '0',
     ...env,
   };
 }

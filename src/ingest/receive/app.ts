@@ -44,14 +44,26 @@ export function pushRoutes(records: RecordSink, quarantine: QuarantineSink, opts
   if (opts.admission) checks.push(admit(opts.admission));
   checks.push(acceptJson());
 
-  const handler = (shape: PushShape) => (c: Context) => {
-    const delivery: Delivery = { deliveryId: randomUUID() };
-    try {
-      for (const check of checks) check(c, delivery);
-    } catch (err) {
-      return answerError(c, err, delivery.deliveryId);
-    }
-    return receivePush(c, shape, delivery, records, quarantine, handlerOptions).catch((err: unknown) => answerError(c, err, delivery.deliveryId));
+  const { metrics } = opts;
+  const handler = (shape: PushShape) => {
+    const route = shape === 'any' ? 'push' : shape;
+    const answered = (delivery: Delivery, started: number) => (res: Response) => {
+      metrics?.pushes.inc({ route, status: res.status, sender: delivery.sender?.name ?? (auth ? 'none' : 'anonymous') });
+      metrics?.pushDuration.observe({ route }, (performance.now() - started) / 1000);
+      return res;
+    };
+    return (c: Context) => {
+      const delivery: Delivery = { deliveryId: randomUUID() };
+      const done = answered(delivery, performance.now());
+      try {
+        for (const check of checks) check(c, delivery);
+      } catch (err) {
+        return done(answerError(c, err, delivery.deliveryId));
+      }
+      return receivePush(c, shape, delivery, records, quarantine, handlerOptions)
+        .catch((err: unknown) => answerError(c, err, delivery.deliveryId))
+        .then(done);
+    };
   };
 
   app.post('/push', handler('any'));

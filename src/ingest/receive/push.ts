@@ -13,6 +13,7 @@ import { deliveryIdOf, idempotencyDigest, type IdempotencyStore, type StoredAnsw
 import type { RateLimiter } from './rateLimit.js';
 import type { Sender } from './senders.js';
 import { verify } from '../../telemetry/signature.js';
+import { reasonClass, type Metrics } from '../../metrics/index.js';
 import { BodyError, readBody } from './body.js';
 
 /** What the receiver needs from the queue stage; the real ones are Producer and Quarantine. */
@@ -33,6 +34,7 @@ export interface PushHandlerOptions {
   /** Remembers keyed deliveries (IDEMPOTENCY_TTL); undefined turns idempotency keys off. */
   idempotency?: IdempotencyStore;
   rateLimiter?: RateLimiter;
+  metrics?: Metrics;
   bodyLimit: number;
   /** Records one push may carry (MAX_RECORDS_PER_PUSH); more is answered 413. */
   maxRecords: number;
@@ -81,6 +83,7 @@ export async function receivePush(
     throw err;
   }
 
+  opts.metrics?.receivedBytes.inc(bytes.byteLength);
   if (opts.auth) sender = checkSignature(c, delivery, opts.auth, bytes, opts.signatureToleranceMs).name;
 
   // A keyed delivery seen before gets its first answer again, and nothing is stored twice.
@@ -123,15 +126,17 @@ export async function receivePush(
   const valid: TelemetryRecord[] = [];
   const rejected: RejectedRecord[] = [];
   const held: NewQuarantineEntry[] = [];
+  const rejectedReasons: string[] = [];
   for (let i = 0; i < items.length; i++) {
     const r = validated(items[i], receivedAt);
     if (r.ok) valid.push(r.record);
-    else if (rejected.length < REJECTED_IN_DETAIL) {
+    else if ((opts.metrics && rejectedReasons.push(r.error), rejected.length < REJECTED_IN_DETAIL)) {
       rejected.push({ index: i, error: r.error });
       const { text: raw, truncated } = boundedJson(items[i], opts.quarantineRawLimit);
       held.push({ ...quarantineEntry(originOf(), i, r.error, raw), truncated });
     } else rejected.push({ index: i, error: BEYOND_DETAIL });
   }
+  if (opts.metrics) countRecords(opts.metrics, items.length, valid, rejectedReasons);
   if (rejected.length > REJECTED_IN_DETAIL) {
     const more = rejected.length - REJECTED_IN_DETAIL;
     held.push(quarantineEntry(originOf(), -1, `${more} more rejected record(s), from index ${rejected[REJECTED_IN_DETAIL]!.index}; the whole push is kept here`, text, opts.quarantineRawLimit));
@@ -193,6 +198,15 @@ const BEYOND_DETAIL = 'invalid';
 
 /** The sender of pushes when authentication is off. */
 const ANONYMOUS = 'anonymous';
+
+function countRecords(m: Metrics, received: number, valid: readonly TelemetryRecord[], rejectedReasons: readonly string[]): void {
+  m.recordsReceived.inc(received);
+  let gps = 0;
+  for (const r of valid) if (r.type === 'gps') gps++;
+  if (gps > 0) m.recordsAccepted.inc({ type: 'gps' }, gps);
+  if (valid.length > gps) m.recordsAccepted.inc({ type: 'can' }, valid.length - gps);
+  for (const reason of rejectedReasons) m.recordsRejected.inc({ reason: reasonClass(reason) });
+}
 
 /** A record's verdict; whatever goes wrong while judging it is that record's fault, never a 5xx. */
 function validated(item: unknown, receivedAt: number): ValidationResult {

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../../config/index.js';
 import { Quarantine } from '../queue/quarantine.js';
 import type { Logger } from '../../log/index.js';
+import type { Metrics } from '../../metrics/index.js';
 import type { AdmissionOptions } from '../queue/admission.js';
 import { redisKeys, type RedisKeys } from '../queue/keys.js';
 import type { ProducerOptions } from '../queue/producer.js';
@@ -91,7 +92,7 @@ export function flattenOptions(cfg: Config): FlattenOptions {
  * The store as workers and the fuel sync write to it: concurrent jobs' points merged into requests
  * of WRITE_BATCH_LINES, a refused request isolated to its refused lines, which reach the job that wrote them.
  */
-export function pointSink(cfg: Config): PointSink {
-  const influx = new InfluxSink({ url: cfg.INFLUX_URL, token: cfg.INFLUX_TOKEN, org: cfg.INFLUX_ORG, bucket: cfg.INFLUX_BUCKET, timeoutMs: cfg.INFLUX_TIMEOUT });
+export function pointSink(cfg: Config, metrics?: Metrics): PointSink {
+  const influx = new InfluxSink({ url: cfg.INFLUX_URL, token: cfg.INFLUX_TOKEN, org: cfg.INFLUX_ORG, bucket: cfg.INFLUX_BUCKET, timeoutMs: cfg.INFLUX_TIMEOUT, metrics });
   return new CoalescingSink(new IsolatingSink(influx), { maxLines: cfg.WRITE_BATCH_LINES, maxInFlight: cfg.WRITE_CONCURRENCY });
 }

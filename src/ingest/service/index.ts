@@ -1,4 +1,8 @@
+import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+import { Metrics, packageVersion } from '../../metrics/index.js';
+import { sampleQueue } from '../../metrics/sampler.js';
+import { adminRoutes } from './admin.js';
 import type { Config } from '../../config/index.js';
 import type { Logger } from '../../log/index.js';
 import { createApp, healthRoutes, type HealthCheck } from './health.js';
@@ -7,13 +11,15 @@ import { startReceiver, type RunningReceiver } from './receiver.js';
 import { checkRedisSettings } from './redisChecks.js';
 import { startWorkers, type RunningWorkers } from './workers.js';
 
-import { httpLimits, httpTls } from './components.js';
+import { httpLimits, httpTls, keysOf } from './components.js';
 
 export { retryPolicy } from './components.js';
 
 export interface RunningService {
   /** Base URL of the HTTP server (push routes in receiver mode, health in every mode). */
   url: string;
+  /** Base URL of the admin listener (`/metrics`). */
+  adminUrl: string;
   /** Stops taking pushes, lets in-flight ones and active jobs finish, then closes connections. */
   close(): Promise<void>;
 }
@@ -32,22 +38,33 @@ export async function startService(cfg: Config, log: Logger): Promise<RunningSer
   redis.once('ready', () => void checkRedisSettings(redis, log));
   const checks: HealthCheck[] = [{ name: 'redis', check: async () => redis.status === 'ready' && (await redis.ping()) === 'PONG' }];
 
-  const receiver: RunningReceiver | undefined = cfg.SERVICE_MODE !== 'worker' ? startReceiver(cfg, redis, log) : undefined;
-  const workers: RunningWorkers | undefined = cfg.SERVICE_MODE !== 'receiver' ? await startWorkers(cfg, log) : undefined;
+  const metrics = new Metrics({ version: packageVersion(), mode: cfg.SERVICE_MODE });
+  const receiver: RunningReceiver | undefined = cfg.SERVICE_MODE !== 'worker' ? startReceiver(cfg, redis, log, metrics) : undefined;
+  const workers: RunningWorkers | undefined = cfg.SERVICE_MODE !== 'receiver' ? await startWorkers(cfg, log, metrics) : undefined;
   if (workers) checks.push(...workers.checks);
+  // Every process samples the queue gauges, so that each one's scrape alone tells the backlog.
+  const keys = keysOf(cfg);
+  const sampledQueue = new Queue(keys.queue, { connection: redis });
+  sampledQueue.on('error', () => {});
+  const sampler = sampleQueue(metrics, sampledQueue, redis, keys.quarantine, cfg.METRICS_SAMPLE_INTERVAL);
 
   const http = await serveHttp(createApp({ push: receiver?.routes, health: healthRoutes(checks) }), cfg.HOST, cfg.PORT, httpLimits(cfg), httpTls(cfg));
-  log.info({ mode: cfg.SERVICE_MODE, url: http.url, queue: cfg.QUEUE_NAME }, 'telematics-ingest started');
+  const admin = await serveHttp(adminRoutes(metrics), cfg.ADMIN_HOST, cfg.ADMIN_PORT, httpLimits(cfg));
+  log.info({ mode: cfg.SERVICE_MODE, url: http.url, admin: admin.url, queue: cfg.QUEUE_NAME }, 'telematics-ingest started');
 
   let closing: Promise<void> | undefined;
   return {
     url: http.url,
+    adminUrl: admin.url,
     close() {
       closing ??= (async () => {
         // Stop accepting first; requests already inside finish and are answered.
         await http.close();
         await receiver?.close().catch((err: Error) => log.warn({ err: err.message }, 'error while closing'));
         await workers?.close();
+        sampler.stop();
+        await sampledQueue.close().catch(() => {});
+        await admin.close();
         redis.disconnect();
         log.info('telematics-ingest stopped');
       })();

@@ -2,6 +2,7 @@ import type { Hono } from 'hono';
 import type { Redis } from 'ioredis';
 import type { Config } from '../../config/index.js';
 import type { Logger } from '../../log/index.js';
+import type { Metrics } from '../../metrics/index.js';
 import { Admission } from '../queue/admission.js';
 import { Producer } from '../queue/producer.js';
 import { pushRoutes } from '../receive/app.js';
@@ -13,11 +14,11 @@ export interface RunningReceiver {
 }
 
 /** The push routes over a producer, the quarantine and load shedding, on the receiver's Redis connection. */
-export function startReceiver(cfg: Config, redis: Redis, log: Logger): RunningReceiver {
-  const producer = new Producer(redis, producerOptions(cfg));
+export function startReceiver(cfg: Config, redis: Redis, log: Logger, metrics?: Metrics): RunningReceiver {
+  const producer = new Producer(redis, { ...producerOptions(cfg), metrics });
   const admission = new Admission(producer.queue, redis, admissionOptions(cfg));
   redis.on('ready', () => admission.start());
-  const routes = pushRoutes(producer, quarantineFor(cfg, redis, log), { ...receiverOptions(cfg, redis, log), admission });
+  const routes = pushRoutes(producer, quarantineFor(cfg, redis, log), { ...receiverOptions(cfg, redis, log), admission, metrics });
   return {
     routes,
     async close() {

@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import type { Config } from '../../config/index.js';
 import type { Logger } from '../../log/index.js';
+import type { Metrics } from '../../metrics/index.js';
 import { UpstreamClient } from '../../upstream/client/index.js';
 import { scheduleFuelSync, syncFuel } from '../sync/fuel.js';
 import { startWorker } from '../worker/index.js';
@@ -16,9 +17,9 @@ export interface RunningWorkers {
 }
 
 /** Workers writing queued records to InfluxDB, and the fuel sync when an upstream is configured. */
-export async function startWorkers(cfg: Config, log: Logger): Promise<RunningWorkers> {
+export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics): Promise<RunningWorkers> {
   const keys = keysOf(cfg);
-  const sink = pointSink(cfg);
+  const sink = pointSink(cfg, metrics);
   // Workers block on Redis; BullMQ requires them to retry commands indefinitely.
   const redis = new Redis(cfg.REDIS_URL, { maxRetriesPerRequest: null, retryStrategy: (t) => Math.min(t * 250, 2_000) });
   redis.on('error', (err) => log.debug({ err: err.message }, 'worker redis connection error'));
@@ -32,6 +33,7 @@ export async function startWorkers(cfg: Config, log: Logger): Promise<RunningWor
     flatten: flattenOptions(cfg),
     sink,
     log,
+    metrics,
   });
   const closers: Array<() => Promise<unknown>> = [() => worker.close(), () => sink.close()];
 

@@ -1,6 +1,7 @@
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../log/index.js';
+import type { Metrics } from '../../metrics/index.js';
 import type { PointSink } from '../write/sink.js';
 import type { FlattenOptions } from '../flatten/flatten.js';
 import { retryDelay, type RetryPolicy } from '../queue/retry.js';
@@ -21,6 +22,7 @@ export interface WorkerOptions {
   flatten: FlattenOptions;
   sink: PointSink;
   log: Logger;
+  metrics?: Metrics | undefined;
 }
 
 /** Pulls jobs from the queue and writes their points; run as many replicas as the store can take. */
@@ -43,12 +45,19 @@ export function startWorker(redis: Redis, opts: WorkerOptions): Worker {
     maxStalledCount: opts.maxStalls,
     settings: { backoffStrategy: (attemptsMade) => retryDelay(opts.retry, attemptsMade) },
   });
+  const m = opts.metrics;
   worker.on('completed', (job, res) => {
     opts.log.debug({ jobId: job.id, ...res }, 'job written');
+    if (!m) return;
+    for (const [measurement, n] of Object.entries(res.pointsBy)) m.pointsWritten.inc({ measurement }, n);
+    if (res.refused > 0) m.pointsRefused.inc(res.refused);
+    // From the enqueue (BullMQ stamps the job when Redis takes it, just before the sender's 202) to now.
+    m.receiveToWritten.observe((Date.now() - job.timestamp) / 1000);
   });
   worker.on('failed', (job, err) => {
     if (!job) return;
     const final = job.finishedOn !== undefined || job.attemptsMade >= (job.opts.attempts ?? 1);
+    (final ? m?.jobsFailed : m?.jobRetries)?.inc();
     opts.log[final ? 'error' : 'warn'](
       { jobId: job.id, attemptsMade: job.attemptsMade, err: err.message },
       final ? 'job failed for good; kept as dead letter' : 'job failed; will retry',

@@ -11,6 +11,8 @@ export interface ProcessResult {
   droppedFields: number;
   /** Points the store refused, moved to the quarantine with its error. */
   refused: number;
+  /** Points written, by measurement. */
+  pointsBy: Record<string, number>;
 }
 
 export interface ProcessorOptions {
@@ -54,6 +56,13 @@ export function createProcessor(opts: ProcessorOptions): (job: Job) => Promise<P
         }),
       );
     }
-    return { records: records.length, points: batch.lines.length - refused.length, droppedFields: batch.droppedFields, refused: refused.length };
+    const pointsBy: Record<string, number> = {};
+    const refusedAt = new Set(refused.map((r) => r.line));
+    for (let i = 0; i < batch.lines.length; i++) {
+      if (refusedAt.has(i)) continue;
+      const type = records[batch.sources[i]!]!.type;
+      pointsBy[type] = (pointsBy[type] ?? 0) + 1;
+    }
+    return { records: records.length, points: batch.lines.length - refused.length, droppedFields: batch.droppedFields, refused: refused.length, pointsBy };
   };
 }

@@ -1,6 +1,7 @@
 import { HttpError, InfluxDB } from '@influxdata/influxdb-client';
 import type { PointSink } from './sink.js';
 import { WriteError } from './sink.js';
+import type { Metrics } from '../../metrics/index.js';
 
 export interface InfluxSinkOptions {
   url: string;
@@ -8,6 +9,8 @@ export interface InfluxSinkOptions {
   org: string;
   bucket: string;
   timeoutMs: number;
+  /** Where requests are counted and timed. */
+  metrics?: Metrics | undefined;
 }
 
 /**
@@ -19,7 +22,10 @@ export class InfluxSink implements PointSink {
   private readonly influx: InfluxDB;
   private readonly path: string;
 
+  private readonly metrics: Metrics | undefined;
+
   constructor(opts: InfluxSinkOptions) {
+    this.metrics = opts.metrics;
     this.influx = new InfluxDB({ url: opts.url, token: opts.token || undefined, timeout: opts.timeoutMs });
     const q = new URLSearchParams({ bucket: opts.bucket, precision: 'ms' });
     if (opts.org) q.set('org', opts.org);
@@ -27,13 +33,19 @@ export class InfluxSink implements PointSink {
   }
 
   async write(lines: readonly string[]): Promise<void> {
+    const started = performance.now();
     try {
       await this.influx.transport.request(this.path, lines.join('\n'), {
         method: 'POST',
         headers: { 'content-type': 'text/plain; charset=utf-8' },
       });
+      this.metrics?.writeRequests.inc({ outcome: 'ok', status_class: '2xx' });
     } catch (err) {
-      throw toWriteError(err);
+      const e = toWriteError(err);
+      this.metrics?.writeRequests.inc({ outcome: e.retryable ? 'error' : 'refused', status_class: e.status === undefined ? 'none' : `${Math.floor(e.status / 100)}xx` });
+      throw e;
+    } finally {
+      this.metrics?.writeDuration.observe((performance.now() - started) / 1000);
     }
   }
 

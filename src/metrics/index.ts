@@ -1,0 +1,98 @@
+import { readFileSync } from 'node:fs';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * The service's metrics, one registry a process (receiver, worker or both), served in Prometheus'
+ * text format on the admin listener. Names follow Prometheus' conventions: one prefix, base units,
+ * `_total` counters. No vehicle and no token is ever a label; a sender's configured name is.
+ */
+export const PREFIX = 'telematics_';
+
+/** Seconds buckets from 1 ms to a minute: pushes, enqueues and writes are milliseconds, backlogs seconds. */
+const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+export class Metrics {
+  readonly registry = new Registry();
+
+  // The receiver.
+  readonly pushes = this.counter('pushes_total', 'Pushes answered, by route, status and sender', ['route', 'status', 'sender']);
+  readonly pushDuration = this.histogram('push_duration_seconds', 'Time from a push arriving to its answer', ['route']);
+  readonly receivedBytes = this.counter('received_bytes_total', 'Bytes of push bodies read (after decompression)', []);
+  readonly recordsReceived = this.counter('records_received_total', 'Records in pushes that parsed', []);
+  readonly recordsAccepted = this.counter('records_accepted_total', 'Records queued, by type', ['type']);
+  readonly recordsRejected = this.counter('records_rejected_total', 'Records refused by validation, by reason class', ['reason']);
+  readonly enqueueDuration = this.histogram('enqueue_duration_seconds', 'Redis round trip of an enqueue (one group commit)', []);
+
+  // The worker.
+  readonly pointsWritten = this.counter('points_written_total', 'Points InfluxDB accepted, by measurement', ['measurement']);
+  readonly pointsRefused = this.counter('points_refused_total', 'Points InfluxDB refused for good (quarantined)', []);
+  readonly writeRequests = this.counter('write_requests_total', 'Write requests to InfluxDB, by outcome and status class', ['outcome', 'status_class']);
+  readonly writeDuration = this.histogram('write_duration_seconds', 'Duration of one InfluxDB write request', []);
+  readonly jobRetries = this.counter('job_retries_total', 'Jobs that failed an attempt and will be retried', []);
+  readonly jobsFailed = this.counter('jobs_failed_total', 'Jobs that failed for good (dead letters)', []);
+  readonly receiveToWritten = this.histogram('receive_to_written_seconds', 'From a push’s enqueue (its 202) to InfluxDB confirming its points', [], [
+    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600,
+  ]);
+
+  // Sampled from Redis by any process that has one (see sampler.ts).
+  readonly queueJobs = this.gauge('queue_jobs', 'Jobs in the push queue, by state', ['state']);
+  readonly oldestWaitingAge = this.gauge('queue_oldest_waiting_age_seconds', 'Age of the oldest job waiting for a worker (the lag to scale on)', []);
+  readonly quarantineEntries = this.gauge('quarantine_entries', 'Entries in the quarantine stream', []);
+  readonly sampleErrors = this.counter('redis_sample_errors_total', 'Samples of the queue gauges that failed', []);
+
+  constructor(info: { version: string; mode: string }) {
+    collectDefaultMetrics({ register: this.registry });
+    this.gauge('build_info', 'The running build: version, Node.js and mode', ['version', 'node', 'mode']).set({ version: info.version, node: process.version, mode: info.mode }, 1);
+  }
+
+  /** The text a scrape gets. */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  private counter<L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L> {
+    return new Counter({ name: PREFIX + name, help, labelNames, registers: [this.registry] });
+  }
+
+  private gauge<L extends string>(name: string, help: string, labelNames: readonly L[]): Gauge<L> {
+    return new Gauge({ name: PREFIX + name, help, labelNames, registers: [this.registry] });
+  }
+
+  private histogram<L extends string>(name: string, help: string, labelNames: readonly L[], buckets = SECONDS): Histogram<L> {
+    return new Histogram({ name: PREFIX + name, help, labelNames, buckets, registers: [this.registry] });
+  }
+}
+
+/** The class of a validation reason, for a label: what was wrong, not the value (which is unbounded). */
+export function reasonClass(reason: string): string {
+  const m = /^(data\.time|vehicleno|type|data|nested|expected a push record)/.exec(reason);
+  switch (m?.[1]) {
+    case 'data.time':
+      return 'time';
+    case 'vehicleno':
+      return 'vehicleno';
+    case 'type':
+      return 'type';
+    case 'data':
+      return 'data';
+    case 'nested':
+      return 'nesting';
+    case 'expected a push record':
+      return 'not_a_record';
+    default:
+      return 'other';
+  }
+}
+
+/** The package's version, for build_info (package.json sits two levels above this file in src/ and in dist/). */
+export function packageVersion(): string {
+  try {
+    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string }).version ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
