@@ -15,6 +15,8 @@ export async function setup(project: TestProject): Promise<void> {
     [
       { bin: 'redis-server', pkg: 'redis-server' },
       { bin: 'influxd', pkg: 'influxdb' },
+      { bin: 'prometheus', pkg: 'prometheus' },
+      { bin: 'openssl', pkg: 'openssl' },
     ],
     (m) => console.log(m),
   );
