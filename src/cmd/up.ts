@@ -75,7 +75,7 @@ async function main(): Promise<void> {
     await redis?.stop();
     throw err;
   }
-  const log = createLogger(cfg.LOG_LEVEL === 'info' ? 'warn' : cfg.LOG_LEVEL);
+  const log = createLogger(cfg.LOG_LEVEL);
   log.debug({ config: redactedConfig(cfg) }, 'configuration');
   const service = await startService(cfg, log);
   say(`telematics-ingest (receiver + worker) at ${service.url}`);

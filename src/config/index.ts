@@ -53,6 +53,7 @@ const env = z.object({
   ADMIN_HOST: z.string().default('0.0.0.0'),
   ADMIN_PORT: int(0, 65_535).default(9464),
   METRICS_SAMPLE_INTERVAL: duration.default(5_000),
+  LOG_SUMMARY_INTERVAL: duration.default(60_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 
   REDIS_URL: z.string().trim().regex(/^rediss?:\/\//, 'expected redis://host:port or rediss://…').default('redis://127.0.0.1:6379'),

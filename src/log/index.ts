@@ -10,6 +10,8 @@ export function createLogger(level: string, name = 'telematics-ingest'): Logger 
   return pino({
     name,
     level,
+    // Level names ("warn"), not pino's numbers: what people and log pipelines search for.
+    formatters: { level: (label) => ({ level: label }) },
     redact: {
       paths: [
         'token',
@@ -22,6 +24,8 @@ export function createLogger(level: string, name = 'telematics-ingest'): Logger 
         'UPSTREAM_TOKEN',
         '*.UPSTREAM_TOKEN',
         'PUSH_TOKENS',
+        'PUSH_SIGNING_SECRETS',
+        '*.PUSH_SIGNING_SECRETS',
         '*.INFLUX_TOKEN',
         '*.PUSH_TOKENS',
       ],

@@ -13,7 +13,7 @@ let worker: ServiceProcess;
 
 beforeAll(async () => {
   await influxQuery(db, `CREATE DATABASE "${db}"`);
-  env = testEnv(db, { PUSH_TOKENS: TOKEN, LOG_LEVEL: 'debug' });
+  env = testEnv(db, { PUSH_TOKENS: TOKEN, LOG_LEVEL: 'debug', LOG_SUMMARY_INTERVAL: '1s' });
   [receiver, worker] = await Promise.all([spawnService('receiver', env), spawnService('worker', env)]);
 });
 afterAll(async () => {
@@ -40,8 +40,14 @@ it('runs receiver and worker as separate processes, and neither logs nor answers
   expect(await (await fetch(`${worker.url}/readyz`)).json()).toMatchObject({ data: { redis: true, influxdb: true } });
   expect(await (await fetch(`${receiver.url}/readyz`)).json()).toMatchObject({ data: { redis: true } });
 
+  // Level names, a 401 logged with its reason and source, and the summary line each process writes.
+  await waitUntil(async () => /"written":1,.*"msg":"summary"/.test(worker.output()) && /"received":1,/.test(receiver.output()), 5_000, 'summary lines');
   const logs = receiver.output() + worker.output();
   expect(logs).toContain('"msg":"telematics-ingest started"');
+  expect(logs).toMatch(/"level":"info".*"why":"unknown token","source":"127\.0\.0\.1".*"msg":"push refused: unauthorized"/);
+  const summary = receiver.output().split('\n').find((l) => l.includes('"received":1,'))!;
+  expect(JSON.parse(summary)).toMatchObject({ level: 'info', msg: 'summary', received: 1, rejected: 0, backlogJobs: expect.any(Number), lagSeconds: expect.any(Number) });
+  expect(JSON.parse(worker.output().split('\n').find((l) => l.includes('"msg":"summary"') && l.includes('"written":1'))!)).toMatchObject({ written: 1 });
   expect(logs).not.toContain(TOKEN);
   expect(logs).not.toContain(inject('influxToken'));
 });

@@ -2,6 +2,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Metrics, packageVersion } from '../../metrics/index.js';
 import { sampleQueue } from '../../metrics/sampler.js';
+import { logSummaries } from '../../metrics/summary.js';
 import { adminRoutes } from './admin.js';
 import type { Config } from '../../config/index.js';
 import type { Logger } from '../../log/index.js';
@@ -47,6 +48,7 @@ export async function startService(cfg: Config, log: Logger): Promise<RunningSer
   const sampledQueue = new Queue(keys.queue, { connection: redis });
   sampledQueue.on('error', () => {});
   const sampler = sampleQueue(metrics, sampledQueue, redis, keys.quarantine, cfg.METRICS_SAMPLE_INTERVAL);
+  const summaries = cfg.LOG_SUMMARY_INTERVAL > 0 ? logSummaries(metrics, log, cfg.LOG_SUMMARY_INTERVAL) : undefined;
 
   const http = await serveHttp(createApp({ push: receiver?.routes, health: healthRoutes(checks) }), cfg.HOST, cfg.PORT, httpLimits(cfg), httpTls(cfg));
   const admin = await serveHttp(adminRoutes(metrics), cfg.ADMIN_HOST, cfg.ADMIN_PORT, httpLimits(cfg));
@@ -63,6 +65,7 @@ export async function startService(cfg: Config, log: Logger): Promise<RunningSer
         await receiver?.close().catch((err: Error) => log.warn({ err: err.message }, 'error while closing'));
         await workers?.close();
         sampler.stop();
+        summaries?.stop();
         await sampledQueue.close().catch(() => {});
         await admin.close();
         redis.disconnect();
