@@ -1,15 +1,37 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { CONFIG_KEYS, loadConfig } from '../src/config/index.js';
+import { bullKey } from '../src/ingest/queue/keys.js';
 
 /** No Docker engine runs here; these keep docker-compose.yml, deploy/ and .env.example true by reading them. */
 
-type Service = { command?: string[]; environment?: Record<string, string>; build?: { context: string; dockerfile: string }; image?: string; volumes?: string[]; deploy?: { replicas?: number } };
+type Service = { healthcheck?: unknown; command?: string[]; environment?: Record<string, string>; build?: { context: string; dockerfile: string }; image?: string; volumes?: string[]; deploy?: { replicas?: number } };
 const compose = parse(readFileSync('docker-compose.yml', 'utf8'), { merge: true }) as { services: Record<string, Service> };
 const services = compose.services;
 
 describe('docker-compose.yml', () => {
+  it('is valid compose, as docker-compose itself reads it', () => {
+    const out = execFileSync('docker-compose', ['-f', 'docker-compose.yml', 'config', '-q'], { env: { ...process.env, PUSH_TOKENS: 'x', INFLUX_TOKEN: 'y' }, encoding: 'utf8' });
+    expect(out).toBe('');
+  });
+
+  it('pins every image, checks every service’s health, bounds Redis memory, and has Prometheus load the alert rules', () => {
+    for (const [name, s] of Object.entries(services)) {
+      expect(s.image, `${name} image`).toMatch(/:\d+\.\d+(\.\d+)?(-[a-z]+)?$|:v\d+\.\d+\.\d+$/);
+      expect(s.healthcheck, `${name} healthcheck`).toBeDefined();
+    }
+    expect(services.redis!.command!.join(' ')).toMatch(/--maxmemory \d+[kmg]b/);
+    expect(services.prometheus!.volumes).toContain('./deploy/prometheus/alerts.yml:/etc/prometheus/alerts.yml:ro');
+    const prom = parse(readFileSync('deploy/prometheus/prometheus.yml', 'utf8')) as { rule_files: string[]; scrape_configs: Array<{ dns_sd_configs: Array<{ names: string[]; port: number }> }> };
+    expect(prom.rule_files).toEqual(['/etc/prometheus/alerts.yml']);
+    expect(prom.scrape_configs.map((c) => c.dns_sd_configs[0]!.names[0]).sort()).toEqual(['receiver', 'worker']);
+    for (const c of prom.scrape_configs) expect(String(c.dns_sd_configs[0]!.port)).toBe(services.receiver!.environment!.ADMIN_PORT);
+    expect(readFileSync('deploy/Dockerfile', 'utf8')).toMatch(/^FROM node:(22|24)\.\d+-bookworm-slim/m);
+    expect(readFileSync('.dockerignore', 'utf8').split('\n')).toEqual(expect.arrayContaining(['node_modules', 'dist', '.git']));
+  });
+
   it('runs Redis with AOF persistence and noeviction, as BullMQ and "nothing lost" need', () => {
     const cmd = services.redis!.command!.join(' ');
     expect(cmd).toContain('--appendonly yes');
@@ -62,27 +84,78 @@ describe('deploy/Dockerfile', () => {
   });
 });
 
-describe('deploy/kubernetes', () => {
-  type Doc = { kind: string; data?: Record<string, string>; spec?: { template?: { spec: { terminationGracePeriodSeconds: number; containers: Array<{ args: string[]; env?: Array<{ name: string }>; readinessProbe: { httpGet: { path: string } }; livenessProbe: { httpGet: { path: string } } }> } } } };
-  const docs = ['config.yaml', 'receiver.yaml', 'worker.yaml'].flatMap((f) =>
-    parseAllDocuments(readFileSync(`deploy/kubernetes/${f}`, 'utf8')).map((d) => d.toJS() as Doc),
-  );
+describe('deploy/kubernetes (a kustomize base, rendered by kubectl kustomize)', () => {
+  type Container = {
+    args: string[];
+    env?: Array<{ name: string }>;
+    ports: Array<{ name: string; containerPort: number }>;
+    startupProbe?: { httpGet: { path: string } };
+    readinessProbe: { httpGet: { path: string } };
+    livenessProbe: { httpGet: { path: string } };
+    lifecycle?: { preStop?: { exec?: { command: string[] } } };
+    resources: { requests: { cpu: string; memory: string }; limits: { memory: string } };
+    securityContext: { allowPrivilegeEscalation: boolean; readOnlyRootFilesystem: boolean; capabilities: { drop: string[] } };
+  };
+  type Doc = {
+    kind: string;
+    metadata: { name: string; annotations?: Record<string, string> };
+    data?: Record<string, string>;
+    spec?: {
+      selector?: { matchLabels: Record<string, string> };
+      scaleTargetRef?: { name: string; kind?: string };
+      template?: { metadata: { labels: Record<string, string>; annotations: Record<string, string> }; spec: { terminationGracePeriodSeconds: number; securityContext: { runAsNonRoot: boolean; seccompProfile: { type: string } }; containers: Container[] } };
+      triggers?: Array<{ type: string; metadata: Record<string, string> }>;
+      metrics?: Array<{ resource: { name: string } }>;
+    };
+  };
+  const rendered = execFileSync('kubectl', ['kustomize', 'deploy/kubernetes'], { encoding: 'utf8' });
+  const docs = parseAllDocuments(rendered).map((d) => d.toJS() as Doc);
   const config = docs.find((d) => d.kind === 'ConfigMap')!.data!;
   const deployments = docs.filter((d) => d.kind === 'Deployment');
+  const named = (kind: string, name: string) => docs.find((d) => d.kind === kind && d.metadata.name === name)!;
+  const container = (name: string) => named('Deployment', name).spec!.template!.spec.containers[0]!;
 
   it('configures only settings the service knows', () => {
     for (const key of Object.keys(config)) expect(CONFIG_KEYS).toContain(key);
     for (const d of deployments) for (const e of d.spec!.template!.spec.containers[0]!.env ?? []) expect(CONFIG_KEYS).toContain(e.name);
   });
 
-  it('runs one receiver and one worker deployment, probed on /readyz and /healthz, with more grace than SHUTDOWN_GRACE', () => {
-    expect(deployments.map((d) => d.spec!.template!.spec.containers[0]!.args)).toEqual([['receiver'], ['worker']]);
+  it('runs receivers and workers locked down, probed, with more grace than a preStop pause and SHUTDOWN_GRACE, and scraped on the admin port', () => {
+    expect(deployments.map((d) => d.spec!.template!.spec.containers[0]!.args).sort()).toEqual([['receiver'], ['worker']]);
     const grace = loadConfig({ PUSH_AUTH: 'none', SHUTDOWN_GRACE: config.SHUTDOWN_GRACE }).SHUTDOWN_GRACE;
     for (const d of deployments) {
       const pod = d.spec!.template!.spec;
-      expect(pod.containers[0]!.readinessProbe.httpGet.path).toBe('/readyz');
-      expect(pod.containers[0]!.livenessProbe.httpGet.path).toBe('/healthz');
-      expect(pod.terminationGracePeriodSeconds * 1000).toBeGreaterThan(grace);
+      const c = pod.containers[0]!;
+      expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+      expect(c.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+      expect(c.startupProbe?.httpGet.path).toBe('/healthz');
+      expect(c.livenessProbe.httpGet.path).toBe('/healthz');
+      expect(c.resources.requests.cpu && c.resources.requests.memory && c.resources.limits.memory).toBeTruthy();
+      const preStop = Number(c.lifecycle?.preStop?.exec?.command[1] ?? 0) * 1000;
+      expect(pod.terminationGracePeriodSeconds * 1000).toBeGreaterThan(grace + preStop);
+      const admin = c.ports.find((p) => p.name === 'admin')!;
+      expect(String(admin.containerPort)).toBe(config.ADMIN_PORT);
+      expect(d.spec!.template!.metadata.annotations).toMatchObject({ 'prometheus.io/scrape': 'true', 'prometheus.io/port': config.ADMIN_PORT, 'prometheus.io/path': '/metrics' });
+    }
+    // A receiver stays in its Service while Redis is down, so senders get its 503 with Retry-After.
+    expect(container('telematics-receiver').readinessProbe.httpGet.path).toBe('/healthz');
+    expect(container('telematics-receiver').lifecycle?.preStop?.exec?.command[0]).toBe('sleep');
+    expect(container('telematics-worker').readinessProbe.httpGet.path).toBe('/readyz');
+  });
+
+  it('scales workers with KEDA on the queue the service uses and on the lag, receivers on CPU, and budgets disruptions', () => {
+    const scaled = named('ScaledObject', 'telematics-worker');
+    expect(scaled.spec!.scaleTargetRef!.name).toBe('telematics-worker');
+    const redis = scaled.spec!.triggers!.find((t) => t.type === 'redis')!;
+    expect(redis.metadata.listName).toBe(bullKey(config.QUEUE_NAME!, 'wait'));
+    expect(`redis://${redis.metadata.address}`).toBe(config.REDIS_URL);
+    expect(scaled.spec!.triggers!.find((t) => t.type === 'prometheus')!.metadata.query).toBe('max(telematics_queue_oldest_waiting_age_seconds)');
+    const hpa = named('HorizontalPodAutoscaler', 'telematics-receiver');
+    expect(hpa.spec!.scaleTargetRef).toMatchObject({ kind: 'Deployment', name: 'telematics-receiver' });
+    expect(hpa.spec!.metrics![0]!.resource.name).toBe('cpu');
+    for (const d of deployments) {
+      const pdb = docs.find((x) => x.kind === 'PodDisruptionBudget' && JSON.stringify(x.spec!.selector!.matchLabels) === JSON.stringify(d.spec!.selector!.matchLabels));
+      expect(pdb, `a PodDisruptionBudget for ${d.metadata.name}`).toBeDefined();
     }
   });
 });

@@ -2,6 +2,7 @@
  * What an operator reads: the real Prometheus scrapes a receiver and a worker run as separate
  * processes, and its counters equal what was sent, accepted, rejected and written.
  */
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freePort } from '../../src/devstack/process.js';
 import { influxQuery } from '../harness/influx.js';
@@ -82,3 +83,20 @@ it('counts pushes, records accepted and rejected, and points written, as Prometh
   expect(await value('max(telematics_queue_oldest_waiting_age_seconds)')).toBe(0);
   expect(await value('sum(telematics_receive_to_written_seconds_count)')).toBeGreaterThanOrEqual(4);
 }, 60_000);
+
+it('evaluates every PromQL expression of the pipeline-health dashboard without error, each with data', async () => {
+  const dash = JSON.parse(readFileSync('deploy/grafana/dashboards/pipeline.json', 'utf8')) as { panels: Array<{ title: string; targets: Array<{ expr: string }> }> };
+  // Grafana's macros as Grafana substitutes them for a short range.
+  const grafana = (expr: string) => expr.replaceAll('$__rate_interval', '1m').replaceAll('$__range', '5m');
+  const emptyNow = async () => {
+    const empty: string[] = [];
+    for (const p of dash.panels) {
+      for (const t of p.targets) if ((await prom.query(grafana(t.expr))).length === 0) empty.push(`${p.title}: ${t.expr}`);
+    }
+    return empty;
+  };
+  // A rate needs two scrapes inside its window: give Prometheus a few more seconds of them.
+  let empty: string[] = [];
+  await waitUntil(async () => (empty = await emptyNow()).length === 0, 20_000, 'every panel to have data').catch(() => undefined);
+  expect(empty).toEqual([]);
+});
