@@ -17,6 +17,8 @@ export async function setup(project: TestProject): Promise<void> {
       { bin: 'influxd', pkg: 'influxdb' },
       { bin: 'prometheus', pkg: 'prometheus' },
       { bin: 'openssl', pkg: 'openssl' },
+      { bin: 'kubectl', pkg: 'kubectl' },
+      { bin: 'docker-compose', pkg: 'docker-compose' },
     ],
     (m) => console.log(m),
   );
