@@ -53,6 +53,9 @@ const env = z.object({
   ADMIN_HOST: z.string().default('0.0.0.0'),
   ADMIN_PORT: int(0, 65_535).default(9464),
   METRICS_SAMPLE_INTERVAL: duration.default(5_000),
+  QUEUE_UI: z.enum(['on', 'off']).default('off'),
+  ADMIN_CREDENTIALS: z.string().optional(),
+  ADMIN_AUTH: z.enum(['basic', 'none']).default('basic'),
   LOG_SUMMARY_INTERVAL: duration.default(60_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 
@@ -154,6 +157,9 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     problems.push('PUSH_TOKENS: set at least one token, or PUSH_AUTH=none to accept unauthenticated pushes on purpose');
   }
   problems.push(...parseSenders(cfg.PUSH_TOKENS, cfg.PUSH_SIGNING_SECRETS).problems);
+  if (cfg.QUEUE_UI === 'on' && cfg.ADMIN_AUTH === 'basic' && !/^[^:]+:.{12,}$/.test(cfg.ADMIN_CREDENTIALS ?? '')) {
+    problems.push('ADMIN_CREDENTIALS: the queue UI (QUEUE_UI=on) needs user:password (a password of 12+ characters), or ADMIN_AUTH=none to expose it on purpose');
+  }
   if (Boolean(cfg.TLS_CERT) !== Boolean(cfg.TLS_KEY)) problems.push('TLS_CERT, TLS_KEY: set both (PEM files) to serve HTTPS, or neither');
   if (cfg.TLS_CLIENT_CA && !cfg.TLS_CERT) problems.push('TLS_CLIENT_CA: needs TLS_CERT and TLS_KEY (client certificates are asked for over TLS only)');
   if (cfg.UPSTREAM_URL && !cfg.UPSTREAM_TOKEN) problems.push('UPSTREAM_TOKEN: required when UPSTREAM_URL is set');
@@ -170,6 +176,7 @@ export function redactedConfig(cfg: Config): Record<string, unknown> {
     UPSTREAM_TOKEN: cfg.UPSTREAM_TOKEN ? '[set]' : '[empty]',
     PUSH_TOKENS: `[${cfg.PUSH_TOKENS.length} token(s)]`,
     PUSH_SIGNING_SECRETS: `[${cfg.PUSH_SIGNING_SECRETS.length} secret(s)]`,
+    ADMIN_CREDENTIALS: cfg.ADMIN_CREDENTIALS ? '[set]' : '[unset]',
     REDIS_URL: cfg.REDIS_URL.replace(/\/\/[^@/]*@/, '//[credentials]@'),
   };
 }

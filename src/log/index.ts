@@ -25,6 +25,8 @@ export function createLogger(level: string, name = 'telematics-ingest'): Logger 
         '*.UPSTREAM_TOKEN',
         'PUSH_TOKENS',
         'PUSH_SIGNING_SECRETS',
+        'ADMIN_CREDENTIALS',
+        '*.ADMIN_CREDENTIALS',
         '*.PUSH_SIGNING_SECRETS',
         '*.INFLUX_TOKEN',
         '*.PUSH_TOKENS',

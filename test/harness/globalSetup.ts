@@ -19,6 +19,7 @@ export async function setup(project: TestProject): Promise<void> {
       { bin: 'openssl', pkg: 'openssl' },
       { bin: 'kubectl', pkg: 'kubectl' },
       { bin: 'docker-compose', pkg: 'docker-compose' },
+      { bin: 'chromium', pkg: 'chromium' },
     ],
     (m) => console.log(m),
   );

@@ -1,9 +1,32 @@
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { HonoAdapter } from '@bull-board/hono';
+import { serveStatic } from '@hono/node-server/serve-static';
+import type { Queue } from 'bullmq';
 import { Hono } from 'hono';
+import { basicAuth } from 'hono/basic-auth';
 import type { Metrics } from '../../metrics/index.js';
 
-/** The admin listener's routes: what operators and Prometheus reach, apart from the port senders reach. */
-export function adminRoutes(metrics: Metrics): Hono {
+export const QUEUE_UI_PATH = '/admin/queues';
+
+/**
+ * The admin listener's routes: what operators and Prometheus reach, apart from the port senders
+ * reach. `/metrics` always; the queue UI (bull-board: the push queue and its failed jobs, the dead
+ * letter) when given a queue, behind basic auth unless `credentials` is undefined on purpose.
+ */
+export function adminRoutes(metrics: Metrics, ui?: { queue: Queue; credentials: { username: string; password: string } | undefined }): Hono {
   const app = new Hono();
   app.get('/metrics', async (c) => c.body(await metrics.text(), 200, { 'Content-Type': metrics.contentType }));
+  if (ui) {
+    const board = new HonoAdapter(serveStatic);
+    createBullBoard({ queues: [new BullMQAdapter(ui.queue)], serverAdapter: board, options: { uiConfig: { boardTitle: 'telematics-ingest' } } });
+    board.setBasePath(QUEUE_UI_PATH);
+    if (ui.credentials) {
+      // The UI's own static files (scripts, styles, translations) hold nothing of ours; the page and its API do.
+      const auth = basicAuth({ ...ui.credentials, realm: 'telematics-ingest admin' });
+      app.use(`${QUEUE_UI_PATH}/*`, (c, next) => (c.req.path.startsWith(`${QUEUE_UI_PATH}/static/`) ? next() : auth(c, next)));
+    }
+    app.route(QUEUE_UI_PATH, board.registerPlugin());
+  }
   return app;
 }

@@ -84,6 +84,13 @@ export function httpTls(cfg: Config): HttpTls | undefined {
   return { cert: cfg.TLS_CERT, key: cfg.TLS_KEY, ...(cfg.TLS_CLIENT_CA ? { clientCa: cfg.TLS_CLIENT_CA } : {}) };
 }
 
+/** The queue UI's basic-auth user, or undefined when ADMIN_AUTH=none exposes it on purpose. */
+export function adminCredentials(cfg: Config): { username: string; password: string } | undefined {
+  if (cfg.ADMIN_AUTH === 'none' || !cfg.ADMIN_CREDENTIALS) return undefined;
+  const colon = cfg.ADMIN_CREDENTIALS.indexOf(':');
+  return { username: cfg.ADMIN_CREDENTIALS.slice(0, colon), password: cfg.ADMIN_CREDENTIALS.slice(colon + 1) };
+}
+
 export function flattenOptions(cfg: Config): FlattenOptions {
   return { temperatureSentinels: cfg.CAN_TEMP_SENTINELS };
 }

@@ -12,7 +12,7 @@ import { startReceiver, type RunningReceiver } from './receiver.js';
 import { checkRedisSettings } from './redisChecks.js';
 import { startWorkers, type RunningWorkers } from './workers.js';
 
-import { httpLimits, httpTls, keysOf } from './components.js';
+import { adminCredentials, httpLimits, httpTls, keysOf } from './components.js';
 
 export { retryPolicy } from './components.js';
 
@@ -51,7 +51,8 @@ export async function startService(cfg: Config, log: Logger): Promise<RunningSer
   const summaries = cfg.LOG_SUMMARY_INTERVAL > 0 ? logSummaries(metrics, log, cfg.LOG_SUMMARY_INTERVAL) : undefined;
 
   const http = await serveHttp(createApp({ push: receiver?.routes, health: healthRoutes(checks) }), cfg.HOST, cfg.PORT, httpLimits(cfg), httpTls(cfg));
-  const admin = await serveHttp(adminRoutes(metrics), cfg.ADMIN_HOST, cfg.ADMIN_PORT, httpLimits(cfg));
+  const ui = cfg.QUEUE_UI === 'on' ? { queue: sampledQueue, credentials: adminCredentials(cfg) } : undefined;
+  const admin = await serveHttp(adminRoutes(metrics, ui), cfg.ADMIN_HOST, cfg.ADMIN_PORT, httpLimits(cfg));
   log.info({ mode: cfg.SERVICE_MODE, url: http.url, admin: admin.url, queue: cfg.QUEUE_NAME }, 'telematics-ingest started');
 
   let closing: Promise<void> | undefined;
