@@ -1,6 +1,8 @@
 /** What a command may touch of the process, so that commands can be run with other streams. */
 export interface Output {
   write(chunk: string): unknown;
+  /** True on a terminal: progress is then drawn in place. */
+  isTTY?: boolean;
 }
 
 export interface Input extends NodeJS.ReadableStream {

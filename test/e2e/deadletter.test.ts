@@ -48,6 +48,17 @@ it('lists, shows, replays (idempotently) and purges failed jobs and quarantined 
   expect(job).toMatchObject({ stage: 'job', records: 3 });
   expect(job.reason).toMatch(/^retry span of 1000 ms exhausted; last error: InfluxDB answered 404: database not found/);
 
+  // Filters and totals, as an operator narrows the list down.
+  const ids = async (...args: string[]) => (JSON.parse((await cli('list', '--json', ...args)).stdout) as Array<{ id: string }>).map((i) => i.id);
+  expect(await ids('--stage', 'receive')).toEqual([q.id]);
+  expect(await ids('--stage', 'job')).toEqual([job.id]);
+  expect((await ids('--vehicle', 'DL-1')).sort()).toEqual([q.id, job.id].sort());
+  expect(await ids('--vehicle', 'NOT-THERE')).toEqual([]);
+  expect(await ids('--delivery', (items.find((i) => i.id === q.id) as { deliveryId?: string }).deliveryId!)).toEqual([q.id]);
+  expect(await ids('--since', 'now')).toEqual([]);
+  expect((await cli('list')).stdout).toMatch(/\n2 item\(s\): 1 quarantined \(receive 1, write 0\), 1 failed job\(s\)\n$/);
+  expect(await cli('list', '--stage', 'nope')).toMatchObject({ code: 2 });
+
   const shown = await cli('show', job.id, '--json');
   expect(JSON.parse(shown.stdout).records).toEqual(good.map((g) => ({ vehicleno: 'DL-1', type: 'can', time: g.data.time, fields: { soc: g.data.soc } })));
 

@@ -1,6 +1,7 @@
 /** `telematics-deadletter`: the dead letter's commands on the one CLI framework (`src/cli`). */
 import { Redis } from 'ioredis';
-import { parse } from '../../cli/args.js';
+import { parse, parseTime } from '../../cli/args.js';
+import { progress } from '../../cli/progress.js';
 import { type Command, showHelp } from '../../cli/command.js';
 import { EXIT, UsageError, type ErrorClassifier } from '../../cli/exit.js';
 import { table } from '../../cli/format.js';
@@ -9,7 +10,7 @@ import type { Program } from '../../cli/program.js';
 import { ConfigError, loadConfig } from '../../config/index.js';
 import { Producer } from '../queue/producer.js';
 import { keysOf, producerOptions } from '../service/components.js';
-import { DeadLetters, type DeadLetterItem } from './index.js';
+import { DeadLetters, type DeadLetterItem, type ListFilter } from './index.js';
 
 const SOURCES = ['quarantine', 'failed', 'all'] as const;
 type Source = (typeof SOURCES)[number];
@@ -17,23 +18,49 @@ type Source = (typeof SOURCES)[number];
 const SELECT_OPTIONS = {
   source: { type: 'string' },
   limit: { type: 'string' },
+  stage: { type: 'string' },
+  delivery: { type: 'string' },
+  vehicle: { type: 'string' },
+  since: { type: 'string' },
+  until: { type: 'string' },
   all: { type: 'boolean' },
   json: { type: 'boolean' },
 } as const;
 
+const FILTER_HELP = `Filters: --source quarantine|failed|all, --stage receive|write|job, --delivery <id>, --vehicle <vehicleno>,
+  --since <date>, --until <date> (ISO 8601, epoch s or ms, or "now"), --limit N (of each source, default 1000)
+`;
+
 const SETTINGS_HELP = `Settings: REDIS_URL (required: the Redis the service uses), QUEUE_NAME (as for the service).\n`;
 
-interface Selection {
-  source: Source;
-  limit: number;
-}
+const STAGES = ['receive', 'write', 'job'] as const;
 
-function selection(values: { source?: string | undefined; limit?: string | undefined }, command: string): Selection {
+function selection(
+  values: { source?: string | undefined; limit?: string | undefined; stage?: string | undefined; delivery?: string | undefined; vehicle?: string | undefined; since?: string | undefined; until?: string | undefined },
+  command: string,
+): ListFilter {
   const source = (values.source ?? 'all') as Source;
   if (!SOURCES.includes(source)) throw new UsageError(`--source must be quarantine, failed or all, not "${values.source}"`, command);
   const limit = values.limit === undefined ? 1000 : Number(values.limit);
   if (!Number.isInteger(limit) || limit < 1) throw new UsageError('--limit must be a whole number above 0', command);
-  return { source, limit };
+  const stage = values.stage as ListFilter['stage'];
+  if (stage !== undefined && !STAGES.includes(stage)) throw new UsageError(`--stage must be receive, write or job, not "${values.stage}"`, command);
+  const now = Date.now();
+  return {
+    source,
+    limit,
+    ...(stage ? { stage } : {}),
+    ...(values.delivery ? { deliveryId: values.delivery } : {}),
+    ...(values.vehicle ? { vehicle: values.vehicle } : {}),
+    ...(values.since ? { since: parseTime(values.since, '--since', command, now) } : {}),
+    ...(values.until ? { until: parseTime(values.until, '--until', command, now) } : {}),
+  };
+}
+
+/** `12 item(s): 10 quarantined (receive 9, write 1), 2 failed job(s)`. */
+function totals(items: readonly DeadLetterItem[]): string {
+  const count = (f: (i: DeadLetterItem) => boolean) => items.filter(f).length;
+  return `${items.length} item(s): ${count((i) => i.source === 'quarantine')} quarantined (receive ${count((i) => i.stage === 'receive')}, write ${count((i) => i.stage === 'write')}), ${count((i) => i.source === 'failed-job')} failed job(s)`;
 }
 
 /** The dead letter of the Redis the environment names; closed when `use` settles. */
@@ -57,7 +84,7 @@ async function withDeadLetters<T>(io: CliIO, use: (dl: DeadLetters) => Promise<T
 }
 
 /** Ids given, or every listed item with --all. */
-async function targets(dl: DeadLetters, ids: string[], values: { all?: boolean | undefined }, sel: Selection, command: string): Promise<string[]> {
+async function targets(dl: DeadLetters, ids: string[], values: { all?: boolean | undefined }, sel: ListFilter, command: string): Promise<string[]> {
   if (values.all) return (await dl.list(sel)).map((i) => i.id);
   if (ids.length === 0) throw new UsageError(`${command} needs ids, or --all`, command);
   return ids;
@@ -68,7 +95,7 @@ const line = (io: CliIO, s: string) => io.stdout.write(`${s}\n`);
 const list: Command = {
   name: 'list',
   summary: 'what did not land, oldest first',
-  help: `Usage: telematics-deadletter list [--source quarantine|failed|all] [--limit N] [--json]\n\nLists quarantined records and failed jobs: id, stage, time, records, reason.\n${SETTINGS_HELP}`,
+  help: `Usage: telematics-deadletter list [filters] [--json]\n\nLists quarantined records and failed jobs: id, stage, time, records, reason; then the totals.\n${FILTER_HELP}${SETTINGS_HELP}`,
   async run(args, io) {
     const { values } = parse(this.name, args, SELECT_OPTIONS);
     if (values.help) return showHelp(io, this.help);
@@ -86,6 +113,7 @@ const list: Command = {
           { header: 'REASON', value: (i) => i.reason.replace(/\s+/g, ' ').slice(0, 100) },
         ]),
       );
+      line(io, totals(items));
     }
     return EXIT.ok;
   },
@@ -113,17 +141,25 @@ const show: Command = {
 const replay: Command = {
   name: 'replay',
   summary: 'validate again and queue what passes',
-  help: `Usage: telematics-deadletter replay <id>... | --all [--source ...] [--json]\n\nIdempotent: replayed records rewrite the same points; an item is removed only once its records are queued again.\nExit 1 when an item is kept (still invalid).\n${SETTINGS_HELP}`,
+  help: `Usage: telematics-deadletter replay <id>... | --all [filters] [--json]\n\nIdempotent: replayed records rewrite the same points; an item is removed only once its records are queued again.\nExit 1 when an item is kept (still invalid).\n${SETTINGS_HELP}`,
   async run(args, io) {
     const { values, positionals } = parse(this.name, args, SELECT_OPTIONS);
     if (values.help) return showHelp(io, this.help);
     const sel = selection(values, this.name);
     const kept = await withDeadLetters(io, async (dl) => {
       let n = 0;
-      for (const id of await targets(dl, positionals, values, sel, this.name)) {
-        const r = await dl.replay(id);
-        if (!r.ok) n++;
-        line(io, values.json ? JSON.stringify(r) : `${r.ok ? 'replayed' : 'kept    '}  ${id}  ${r.detail}`);
+      let done = 0;
+      const ids = await targets(dl, positionals, values, sel, this.name);
+      const shown = values.all ? progress(io.stderr, () => `replay: ${done} of ${ids.length} (${n} kept)`) : undefined;
+      try {
+        for (const id of ids) {
+          const r = await dl.replay(id);
+          done++;
+          if (!r.ok) n++;
+          line(io, values.json ? JSON.stringify(r) : `${r.ok ? 'replayed' : 'kept    '}  ${id}  ${r.detail}`);
+        }
+      } finally {
+        shown?.stop();
       }
       return n;
     });
@@ -134,7 +170,7 @@ const replay: Command = {
 const purge: Command = {
   name: 'purge',
   summary: 'delete for good (needs --yes)',
-  help: `Usage: telematics-deadletter purge <id>... | --all [--source ...] --yes\n\nExit 1 when an item was not found.\n${SETTINGS_HELP}`,
+  help: `Usage: telematics-deadletter purge <id>... | --all [filters] --yes\n\nExit 1 when an item was not found.\n${SETTINGS_HELP}`,
   async run(args, io) {
     const { values, positionals } = parse(this.name, args, { ...SELECT_OPTIONS, yes: { type: 'boolean' } });
     if (values.help) return showHelp(io, this.help);

@@ -27,6 +27,37 @@ export interface DeadLetterItem {
   at: number;
   reason: string;
   records: number;
+  /** The push's delivery id, for quarantine entries. */
+  deliveryId?: string;
+}
+
+export interface ListFilter {
+  source?: 'quarantine' | 'failed' | 'all';
+  limit?: number;
+  stage?: DeadLetterItem['stage'];
+  deliveryId?: string;
+  vehicle?: string;
+  /** Epoch ms, inclusive. */
+  since?: number;
+  until?: number;
+}
+
+const inTime = (at: number, f: ListFilter) => (f.since === undefined || at >= f.since) && (f.until === undefined || at <= f.until);
+
+function quarantineMatches(e: QuarantineEntry, f: ListFilter): boolean {
+  if (f.stage !== undefined && e.stage !== f.stage) return false;
+  if (f.deliveryId !== undefined && e.deliveryId !== f.deliveryId) return false;
+  if (!inTime(e.receivedAt, f)) return false;
+  // The plate as the entry holds it: a record's JSON (raw stays a JSON text, maybe cut).
+  return f.vehicle === undefined || e.raw.includes(`"vehicleno":${JSON.stringify(f.vehicle)}`);
+}
+
+function safeRecords(j: Job): TelemetryRecord[] {
+  try {
+    return decodeJob(j.data);
+  } catch {
+    return [];
+  }
 }
 
 export interface ReplayOutcome {
@@ -50,16 +81,36 @@ export class DeadLetters {
     this.queue.on('error', () => {});
   }
 
-  async list(opts: { source?: 'quarantine' | 'failed' | 'all'; limit?: number } = {}): Promise<DeadLetterItem[]> {
+  /** Items oldest first, filtered; at most `limit` of each source. */
+  async list(opts: ListFilter = {}): Promise<DeadLetterItem[]> {
     const limit = opts.limit ?? 100;
     const out: DeadLetterItem[] = [];
-    if (opts.source !== 'failed') {
-      for (const e of await this.quarantine.list({ count: limit })) {
-        out.push({ id: e.id, source: 'quarantine', stage: e.stage, at: e.receivedAt, reason: e.reason, records: 1 });
+    if (opts.source !== 'failed' && opts.stage !== 'job') {
+      let after: string | undefined;
+      let taken = 0;
+      // Pages of the stream until `limit` entries pass the filter (a filter may skip many).
+      for (;;) {
+        const page = await this.quarantine.list({ count: 500, ...(after ? { after } : {}) });
+        for (const e of page) {
+          if (taken < limit && quarantineMatches(e, opts)) {
+            out.push({ id: e.id, source: 'quarantine', stage: e.stage, at: e.receivedAt, reason: e.reason, records: 1, deliveryId: e.deliveryId });
+            taken++;
+          }
+        }
+        if (page.length < 500 || taken >= limit) break;
+        after = page[page.length - 1]!.id;
       }
     }
-    if (opts.source !== 'quarantine') {
-      for (const j of await this.queue.getFailed(0, limit - 1)) out.push(jobItem(j));
+    if (opts.source !== 'quarantine' && (opts.stage === undefined || opts.stage === 'job') && opts.deliveryId === undefined) {
+      let taken = 0;
+      for (const j of await this.queue.getFailed(0, -1)) {
+        if (taken >= limit) break;
+        const item = jobItem(j);
+        if (!inTime(item.at, opts)) continue;
+        if (opts.vehicle !== undefined && !safeRecords(j).some((r) => r.vehicleno === opts.vehicle)) continue;
+        out.push(item);
+        taken++;
+      }
     }
     return out;
   }

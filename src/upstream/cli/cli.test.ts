@@ -44,12 +44,12 @@ function run(args: string[], opts: { env?: Record<string, string>; input?: strin
 }
 
 /** The same CLI in this process, for the many cases where a process adds nothing but time. */
-async function runHere(args: string[], opts: { env?: Record<string, string>; input?: string; tty?: boolean } = {}): Promise<Run> {
+async function runHere(args: string[], opts: { env?: Record<string, string>; input?: string; tty?: boolean; stderrTty?: boolean } = {}): Promise<Run> {
   let stdout = '';
   let stderr = '';
   const io: CliIO = {
     stdout: { write: (s: string) => (stdout += s) },
-    stderr: { write: (s: string) => (stderr += s) },
+    stderr: { write: (s: string) => (stderr += s), isTTY: opts.stderrTty === true },
     stdin: Object.assign(Readable.from([opts.input ?? '']), { isTTY: opts.tty === true }),
     env: { UPSTREAM_URL: emu.url, UPSTREAM_TOKEN: TOKEN, ...opts.env },
     interrupted: () => new Promise(() => {}),
@@ -171,6 +171,11 @@ describe.concurrent('telematics as a child process', () => {
       expect(ok.code).toBe(0);
       expect(JSON.parse(ok.stdout)).toMatchObject({ sent: 30, deliveries: 3, acknowledged: 30, rejected: 0, failed: 0, errors: [] });
       expect(received).toHaveLength(30);
+      // On a terminal, progress is drawn in place on stderr while the feed runs; the summary stays on stdout.
+      const live = await runHere(['feed', '--url', url, '--count', '60', '--bulk-size', '10', '--rate', '100', '--json'], { env: { PUSH_TOKEN: 'push-tok' }, stderrTty: true });
+      expect(live.code).toBe(0);
+      expect(live.stderr).toMatch(/\r\x1b\[Kfeed \ds: \d+ acknowledged of \d+ sent \(\d+ records\/s\), 0 retries, 0 rejected, 0 failed/);
+      expect(JSON.parse(live.stdout)).toMatchObject({ acknowledged: 60 });
       const refused = await run(['feed', '--url', url, '--count', '5', '--rate', 'inf', '--token', 'bad', '--json']);
       expect(refused.code).toBe(1);
       expect(JSON.parse(refused.stdout)).toMatchObject({ acknowledged: 0, rejected: 5, errors: ['unauthorized: no'] });

@@ -78,6 +78,8 @@ export interface FeedOptions {
   signal?: AbortSignal;
   /** Called after each delivery with the records it got acknowledged. */
   onAck?: (records: PushRecord[], delivery: DeliveryInfo) => void;
+  /** Called after each delivery, retried or not, with the result so far (for progress; do not keep it). */
+  onProgress?: (soFar: Readonly<FeedResult>) => void;
 }
 
 export interface RejectedRecord {
@@ -264,11 +266,13 @@ export class PushFeed {
         const { status } = outcome;
         if (status >= 200 && status < 300) {
           this.settle(items, outcome.body, status, { kind, deliveryId: undefined, attempts: attempt });
+          this.config.onProgress?.(this.result);
           return;
         }
         if (!isRetryableStatus(status)) {
           const error = describeFailure(outcome.body, status);
           for (const item of items) this.result.rejected.push({ record: item.record, injected: !item.valid, error, status });
+          this.config.onProgress?.(this.result);
           return;
         }
         lastError = `HTTP ${status}`;
@@ -286,6 +290,7 @@ export class PushFeed {
     if (this.config.signal?.aborted) lastError = 'aborted';
     this.result.failedDeliveries += 1;
     for (const item of items) this.result.failed.push({ record: item.record, error: lastError });
+    this.config.onProgress?.(this.result);
   }
 
   private async attempt(url: string, body: string, webhookId: string): Promise<Attempt> {

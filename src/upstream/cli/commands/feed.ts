@@ -1,6 +1,7 @@
 /** feed: run the push feed at a receiver. */
 import type { FeedMode, FeedResult } from '../../emulator/feed.js';
 import { noPositionals, parse, parseDurationFlag, parseNumber } from '../../../cli/args.js';
+import { elapsed, progress } from '../../../cli/progress.js';
 import { type Command, showHelp } from '../../../cli/command.js';
 import { EXIT, UsageError } from '../../../cli/exit.js';
 import { printJson, table } from '../../../cli/format.js';
@@ -72,7 +73,16 @@ injected invalid ones); 3 deliveries failed (attempts exhausted) or went unconfi
       controller.abort();
     });
     const { runFeed } = await import('../../emulator/feed.js');
+    const started = Date.now();
+    let soFar: { acknowledged: number; sent: number; retries: number; failed: number; rejected: number } = { acknowledged: 0, sent: 0, retries: 0, failed: 0, rejected: 0 };
+    const shown = progress(io.stderr, () => {
+      const ms = Date.now() - started;
+      return `feed ${elapsed(ms)}: ${soFar.acknowledged} acknowledged of ${soFar.sent} sent (${Math.round((soFar.acknowledged * 1000) / Math.max(1, ms))} records/s), ${soFar.retries} retries, ${soFar.rejected} rejected, ${soFar.failed} failed`;
+    });
     const result = await runFeed({
+      onProgress: (r) => {
+        soFar = { acknowledged: r.acknowledged.length, sent: r.sent, retries: r.retries, failed: r.failed.length, rejected: r.rejected.length };
+      },
       url: values.url,
       ...(token ? { token } : {}),
       ...(signingSecret ? { signingSecret } : {}),
@@ -88,7 +98,7 @@ injected invalid ones); 3 deliveries failed (attempts exhausted) or went unconfi
       vehicles: opt(values.vehicles, (s) => parseNumber(s, '--vehicles', n, { integer: true, min: 1 })),
       invalidRatio: opt(values['invalid-ratio'], (s) => parseNumber(s, '--invalid-ratio', n, { min: 0, max: 1 })),
       signal: controller.signal,
-    });
+    }).finally(() => shown.stop());
     const summary = summarise(result);
     if (values.json) printJson(io.stdout, summary);
     else io.stdout.write(table(Object.entries(summary).filter(([k]) => k !== 'errors'), [
