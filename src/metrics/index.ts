@@ -38,6 +38,7 @@ export class Metrics {
   readonly queueJobs = this.gauge('queue_jobs', 'Jobs in the push queue, by state', ['state']);
   readonly oldestWaitingAge = this.gauge('queue_oldest_waiting_age_seconds', 'Age of the oldest job waiting for a worker (the lag to scale on)', []);
   readonly quarantineEntries = this.gauge('quarantine_entries', 'Entries in the quarantine stream', []);
+  readonly quarantineMaxEntries = this.gauge('quarantine_max_entries', 'QUARANTINE_MAX_ENTRIES: beyond it the oldest entries are dropped', []);
   readonly sampleErrors = this.counter('redis_sample_errors_total', 'Samples of the queue gauges that failed', []);
 
   constructor(info: { version: string; mode: string }) {

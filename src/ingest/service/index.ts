@@ -40,6 +40,7 @@ export async function startService(cfg: Config, log: Logger): Promise<RunningSer
   const checks: HealthCheck[] = [{ name: 'redis', check: async () => redis.status === 'ready' && (await redis.ping()) === 'PONG' }];
 
   const metrics = new Metrics({ version: packageVersion(), mode: cfg.SERVICE_MODE });
+  metrics.quarantineMaxEntries.set(cfg.QUARANTINE_MAX_ENTRIES);
   const receiver: RunningReceiver | undefined = cfg.SERVICE_MODE !== 'worker' ? startReceiver(cfg, redis, log, metrics) : undefined;
   const workers: RunningWorkers | undefined = cfg.SERVICE_MODE !== 'receiver' ? await startWorkers(cfg, log, metrics) : undefined;
   if (workers) checks.push(...workers.checks);
