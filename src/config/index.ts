@@ -102,6 +102,7 @@ const env = z.object({
     .transform((xs) => xs.map(Number))
     .default([-40]),
 
+  PACK_HEALTH: z.enum(['on', 'off']).default('on'),
   SHUTDOWN_GRACE: duration.default(25_000),
   HTTP_REQUEST_TIMEOUT: duration.default(30_000),
   HTTP_HEADERS_TIMEOUT: duration.default(10_000),

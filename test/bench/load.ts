@@ -217,7 +217,7 @@ async function run(cmd: Command, ready: () => Promise<void>): Promise<LoadResult
       for (const r of records(data, cmd.kind, cmd.from, cmd.count)) {
         const v = validateRecord(r, BenchData.timeOf(0));
         if (!v.ok) throw new Error(v.error);
-        lines.push(...flattenRecords([v.record], { temperatureSentinels: [-40] }).lines);
+        lines.push(...flattenRecords([v.record], { temperatureSentinels: [-40], packHealth: true }).lines);
       }
       const reqs: Req[] = [];
       for (let i = 0; i < lines.length; i += cmd.batchLines) {

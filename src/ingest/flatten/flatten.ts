@@ -1,6 +1,7 @@
 import type { TelemetryRecord } from '../../telemetry/record.js';
 import { temperatureSensorNumber } from '../../telemetry/fields.js';
 import { escapeTag, formatFloat } from '../../telemetry/lineProtocol.js';
+import { PACK_MEASUREMENT, packHealth } from './packHealth.js';
 
 /**
  * Record → one line of line protocol: measurement = the record's type (`gps` or `can`), tag
@@ -11,6 +12,8 @@ import { escapeTag, formatFloat } from '../../telemetry/lineProtocol.js';
 export interface FlattenOptions {
   /** Temperature readings equal to one of these are an unused sensor, not a temperature. */
   temperatureSentinels: readonly number[];
+  /** Also write each CAN record's pack-health point (`can_pack`, packHealth.ts); PACK_HEALTH. */
+  packHealth?: boolean;
 }
 
 export interface Flattened {
@@ -87,7 +90,7 @@ export function flattenRecord(record: TelemetryRecord, opts: FlattenOptions): Fl
 
 export interface FlattenBatch {
   lines: string[];
-  /** `sources[i]` is the index in the input of the record `lines[i]` was made from. */
+  /** `sources[i]` is the index in the input of the record `lines[i]` was made from (a record's `can_pack` point too). */
   sources: number[];
   droppedFields: number;
   emptyRecords: number;
@@ -99,12 +102,20 @@ export function flattenRecords(records: readonly TelemetryRecord[], opts: Flatte
   let droppedFields = 0;
   let emptyRecords = 0;
   for (let i = 0; i < records.length; i++) {
-    const f = flattenRecord(records[i]!, opts);
+    const record = records[i]!;
+    const f = flattenRecord(record, opts);
     droppedFields += f.dropped.length;
     if (f.line === undefined) emptyRecords++;
     else {
       lines.push(f.line);
       sources.push(i);
+    }
+    if (opts.packHealth && record.type === 'can') {
+      const pack = packHealth(record.fields, opts.temperatureSentinels);
+      if (pack) {
+        lines.push(`${PACK_MEASUREMENT},vehicleno=${tag(record.vehicleno)} ${Object.entries(pack).map(([k, v]) => `${k}=${formatFloat(v)}`).join(',')} ${record.time}`);
+        sources.push(i);
+      }
     }
   }
   return { lines, sources, droppedFields, emptyRecords };

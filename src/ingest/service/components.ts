@@ -92,7 +92,7 @@ export function adminCredentials(cfg: Config): { username: string; password: str
 }
 
 export function flattenOptions(cfg: Config): FlattenOptions {
-  return { temperatureSentinels: cfg.CAN_TEMP_SENTINELS };
+  return { temperatureSentinels: cfg.CAN_TEMP_SENTINELS, packHealth: cfg.PACK_HEALTH === 'on' };
 }
 
 /**

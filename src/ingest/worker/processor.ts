@@ -60,8 +60,9 @@ export function createProcessor(opts: ProcessorOptions): (job: Job) => Promise<P
     const refusedAt = new Set(refused.map((r) => r.line));
     for (let i = 0; i < batch.lines.length; i++) {
       if (refusedAt.has(i)) continue;
-      const type = records[batch.sources[i]!]!.type;
-      pointsBy[type] = (pointsBy[type] ?? 0) + 1;
+      const line = batch.lines[i]!;
+      const measurement = line.slice(0, line.indexOf(','));
+      pointsBy[measurement] = (pointsBy[measurement] ?? 0) + 1;
     }
     return { records: records.length, points: batch.lines.length - refused.length, droppedFields: batch.droppedFields, refused: refused.length, pointsBy };
   };
