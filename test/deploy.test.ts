@@ -59,16 +59,21 @@ describe('docker-compose.yml', () => {
     expect(services.receiver!.environment!.PUSH_TOKENS).toMatch(/PUSH_TOKENS/);
   });
 
-  it('provisions Grafana with the InfluxDB data source and the fleet dashboard', () => {
+  it('provisions Grafana with an InfluxQL data source naming the database, and dashboards that use their data sources', () => {
     const ds = parse(readFileSync('deploy/grafana/provisioning/datasources/influxdb.yml', 'utf8')) as {
-      datasources: Array<{ uid: string; url: string; jsonData: { organization: string; defaultBucket: string } }>;
+      datasources: Array<{ uid: string; url: string; jsonData: { version: string; dbName: string } }>;
     };
-    expect(ds.datasources[0]).toMatchObject({
-      url: 'http://influxdb:8086',
-      jsonData: { organization: 'fleet', defaultBucket: 'telematics' },
-    });
-    const dash = JSON.parse(readFileSync('deploy/grafana/dashboards/fleet.json', 'utf8')) as { panels: Array<{ datasource: { uid: string } }> };
-    for (const p of dash.panels) expect(p.datasource.uid).toBe(ds.datasources[0]!.uid);
+    expect(ds.datasources[0]).toMatchObject({ url: 'http://influxdb:8086', jsonData: { version: 'InfluxQL', dbName: services.influxdb!.environment!.DOCKER_INFLUXDB_INIT_BUCKET } });
+    const prom = parse(readFileSync('deploy/grafana/provisioning/datasources/prometheus.yml', 'utf8')) as { datasources: Array<{ uid: string; url: string }> };
+    const uids: Record<string, string> = { 'fleet.json': ds.datasources[0]!.uid, 'pipeline.json': prom.datasources[0]!.uid };
+    for (const [file, uid] of Object.entries(uids)) {
+      const dash = JSON.parse(readFileSync(`deploy/grafana/dashboards/${file}`, 'utf8')) as { panels: Array<{ datasource: { uid: string }; targets: Array<{ query?: string }> }> };
+      for (const p of dash.panels) {
+        expect(p.datasource.uid).toBe(uid);
+        // InfluxQL only (no Flux), and no database named in a query: it comes from the data source.
+        for (const t of p.targets) expect(t.query ?? '').not.toMatch(/from\(bucket|FROM "[^"]+"\."/);
+      }
+    }
   });
 });
 

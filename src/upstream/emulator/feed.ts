@@ -235,7 +235,9 @@ export class PushFeed {
   // -------------------------------------------------------------------------------------------
 
   private nextItem(): Item {
-    const v = this.rng.pick(this.fleet.vehicles);
+    let v = this.rng.pick(this.fleet.vehicles);
+    // A silent vehicle sends nothing; another one sends in its place, so the rate holds.
+    for (let tries = 0; !this.fleet.reportsAt(v, this.now()) && tries < 100; tries++) v = this.rng.pick(this.fleet.vehicles);
     const type: RecordType = this.rng.chance(0.5) ? 'gps' : 'can';
     const key = `${v.index}:${type}`;
     const time = Math.max(Math.floor(this.now()), (this.lastTime.get(key) ?? -1) + 1);

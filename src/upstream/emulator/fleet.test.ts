@@ -105,3 +105,30 @@ describe('CAN records', () => {
     expect(sentinels).toBeGreaterThan(0);
   });
 });
+
+describe('what an analyst should find in the fleet', () => {
+  it('a weak cell in one vehicle of seven: its imbalance grows as the pack discharges', () => {
+    const fleet = Fleet.create({ seed: 5, size: 8 });
+    const spread = (v: (typeof fleet.vehicles)[number], t: number) => {
+      const s = fleet.canStateAt(v, t);
+      const cells = Object.entries(s).filter(([k]) => k.startsWith('cell_voltage_')).map(([, x]) => x as number);
+      return { soc: s.soc as number, spread: Math.max(...cells) - Math.min(...cells) };
+    };
+    const samples = Array.from({ length: 400 }, (_, k) => spread(fleet.vehicles[0]!, 1_763_700_000_000 + k * 900_000)).sort((a, b) => a.soc - b.soc);
+    const mean = (xs: Array<{ spread: number }>) => xs.reduce((sum, x) => sum + x.spread, 0) / xs.length;
+    const lowest = samples.slice(0, 100);
+    const highest = samples.slice(-100);
+    // A quarter of the state of charge lower sags the weak cell by about WEAK_CELL_SAG / 4 more.
+    expect(mean(lowest) - mean(highest)).toBeGreaterThan(((highest.at(-1)!.soc - lowest[0]!.soc) / 100) * 0.12 * 0.3);
+    // The others keep their small, steady spread.
+    const other = Array.from({ length: 50 }, (_, k) => spread(fleet.vehicles[1]!, 1_763_700_000_000 + k * 900_000).spread);
+    expect(Math.max(...other)).toBeLessThan(0.045);
+  });
+
+  it('a vehicle that goes silent sends nothing from then on', () => {
+    const fleet = Fleet.create({ seed: 5, size: 3, silent: { index: 2, fromMs: 1_000 } });
+    expect(fleet.reportsAt(fleet.vehicles[2]!, 999)).toBe(true);
+    expect(fleet.reportsAt(fleet.vehicles[2]!, 1_000)).toBe(false);
+    expect(fleet.reportsAt(fleet.vehicles[1]!, 5_000)).toBe(true);
+  });
+});

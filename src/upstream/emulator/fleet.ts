@@ -125,7 +125,17 @@ export interface FuelPoint {
 export interface FleetOptions {
   seed: number;
   size: number;
+  /**
+   * A vehicle whose telematics unit stops reporting at `fromMs` (the failure a fleet analyst looks
+   * for first): `reportsAt` is false for it from then on, and the feed sends nothing of it.
+   */
+  silent?: { index: number; fromMs: number };
 }
+
+/** One vehicle in WEAK_CELL_EVERY has a weak first cell, which sags as its pack discharges: imbalance develops over each day. */
+const WEAK_CELL_EVERY = 7;
+/** How far the weak cell sags below the others at 0 % state of charge, in volts. */
+const WEAK_CELL_SAG = 0.12;
 
 const TANKS = [
   { litres: 40, perKm: 0.07 },
@@ -147,6 +157,7 @@ export class Fleet {
   private constructor(
     readonly seed: number,
     vehicles: VehicleProfile[],
+    private readonly silent?: FleetOptions['silent'],
   ) {
     this.vehicles = vehicles;
     this.byNumber = new Map(vehicles.map((v) => [v.vehicleno, v]));
@@ -162,7 +173,12 @@ export class Fleet {
       taken.add(v.vehicleno);
       vehicles.push(v);
     }
-    return new Fleet(opts.seed, vehicles);
+    return new Fleet(opts.seed, vehicles, opts.silent);
+  }
+
+  /** False once a vehicle has gone silent (FleetOptions.silent): it sends nothing from then on. */
+  reportsAt(v: VehicleProfile, t: number): boolean {
+    return !(this.silent && v.index === this.silent.index && t >= this.silent.fromMs);
   }
 
   vehicle(vehicleno: string): VehicleProfile | undefined {
@@ -239,7 +255,8 @@ export class Fleet {
     const cells: number[] = [];
     for (let i = 0; i < b.cells; i++) {
       const noise = (unitAt(this.seed, v.index, t, SALT_CELL, i) - 0.5) * 0.008;
-      const cv = 3.2 + (0.4 * soc) / 100 + load + (b.cellOffsets[i] ?? 0) + noise;
+      const sag = i === 0 && v.index % WEAK_CELL_EVERY === 0 ? -WEAK_CELL_SAG * (1 - soc / 100) : 0;
+      const cv = 3.2 + (0.4 * soc) / 100 + load + (b.cellOffsets[i] ?? 0) + sag + noise;
       cells.push(round(Math.min(3.65, Math.max(3.0, cv)), 3));
     }
     const voltage = round(
