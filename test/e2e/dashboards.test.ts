@@ -127,3 +127,11 @@ it('keeps a vehicle silent for longer than the range on the fleet table and the 
   expect(map.find((r) => r.vehicleno === silentPlate)).toMatchObject({ time: lastReport, lat: fleet.gpsAt(fleet.vehicles[SILENT.index]!, lastReport).lat });
   expect((await svc.query(query('Vehicles silent'))).map((r) => r.vehicleno)).toContain(silentPlate);
 });
+
+it('runs every InfluxQL query of the analysts’ guide (docs/analysts.md), each with data', async () => {
+  const queries = [...readFileSync('docs/analysts.md', 'utf8').matchAll(/```influxql\n([\s\S]*?)\n```/g)].map((m) => m[1]!.trim());
+  expect(queries.length).toBeGreaterThanOrEqual(10);
+  const empty: string[] = [];
+  for (const q of queries) if ((await svc.query(q)).length === 0) empty.push(q);
+  expect(empty).toEqual([]);
+});
