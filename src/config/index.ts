@@ -60,6 +60,7 @@ const env = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 
   REDIS_URL: z.string().trim().regex(/^rediss?:\/\//, 'expected redis://host:port or rediss://…').default('redis://127.0.0.1:6379'),
+  REDIS_SKIP_VERSION_CHECK: z.enum(['true', 'false']).default('false').transform((v) => v === 'true'),
   QUEUE_NAME: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only').default('telematics-push'),
 
   INFLUX_URL: url.default('http://127.0.0.1:8086'),

@@ -70,7 +70,7 @@ async function withDeadLetters<T>(io: CliIO, use: (dl: DeadLetters) => Promise<T
   let lastError = '';
   redis.on('error', (err: Error) => (lastError = err.message));
   const producer = new Producer(redis, producerOptions(cfg));
-  const dl = new DeadLetters(redis, keysOf(cfg), producer);
+  const dl = new DeadLetters(redis, keysOf(cfg), producer, { skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK });
   try {
     await redis.ping().catch((err: Error) => {
       throw new Error(`cannot reach ${cfg.REDIS_URL.replace(/\/\/[^@/]*@/, '//')}: ${lastError || err.message}`);

@@ -74,9 +74,10 @@ export class DeadLetters {
     redis: Redis,
     keys: RedisKeys,
     private readonly producer: Pick<Producer, 'enqueue'>,
+    bull: { skipVersionCheck?: boolean } = {},
   ) {
     this.quarantine = new Quarantine(redis, keys.quarantine);
-    this.queue = new Queue(keys.queue, { connection: redis });
+    this.queue = new Queue(keys.queue, { connection: redis, ...bull });
     // Errors surface on the awaited calls; without a listener BullMQ prints each connection error.
     this.queue.on('error', () => {});
   }

@@ -18,6 +18,8 @@ export interface ProducerOptions {
   queueName: string;
   /** Where the enqueue round trips are timed. */
   metrics?: Metrics | undefined;
+  /** BullMQ's check of the Redis version runs INFO, which restricted ACL users may lack. */
+  skipVersionCheck?: boolean;
   maxRecordsPerJob: number;
   timeoutMs: number;
   retry: RetryPolicy;
@@ -60,6 +62,7 @@ export class Producer {
   ) {
     this.queue = new Queue(opts.queueName, {
       connection: redis,
+      skipVersionCheck: opts.skipVersionCheck ?? false,
       defaultJobOptions: {
         attempts: attemptsForSpan(opts.retry),
         backoff: { type: BACKOFF_TYPE },

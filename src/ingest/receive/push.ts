@@ -148,7 +148,10 @@ export async function receivePush(
   const accepted = valid.length;
   const total = items.length;
   const enqueued = digest === undefined ? records.enqueue(valid) : records.enqueueOnce(valid, { id: digest, ttlMs: opts.idempotency!.ttlMs });
-  await (held.length === 0 ? enqueued : Promise.all([enqueued, quarantine.add(held)]));
+  // The quarantine only after Redis confirmed the enqueue: a push answered 503 then leaves no
+  // entries behind for the sender's retry to duplicate.
+  await enqueued;
+  if (held.length > 0) await quarantine.add(held);
   if (rejected.length > 0) {
     opts.log.info({ deliveryId, sender, route: originOf().route, accepted, rejected: rejected.length }, 'push had invalid records; quarantined');
   }

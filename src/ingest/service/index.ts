@@ -4,6 +4,7 @@ import { Metrics, packageVersion } from '../../metrics/index.js';
 import { sampleQueue } from '../../metrics/sampler.js';
 import { logSummaries } from '../../metrics/summary.js';
 import { adminRoutes } from './admin.js';
+import { untilAccessible } from '../../redis/access.js';
 import type { Config } from '../../config/index.js';
 import type { Logger } from '../../log/index.js';
 import { createApp, healthRoutes, type HealthCheck } from './health.js';
@@ -37,7 +38,13 @@ export async function startService(cfg: Config, log: Logger): Promise<RunningSer
   });
   redis.on('error', (err) => log.debug({ err: err.message }, 'redis connection error'));
   redis.once('ready', () => void checkRedisSettings(redis, log));
-  const checks: HealthCheck[] = [{ name: 'redis', check: async () => redis.status === 'ready' && (await redis.ping()) === 'PONG' }];
+  // Ready means able to do the work (enqueue, for a receiver): Redis answering PING is not enough
+  // when its user may not run what the queue needs.
+  const access = untilAccessible(redis, cfg.REDIS_SKIP_VERSION_CHECK, log);
+  const checks: HealthCheck[] = [
+    { name: 'redis', check: async () => redis.status === 'ready' && (await redis.ping()) === 'PONG' },
+    ...(cfg.SERVICE_MODE !== 'worker' ? [{ name: 'enqueue', check: async () => access.problem() === undefined }] : []),
+  ];
 
   const metrics = new Metrics({ version: packageVersion(), mode: cfg.SERVICE_MODE });
   metrics.quarantineMaxEntries.set(cfg.QUARANTINE_MAX_ENTRIES);
@@ -46,7 +53,7 @@ export async function startService(cfg: Config, log: Logger): Promise<RunningSer
   if (workers) checks.push(...workers.checks);
   // Every process samples the queue gauges, so that each one's scrape alone tells the backlog.
   const keys = keysOf(cfg);
-  const sampledQueue = new Queue(keys.queue, { connection: redis });
+  const sampledQueue = new Queue(keys.queue, { connection: redis, skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK });
   sampledQueue.on('error', () => {});
   const sampler = sampleQueue(metrics, sampledQueue, redis, keys.quarantine, cfg.METRICS_SAMPLE_INTERVAL);
   const summaries = cfg.LOG_SUMMARY_INTERVAL > 0 ? logSummaries(metrics, log, cfg.LOG_SUMMARY_INTERVAL) : undefined;
@@ -67,6 +74,7 @@ export async function startService(cfg: Config, log: Logger): Promise<RunningSer
         await receiver?.close().catch((err: Error) => log.warn({ err: err.message }, 'error while closing'));
         await workers?.close();
         sampler.stop();
+        access.stop();
         summaries?.stop();
         await sampledQueue.close().catch(() => {});
         await admin.close();

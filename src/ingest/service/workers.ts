@@ -5,6 +5,7 @@ import type { Metrics } from '../../metrics/index.js';
 import { UpstreamClient } from '../../upstream/client/index.js';
 import { scheduleFuelSync, syncFuel } from '../sync/fuel.js';
 import { startWorker } from '../worker/index.js';
+import { untilAccessible } from '../../redis/access.js';
 import { flattenOptions, keysOf, pointSink, quarantineFor, retryPolicy } from './components.js';
 import type { HealthCheck } from './health.js';
 
@@ -23,39 +24,51 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics):
   // Workers block on Redis; BullMQ requires them to retry commands indefinitely.
   const redis = new Redis(cfg.REDIS_URL, { maxRetriesPerRequest: null, retryStrategy: (t) => Math.min(t * 250, 2_000) });
   redis.on('error', (err) => log.debug({ err: err.message }, 'worker redis connection error'));
-  const worker = startWorker(redis, {
-    queue: keys.queue,
-    quarantine: quarantineFor(cfg, redis, log),
-    concurrency: cfg.WORKER_CONCURRENCY,
-    lockDurationMs: cfg.WORKER_LOCK_DURATION,
-    maxStalls: cfg.WORKER_MAX_STALLS,
-    retry: retryPolicy(cfg),
-    flatten: flattenOptions(cfg),
-    sink,
-    log,
-    metrics,
+  const closers: Array<() => Promise<unknown>> = [() => sink.close()];
+  // Workers start only once Redis lets the queue run (see redis/access.ts): a refused command would
+  // otherwise make BullMQ's fetch loop spin.
+  const access = untilAccessible(redis, cfg.REDIS_SKIP_VERSION_CHECK, log);
+  const started = access.ready.then(async () => {
+    const worker = startWorker(redis, {
+      queue: keys.queue,
+      quarantine: quarantineFor(cfg, redis, log),
+      concurrency: cfg.WORKER_CONCURRENCY,
+      lockDurationMs: cfg.WORKER_LOCK_DURATION,
+      maxStalls: cfg.WORKER_MAX_STALLS,
+      retry: retryPolicy(cfg),
+      flatten: flattenOptions(cfg),
+      sink,
+      log,
+      metrics,
+      skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK,
+    });
+    closers.unshift(() => worker.close());
+    if (cfg.UPSTREAM_URL) {
+      const client = new UpstreamClient({ baseUrl: cfg.UPSTREAM_URL, token: cfg.UPSTREAM_TOKEN, timeUnit: cfg.UPSTREAM_TIME_UNIT });
+      const run = () =>
+        syncFuel({
+          client,
+          sink,
+          redis,
+          watermarkKey: keys.fuelWatermarks,
+          units: cfg.FUEL_UNITS,
+          lookbackMs: cfg.FUEL_SYNC_LOOKBACK,
+          maxRangeMs: FUEL_MAX_RANGE_MS,
+        });
+      const fuel = await scheduleFuelSync(redis, keys.fuelQueue, cfg.FUEL_SYNC_INTERVAL, run, log, { skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK });
+      closers.unshift(() => fuel.close());
+    }
   });
-  const closers: Array<() => Promise<unknown>> = [() => worker.close(), () => sink.close()];
-
-  if (cfg.UPSTREAM_URL) {
-    const client = new UpstreamClient({ baseUrl: cfg.UPSTREAM_URL, token: cfg.UPSTREAM_TOKEN, timeUnit: cfg.UPSTREAM_TIME_UNIT });
-    const run = () =>
-      syncFuel({
-        client,
-        sink,
-        redis,
-        watermarkKey: keys.fuelWatermarks,
-        units: cfg.FUEL_UNITS,
-        lookbackMs: cfg.FUEL_SYNC_LOOKBACK,
-        maxRangeMs: FUEL_MAX_RANGE_MS,
-      });
-    const fuel = await scheduleFuelSync(redis, keys.fuelQueue, cfg.FUEL_SYNC_INTERVAL, run, log);
-    closers.unshift(() => fuel.close());
-  }
+  started.catch((err: Error) => log.error({ err: err.message }, 'workers failed to start'));
 
   return {
-    checks: [{ name: 'influxdb', check: () => sink.ready() }],
+    checks: [
+      { name: 'influxdb', check: () => sink.ready() },
+      // Whether this process can do its work (fetch jobs), not merely whether Redis answers PING.
+      { name: 'fetch', check: async () => access.problem() === undefined },
+    ],
     async close() {
+      access.stop();
       for (const c of closers) await c().catch((err: Error) => log.warn({ err: err.message }, 'error while closing'));
       redis.disconnect();
     },

@@ -77,8 +77,9 @@ export async function scheduleFuelSync(
   intervalMs: number,
   run: () => Promise<FuelSyncResult>,
   log: Logger,
+  bull: { skipVersionCheck?: boolean } = {},
 ): Promise<{ close(): Promise<void> }> {
-  const queue = new Queue(name, { connection: redis });
+  const queue = new Queue(name, { connection: redis, ...bull });
   queue.on('error', () => {});
   await queue.upsertJobScheduler('fuel-sync', { every: intervalMs }, { name: 'fuel-sync', opts: { removeOnComplete: true, removeOnFail: 100 } });
   const worker = new Worker(
@@ -89,7 +90,7 @@ export async function scheduleFuelSync(
       if (r.failed.length > 0) throw new Error(`fuel sync failed for ${r.failed.map((f) => `${f.vehicleno}: ${f.error}`).join('; ')}`);
       return r;
     },
-    { connection: redis, concurrency: 1 },
+    { connection: redis, concurrency: 1, ...bull },
   );
   worker.on('error', (err) => log.warn({ err: err.message }, 'fuel sync worker error'));
   worker.on('failed', (_job, err) => log.warn({ err: err.message }, 'fuel sync failed; next run retries'));

@@ -23,6 +23,7 @@ export interface WorkerOptions {
   sink: PointSink;
   log: Logger;
   metrics?: Metrics | undefined;
+  skipVersionCheck?: boolean;
 }
 
 /** Pulls jobs from the queue and writes their points; run as many replicas as the store can take. */
@@ -39,6 +40,7 @@ export function startWorker(redis: Redis, opts: WorkerOptions): Worker {
   });
   const worker = new Worker<unknown, ProcessResult>(opts.queue, processor, {
     connection: redis,
+    skipVersionCheck: opts.skipVersionCheck ?? false,
     concurrency: opts.concurrency,
     lockDuration: opts.lockDurationMs,
     stalledInterval: Math.max(1_000, Math.round(opts.lockDurationMs / 2)),

@@ -1,0 +1,56 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from '../log/index.js';
+
+/**
+ * Whether the Redis user may run what BullMQ needs. A refused command that is not a lost connection
+ * (NOPERM on a managed Redis's restricted ACL user, for one) makes BullMQ's worker retry its fetch at
+ * once, in a loop that starves the event loop and runs out of memory within a minute. So workers are
+ * started only once this passes; until then the process says why, in its health and once a minute in
+ * its log, and asks again.
+ */
+export async function accessProblem(redis: Redis, skipVersionCheck: boolean): Promise<string | undefined> {
+  try {
+    // BullMQ runs its queues as Lua scripts, and (unless told not to) checks the server's version with INFO.
+    await redis.eval('return 1', 0);
+    if (!skipVersionCheck) await redis.info('server');
+    return undefined;
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    if (/NOPERM/.test(message) && /info/i.test(message)) {
+      return `the Redis user may not run INFO, which BullMQ's version check needs: grant it +info, or set REDIS_SKIP_VERSION_CHECK=true (${message})`;
+    }
+    return /NOPERM|NOSCRIPT|ERR unknown command/.test(message) ? `the Redis user may not run what the queue needs: ${message}` : undefined;
+  }
+}
+
+/** Resolves once `accessProblem` finds none, asking every `intervalMs`, logging the problem at most once a minute. */
+export function untilAccessible(redis: Redis, skipVersionCheck: boolean, log: Logger, intervalMs = 5_000): { ready: Promise<void>; problem(): string | undefined; stop(): void } {
+  let problem: string | undefined = 'not checked yet';
+  let loggedAt = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const ready = new Promise<void>((resolve) => {
+    const check = async () => {
+      if (stopped) return;
+      if (redis.status === 'ready') {
+        problem = await accessProblem(redis, skipVersionCheck);
+        if (problem === undefined) return resolve();
+        if (Date.now() - loggedAt >= 60_000) {
+          loggedAt = Date.now();
+          log.error({ problem }, 'Redis refuses what the queue needs; workers wait');
+        }
+      }
+      timer = setTimeout(() => void check(), intervalMs);
+      timer.unref();
+    };
+    void check();
+  });
+  return {
+    ready,
+    problem: () => problem,
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
+}
