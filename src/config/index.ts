@@ -60,6 +60,15 @@ const env = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 
   REDIS_URL: z.string().trim().regex(/^rediss?:\/\//, 'expected redis://host:port or rediss://…').default('redis://127.0.0.1:6379'),
+  REDIS_USERNAME: z.string().optional(),
+  REDIS_PASSWORD: z.string().optional(),
+  REDIS_TLS_CA: z.string().trim().optional(),
+  REDIS_TLS_CERT: z.string().trim().optional(),
+  REDIS_TLS_KEY: z.string().trim().optional(),
+  REDIS_TLS_SERVERNAME: z.string().trim().optional(),
+  REDIS_SENTINELS: list.pipe(z.array(z.string().regex(/^[^\s:]+:\d+$/, 'expected host:port'))).default([]),
+  REDIS_SENTINEL_MASTER: z.string().optional(),
+  REDIS_SENTINEL_PASSWORD: z.string().optional(),
   REDIS_SKIP_VERSION_CHECK: z.enum(['true', 'false']).default('false').transform((v) => v === 'true'),
   QUEUE_NAME: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only').default('telematics-push'),
 
@@ -152,7 +161,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   }
   const cfg = parsed.data;
   const problems: string[] = [];
-  if (role === 'tool' && !input.REDIS_URL) {
+  if (role === 'tool' && !input.REDIS_URL && cfg.REDIS_SENTINELS.length === 0) {
     problems.push('REDIS_URL: set it to the Redis the service uses; this tool does not assume one');
   }
   if (role === 'service' && cfg.PUSH_AUTH === 'token' && cfg.SERVICE_MODE !== 'worker' && cfg.PUSH_TOKENS.length === 0 && cfg.PUSH_SIGNING_SECRETS.length === 0) {
@@ -180,5 +189,7 @@ export function redactedConfig(cfg: Config): Record<string, unknown> {
     PUSH_SIGNING_SECRETS: `[${cfg.PUSH_SIGNING_SECRETS.length} secret(s)]`,
     ADMIN_CREDENTIALS: cfg.ADMIN_CREDENTIALS ? '[set]' : '[unset]',
     REDIS_URL: cfg.REDIS_URL.replace(/\/\/[^@/]*@/, '//[credentials]@'),
+    REDIS_PASSWORD: cfg.REDIS_PASSWORD ? '[set]' : '[unset]',
+    REDIS_SENTINEL_PASSWORD: cfg.REDIS_SENTINEL_PASSWORD ? '[set]' : '[unset]',
   };
 }

@@ -3,7 +3,7 @@ import { inject } from 'vitest';
 import { loadConfig, type Config } from '../../src/config/index.js';
 import { createLogger } from '../../src/log/index.js';
 import { startService, type RunningService } from '../../src/ingest/service/index.js';
-import { Redis } from 'ioredis';
+import { connectRedis } from '../../src/redis/connect.js';
 import { Quarantine } from '../../src/ingest/queue/quarantine.js';
 import { redisKeys } from '../../src/ingest/queue/keys.js';
 import { influxQuery, type Row } from './influx.js';
@@ -60,7 +60,8 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
   if (opts.createDatabase !== false) await influxQuery(cfg.INFLUX_BUCKET, `CREATE DATABASE "${cfg.INFLUX_BUCKET}"`);
   const svc = await startService(cfg, createLogger(cfg.LOG_LEVEL));
   const query = (q: string) => influxQuery(cfg.INFLUX_BUCKET, q);
-  const redis = new Redis(cfg.REDIS_URL);
+  const redis = connectRedis(cfg, 'tool');
+  redis.on('error', () => {});
   await waitUntil(async () => (await fetch(`${svc.url}/readyz`)).status === 200, 15_000, 'service ready');
   return {
     ...svc,

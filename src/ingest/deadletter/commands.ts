@@ -1,5 +1,5 @@
 /** `telematics-deadletter`: the dead letter's commands on the one CLI framework (`src/cli`). */
-import { Redis } from 'ioredis';
+import { connectRedis, redisTarget } from '../../redis/connect.js';
 import { parse, parseTime } from '../../cli/args.js';
 import { progress } from '../../cli/progress.js';
 import { type Command, showHelp } from '../../cli/command.js';
@@ -66,14 +66,14 @@ function totals(items: readonly DeadLetterItem[]): string {
 /** The dead letter of the Redis the environment names; closed when `use` settles. */
 async function withDeadLetters<T>(io: CliIO, use: (dl: DeadLetters) => Promise<T>): Promise<T> {
   const cfg = loadConfig(io.env, 'tool');
-  const redis = new Redis(cfg.REDIS_URL, { maxRetriesPerRequest: 2, connectTimeout: 5_000 });
+  const redis = connectRedis(cfg, 'tool');
   let lastError = '';
   redis.on('error', (err: Error) => (lastError = err.message));
   const producer = new Producer(redis, producerOptions(cfg));
   const dl = new DeadLetters(redis, keysOf(cfg), producer, { skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK });
   try {
     await redis.ping().catch((err: Error) => {
-      throw new Error(`cannot reach ${cfg.REDIS_URL.replace(/\/\/[^@/]*@/, '//')}: ${lastError || err.message}`);
+      throw new Error(`cannot reach ${redisTarget(cfg)}: ${lastError || err.message}`);
     });
     return await use(dl);
   } finally {

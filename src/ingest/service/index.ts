@@ -1,5 +1,5 @@
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
+import { connectRedis, redisTarget } from '../../redis/connect.js';
 import { Metrics, packageVersion } from '../../metrics/index.js';
 import { sampleQueue } from '../../metrics/sampler.js';
 import { logSummaries } from '../../metrics/summary.js';
@@ -30,12 +30,7 @@ export interface RunningService {
 export async function startService(cfg: Config, log: Logger): Promise<RunningService> {
   // The receiver's connection fails fast while Redis is away, so a push gets its 503 at once
   // instead of waiting in ioredis's offline queue while the sender times out.
-  const redis = new Redis(cfg.REDIS_URL, {
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    connectTimeout: 5_000,
-    retryStrategy: (times) => Math.min(times * 250, 2_000),
-  });
+  const redis = connectRedis(cfg, 'receiver');
   redis.on('error', (err) => log.debug({ err: err.message }, 'redis connection error'));
   redis.once('ready', () => void checkRedisSettings(redis, log));
   // Ready means able to do the work (enqueue, for a receiver): Redis answering PING is not enough
@@ -61,7 +56,7 @@ export async function startService(cfg: Config, log: Logger): Promise<RunningSer
   const http = await serveHttp(createApp({ push: receiver?.routes, health: healthRoutes(checks) }), cfg.HOST, cfg.PORT, httpLimits(cfg), httpTls(cfg));
   const ui = cfg.QUEUE_UI === 'on' ? { queue: sampledQueue, credentials: adminCredentials(cfg) } : undefined;
   const admin = await serveHttp(adminRoutes(metrics, ui), cfg.ADMIN_HOST, cfg.ADMIN_PORT, httpLimits(cfg));
-  log.info({ mode: cfg.SERVICE_MODE, url: http.url, admin: admin.url, queue: cfg.QUEUE_NAME }, 'telematics-ingest started');
+  log.info({ mode: cfg.SERVICE_MODE, url: http.url, admin: admin.url, redis: redisTarget(cfg), queue: cfg.QUEUE_NAME }, 'telematics-ingest started');
 
   let closing: Promise<void> | undefined;
   return {

@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import { connectRedis } from '../../redis/connect.js';
 import type { Config } from '../../config/index.js';
 import type { Logger } from '../../log/index.js';
 import type { Metrics } from '../../metrics/index.js';
@@ -22,7 +22,7 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics):
   const keys = keysOf(cfg);
   const sink = pointSink(cfg, metrics);
   // Workers block on Redis; BullMQ requires them to retry commands indefinitely.
-  const redis = new Redis(cfg.REDIS_URL, { maxRetriesPerRequest: null, retryStrategy: (t) => Math.min(t * 250, 2_000) });
+  const redis = connectRedis(cfg, 'worker');
   redis.on('error', (err) => log.debug({ err: err.message }, 'worker redis connection error'));
   const closers: Array<() => Promise<unknown>> = [() => sink.close()];
   // Workers start only once Redis lets the queue run (see redis/access.ts): a refused command would
