@@ -69,6 +69,7 @@ const env = z.object({
   REDIS_SENTINELS: list.pipe(z.array(z.string().regex(/^[^\s:]+:\d+$/, 'expected host:port'))).default([]),
   REDIS_SENTINEL_MASTER: z.string().optional(),
   REDIS_SENTINEL_PASSWORD: z.string().optional(),
+  REDIS_WAIT_REPLICAS: int(0, 16).default(0),
   REDIS_SKIP_VERSION_CHECK: z.enum(['true', 'false']).default('false').transform((v) => v === 'true'),
   QUEUE_NAME: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only').default('telematics-push'),
 

@@ -83,3 +83,40 @@ describe('Sentinel', () => {
     await push({ REDIS_URL: 'redis://unused:1', REDIS_SENTINELS: `127.0.0.1:${sentinelPort}`, REDIS_SENTINEL_MASTER: 'tele' }, 'SENT-1');
   }, 60_000);
 });
+
+describe('REDIS_WAIT_REPLICAS', () => {
+  let primary: LocalRedis;
+  let replica: ChildProcess;
+  let replicaPort: number;
+  beforeAll(async () => {
+    primary = await startRedis({ appendonly: true });
+    replicaPort = await freePort();
+    replica = start('redis-server', ['--port', String(replicaPort), '--bind', '127.0.0.1', '--replicaof', '127.0.0.1', String(primary.port), '--save', '', '--appendonly', 'no', '--dir', dir]);
+    await waitFor('the replica in sync', async () => {
+      const p = new Redis(primary.url);
+      const info = await p.info('replication').catch(() => '');
+      p.disconnect();
+      return /connected_slaves:1/.test(info) && /state=online/.test(info);
+    }, 15_000);
+  });
+  afterAll(async () => primary?.stop());
+
+  it('answers 2xx only once a replica holds the records, and 503 when none confirms in time', async () => {
+    const svc = await startTestService({ REDIS_URL: primary.url, REDIS_WAIT_REPLICAS: '1', ENQUEUE_TIMEOUT: '1s' });
+    try {
+      const ok = await svc.post('/push/realtime', { vehicleno: 'WAIT-1', type: 'can', data: { time: 1_763_700_000_000, soc: 1 } });
+      expect(ok.status).toBe(202);
+      // The job is on the replica already: what the primary confirmed survives its loss.
+      const onReplica = new Redis({ port: replicaPort, host: '127.0.0.1' });
+      expect(Number(await onReplica.get(`bull:${svc.cfg.QUEUE_NAME}:id`))).toBeGreaterThanOrEqual(1);
+      onReplica.disconnect();
+      await stopProcess(replica);
+      const refused = await svc.post('/push/realtime', { vehicleno: 'WAIT-1', type: 'can', data: { time: 1_763_700_000_001, soc: 2 } });
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('retry-after')).toBeTruthy();
+      expect(await refused.json()).toMatchObject({ err: 'unavailable', msg: expect.stringContaining('only 0 of 1 Redis replica(s) confirmed the enqueue (REDIS_WAIT_REPLICAS)') });
+    } finally {
+      await svc.close();
+    }
+  }, 60_000);
+});

@@ -20,6 +20,11 @@ export interface ProducerOptions {
   metrics?: Metrics | undefined;
   /** BullMQ's check of the Redis version runs INFO, which restricted ACL users may lack. */
   skipVersionCheck?: boolean;
+  /**
+   * Replicas that must hold an enqueue before it counts as done (Redis WAIT; REDIS_WAIT_REPLICAS):
+   * with asynchronous replication a failover can otherwise lose writes the primary confirmed.
+   */
+  waitReplicas?: number;
   maxRecordsPerJob: number;
   timeoutMs: number;
   retry: RetryPolicy;
@@ -145,10 +150,9 @@ export class Producer {
     // `addBulk` builds an ioredis Pipeline, which copies every BullMQ script command onto itself
     // on creation, a third of a group commit's cost in the receiver.
     const started = performance.now();
-    const sent = (jobs.length === 1 ? this.queue.add(jobs[0]!.name, jobs[0]!.data) : this.queue.addBulk(jobs)).then((r) => {
-      this.opts.metrics?.enqueueDuration.observe((performance.now() - started) / 1000);
-      return r;
-    });
+    const sent = (jobs.length === 1 ? this.queue.add(jobs[0]!.name, jobs[0]!.data) : this.queue.addBulk(jobs))
+      .then(() => this.replicated(waitMs - (performance.now() - started)))
+      .then(() => this.opts.metrics?.enqueueDuration.observe((performance.now() - started) / 1000));
     Promise.race([sent, timeout])
       .then(() => {
         for (const w of waiters) w.resolve();
@@ -184,12 +188,21 @@ export class Producer {
       timer = setTimeout(() => reject(new EnqueueError(`Redis did not confirm the enqueue within ${this.opts.timeoutMs} ms`)), this.opts.timeoutMs);
     });
     try {
-      await Promise.race([this.queue.addBulk(jobs), timeout]);
+      await Promise.race([this.queue.addBulk(jobs).then(() => this.replicated(this.opts.timeoutMs)), timeout]);
     } catch (err) {
       throw err instanceof EnqueueError ? err : new EnqueueError(`enqueue failed: ${(err as Error)?.message ?? err}`, { cause: err });
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** With `waitReplicas`, resolves once that many replicas hold every write of this connection so far. */
+  private async replicated(withinMs: number): Promise<void> {
+    const want = this.opts.waitReplicas ?? 0;
+    if (want === 0) return;
+    // Four fifths of the time left, so the answer says that replicas, not Redis itself, were missing.
+    const got = await this.redis.wait(want, Math.max(1, Math.floor(withinMs * 0.8)));
+    if (got < want) throw new EnqueueError(`only ${got} of ${want} Redis replica(s) confirmed the enqueue (REDIS_WAIT_REPLICAS)`);
   }
 
   /** Sends what is pending, waits for every round trip out, then closes the queue. */

@@ -33,7 +33,7 @@ export function retryPolicy(cfg: Config): RetryPolicy {
 }
 
 export function producerOptions(cfg: Config): ProducerOptions {
-  return { queueName: keysOf(cfg).queue, maxRecordsPerJob: cfg.JOB_MAX_RECORDS, timeoutMs: cfg.ENQUEUE_TIMEOUT, retry: retryPolicy(cfg), skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK };
+  return { queueName: keysOf(cfg).queue, maxRecordsPerJob: cfg.JOB_MAX_RECORDS, timeoutMs: cfg.ENQUEUE_TIMEOUT, retry: retryPolicy(cfg), skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK, waitReplicas: cfg.REDIS_WAIT_REPLICAS };
 }
 
 export function admissionOptions(cfg: Config): AdmissionOptions {
