@@ -1,3 +1,5 @@
+import type { ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -65,7 +67,12 @@ export async function influxQLStatements<T = Record<string, unknown>>(rawUrl: st
   });
 }
 
-export async function startInflux(opts: { token?: string } = {}): Promise<LocalInflux> {
+/**
+ * A private influxd and its /api/v2/write front. With `pinCpus` (`taskset -c` form) influxd and the
+ * front run on those cores, the front in a process of its own (the benchmark's pinned topology);
+ * such a front cannot be slowed or counted from here (`setWriteDelay`, `writesStarted`).
+ */
+export async function startInflux(opts: { token?: string; pinCpus?: string } = {}): Promise<LocalInflux> {
   const bin = which('influxd');
   if (!bin) throw new Error('influxd not found: apt-get install -y influxdb');
   const dir = mkdtempSync(join(tmpdir(), 'telematics-influx-'));
@@ -94,10 +101,11 @@ export async function startInflux(opts: { token?: string } = {}): Promise<LocalI
   );
   const rawUrl = `http://127.0.0.1:${httpPort}`;
   const ping = async () => (await fetch(`${rawUrl}/ping`)).status === 204;
-  let child = spawnServer(bin, ['run', '-config', conf]);
+  const pinned = (cmd: string, args: string[]) => (opts.pinCpus ? spawnServer('taskset', ['-c', opts.pinCpus, cmd, ...args]) : spawnServer(cmd, args));
+  let child = pinned(bin, ['run', '-config', conf]);
   await waitFor('influxd', ping, 30_000, child);
   const token = opts.token ?? 'devstack-influx-token';
-  const front: V2Front = await startV2Front({ upstream: rawUrl, token });
+  const front: V2Front = opts.pinCpus ? await frontProcess(pinned, rawUrl, token) : await startV2Front({ upstream: rawUrl, token });
 
   const query = <T,>(db: string, q: string) => influxQL<T>(rawUrl, db, q);
 
@@ -114,7 +122,7 @@ export async function startInflux(opts: { token?: string } = {}): Promise<LocalI
       await stopProcess(child);
     },
     async startServer() {
-      child = spawnServer(bin, ['run', '-config', conf]);
+      child = pinned(bin, ['run', '-config', conf]);
       await waitFor('influxd', ping, 30_000, child);
     },
     async stop() {
@@ -123,4 +131,17 @@ export async function startInflux(opts: { token?: string } = {}): Promise<LocalI
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** The front in a process of its own (see v2front.ts), reached over HTTP like the in-process one. */
+async function frontProcess(spawnPinned: (cmd: string, args: string[]) => ChildProcess, upstream: string, token: string): Promise<V2Front> {
+  const port = await freePort();
+  const script = fileURLToPath(new URL('./v2front.ts', import.meta.url));
+  const child = spawnPinned(process.execPath, ['--import', 'tsx', script, upstream, token, String(port)]);
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor('the /api/v2/write front', async () => (await fetch(`${url}/ping`).catch(() => undefined))?.status === 204, 30_000, child);
+  const remote = (what: string) => () => {
+    throw new Error(`${what} is not available for a front in its own process`);
+  };
+  return { url, setWriteDelay: remote('setWriteDelay'), writesStarted: remote('writesStarted'), close: () => stopProcess(child), pid: child.pid };
 }

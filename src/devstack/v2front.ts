@@ -13,6 +13,8 @@ export interface V2Front {
   /** Write requests received so far. */
   writesStarted(): number;
   close(): Promise<void>;
+  /** The front's own process, when it runs in one. */
+  pid?: number | undefined;
 }
 
 const PRECISION: Record<string, string> = { ns: 'ns', us: 'u', ms: 'ms', s: 's' };
@@ -87,4 +89,15 @@ export async function startV2Front(opts: { upstream: string; token?: string; por
         server.close(() => resolve());
       }),
   };
+}
+
+/**
+ * `node --import tsx src/devstack/v2front.ts <upstream> <token> <port>`: the front in a process of its
+ * own, as the benchmark's pinned topology runs it (on influxd's core, not the service's).
+ */
+if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
+  const [upstream, token, port] = process.argv.slice(2);
+  const front = await startV2Front({ upstream: upstream!, ...(token ? { token } : {}), port: Number(port) });
+  process.stdout.write(`${front.url}\n`);
+  process.once('SIGTERM', () => void front.close().then(() => process.exit(0)));
 }

@@ -7,6 +7,7 @@
  * This file sets the bench up and tears it down; the phases are in phases.ts, options in options.ts,
  * reading points back in points.ts, the table in report.ts.
  */
+import { execFileSync } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
 import { Redis } from 'ioredis';
 import { startRedis, type LocalRedis } from '../../src/devstack/redis.js';
@@ -19,6 +20,7 @@ import { acceptPhase, bulkPhase, ceilingPhase, latencyPhase, memoryPhase, realti
 import { countPoints, log, pct } from './points.js';
 import { buildForBench, spawnNode, startLoader, type Loader, type Proc } from './procs.js';
 import { cpuTable, fmt, resultRows, table, type Latency, type Measured } from './report.js';
+import { BenchData } from './data.js';
 
 async function main(): Promise<void> {
   ensureDebianPackages(
@@ -42,10 +44,14 @@ async function main(): Promise<void> {
     ...(process.env.BENCH_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? []),
   ];
   const m: Measured = { cpu: [], ceilingRuns: [], acceptRounds: [] };
+  // --pin: influxd and its front on CPU 1 (processes of their own), everything else on CPU 0, as in
+  // production where InfluxDB has cores of its own. Children inherit this process's affinity.
+  const pin = flag('pin');
+  if (pin) execFileSync('taskset', ['-apc', '0', String(process.pid)], { stdio: 'ignore' });
 
   try {
     // Redis as the README asks production to run it: AOF on, fsynced before it answers.
-    [redis, influx] = await Promise.all([startRedis({ appendonly: !flag('no-aof') }), startInflux()]);
+    [redis, influx] = await Promise.all([startRedis({ appendonly: !flag('no-aof') }), startInflux(pin ? { pinCpus: '1' } : {})]);
     redisClient = new Redis(redis.url);
     loader = startLoader({ BENCH_VEHICLES: String(P.vehicles) });
     await influx.createDatabase(DB);
@@ -73,7 +79,8 @@ async function main(): Promise<void> {
     const servers = new Map<string, number | undefined>([
       ['influxd', childPids(process.pid, 'influxd')[0]],
       ['redis-server', childPids(process.pid, 'redis-server')[0]],
-      ['bench + v2 front', process.pid],
+      [pin ? 'bench' : 'bench + v2 front', process.pid],
+      ...(influx.front.pid ? [['v2 front', influx.front.pid] as [string, number]] : []),
       ['load generator', loader.pid],
     ]);
     const receiver = await spawn('receiver', 'ingest', ['receiver']);
@@ -107,7 +114,10 @@ async function main(): Promise<void> {
     const ceiling = ceilingPhase(b);
     // (2a) between two runs of (1).
     if (want('ceiling')) await ceiling();
-    if (want('bulk')) await bulkPhase(b);
+    if (want('bulk')) {
+      await bulkPhase(b);
+      m.jsonParseUsPerRecord = jsonParseCost();
+    }
     if (want('ceiling') && want('bulk')) await ceiling();
     if (want('realtime')) await realtimePhase(b);
     // (4) at half the highest sustained rates: realtime at half of (2b), bulk at half of (2a).
@@ -123,10 +133,14 @@ async function main(): Promise<void> {
     const receiverRss = receiver.rss();
     const workerRss = workers.map((w) => w.rss());
     const rows = resultRows(m, receiverRss, workerRss);
+    const topology = pin
+      ? 'pinned: influxd and its /api/v2/write front (a process of its own) on CPU 1; load generator, receiver, workers and Redis on CPU 0'
+      : 'shared: every process on every core';
 
     const machine = `${cpus().length} cores (${cpus()[0]?.model.trim() ?? '?'}), ${fmt(totalmem() / 2 ** 30, 1)} GiB, node ${process.version}`;
     process.stdout.write(`\ntelematics-ingest benchmark${SMOKE ? ' (smoke: tiny counts, numbers meaningless)' : ''} — ${started.toISOString()}\n`);
     process.stdout.write(`machine: ${machine}; redis-server (AOF ${flag('no-aof') ? 'off' : 'on, appendfsync always'}) and influxd 1.6.7 on the same machine, loopback only\n`);
+    process.stdout.write(`topology: ${topology}\n`);
     process.stdout.write(`records: ${P.vehicles} vehicles, fleet model of src/upstream/emulator; ${P.workers} worker process(es); load generator in its own process\n\n`);
     process.stdout.write(`${table(rows)}\n\n`);
     process.stdout.write(`every record reached InfluxDB: ${everyRecord ? 'yes' : 'NO'} (${total} of ${delivered} acknowledged, ${next} sent)\n\n`);
@@ -142,6 +156,20 @@ async function main(): Promise<void> {
     await influx?.stop().catch(() => {});
     await redis?.stop().catch(() => {});
   }
+}
+
+/**
+ * The floor no service can go below: JSON.parse of bulk pushes like the ones sent, in this process,
+ * as core-µs per record (CPU time, so a busy machine does not inflate it).
+ */
+function jsonParseCost(): number {
+  const data = new BenchData(P.vehicles);
+  const pushes = Array.from({ length: 20 }, (_, d) => JSON.stringify({ bulkData: Array.from({ length: P.bulkSize }, (_, i) => data.mixed(d * P.bulkSize + i)) }));
+  for (const p of pushes) JSON.parse(p);
+  const before = process.cpuUsage();
+  for (let round = 0; round < 5; round++) for (const p of pushes) JSON.parse(p);
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / (5 * pushes.length * P.bulkSize);
 }
 
 main().then(
