@@ -29,20 +29,34 @@ export function untilAccessible(redis: Redis, skipVersionCheck: boolean, log: Lo
   let loggedAt = 0;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
+  let checking = false;
+  let onReady: (() => void) | undefined;
   const ready = new Promise<void>((resolve) => {
     const check = async () => {
-      if (stopped) return;
-      if (redis.status === 'ready') {
-        problem = await accessProblem(redis, skipVersionCheck);
-        if (problem === undefined) return resolve();
-        if (Date.now() - loggedAt >= 60_000) {
-          loggedAt = Date.now();
-          log.error({ problem }, 'Redis refuses what the queue needs; workers wait');
+      if (stopped || checking || problem === undefined) return;
+      checking = true;
+      clearTimeout(timer);
+      try {
+        if (redis.status === 'ready') {
+          problem = await accessProblem(redis, skipVersionCheck);
+          if (problem === undefined) {
+            if (onReady) redis.off('ready', onReady);
+            return resolve();
+          }
+          if (Date.now() - loggedAt >= 60_000) {
+            loggedAt = Date.now();
+            log.error({ problem }, 'Redis refuses what the queue needs; workers wait');
+          }
         }
+        timer = setTimeout(() => void check(), intervalMs);
+        timer.unref();
+      } finally {
+        checking = false;
       }
-      timer = setTimeout(() => void check(), intervalMs);
-      timer.unref();
     };
+    // At once when the connection is (or becomes) ready; then every interval while a problem stands.
+    onReady = () => void check();
+    redis.on('ready', onReady);
     void check();
   });
   return {
@@ -51,6 +65,7 @@ export function untilAccessible(redis: Redis, skipVersionCheck: boolean, log: Lo
     stop() {
       stopped = true;
       clearTimeout(timer);
+      if (onReady) redis.off('ready', onReady);
     },
   };
 }

@@ -253,6 +253,6 @@ describe('transport and authentication', () => {
     expect((await fetch(`${svc.url}/healthz`)).status).toBe(200);
     const ready = await fetch(`${svc.url}/readyz`);
     expect(ready.status).toBe(200);
-    expect((await json(ready)).data).toEqual({ redis: true, influxdb: true });
+    expect((await json(ready)).data).toEqual({ redis: true, enqueue: true, fetch: true, influxdb: true });
   });
 });
