@@ -14,6 +14,7 @@ export async function setup(project: TestProject): Promise<void> {
   ensureDebianPackages(
     [
       { bin: 'redis-server', pkg: 'redis-server' },
+      { bin: 'redis-sentinel', pkg: 'redis-sentinel' },
       { bin: 'influxd', pkg: 'influxdb' },
       { bin: 'prometheus', pkg: 'prometheus' },
       { bin: 'openssl', pkg: 'openssl' },
