@@ -48,6 +48,7 @@ async function main(): Promise<void> {
   // production where InfluxDB has cores of its own. Children inherit this process's affinity.
   const pin = flag('pin');
   if (pin) execFileSync('taskset', ['-apc', '0', String(process.pid)], { stdio: 'ignore' });
+  m.pinned = pin;
 
   try {
     // Redis as the README asks production to run it: AOF on, fsynced before it answers.
