@@ -104,7 +104,9 @@ export class DeadLetters {
     }
     if (opts.source !== 'quarantine' && (opts.stage === undefined || opts.stage === 'job') && opts.deliveryId === undefined) {
       let taken = 0;
-      for (const j of await this.queue.getFailed(0, -1)) {
+      // Every failed job only when a filter must look at each; else the oldest `limit`.
+      const filtered = opts.vehicle !== undefined || opts.since !== undefined || opts.until !== undefined;
+      for (const j of await this.queue.getFailed(0, filtered ? -1 : limit - 1)) {
         if (taken >= limit) break;
         const item = jobItem(j);
         if (!inTime(item.at, opts)) continue;
