@@ -249,7 +249,7 @@ describe('realtime and mixed', () => {
   });
 });
 
-describe('against the project\'s receiver (src/receive)', () => {
+describe('against the project\'s receiver (src/ingest/receive)', () => {
   it('every generated record passes its validation, every injected invalid one is quarantined', async () => {
     const enqueued: TelemetryRecord[] = [];
     const quarantined: NewQuarantineEntry[] = [];
