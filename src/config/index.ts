@@ -69,9 +69,12 @@ const env = z.object({
   REDIS_SENTINELS: list.pipe(z.array(z.string().regex(/^[^\s:]+:\d+$/, 'expected host:port'))).default([]),
   REDIS_SENTINEL_MASTER: z.string().optional(),
   REDIS_SENTINEL_PASSWORD: z.string().optional(),
+  REDIS_CLUSTER_NODES: list.pipe(z.array(z.string().regex(/^[^\s:]+:\d+$/, 'expected host:port'))).default([]),
   REDIS_WAIT_REPLICAS: int(0, 16).default(0),
   REDIS_SKIP_VERSION_CHECK: z.enum(['true', 'false']).default('false').transform((v) => v === 'true'),
   QUEUE_NAME: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . - only').default('telematics-push'),
+  QUEUE_PARTITIONS: int(1, 1_024).default(1),
+  WORKER_PARTITIONS: list.pipe(z.array(z.string().regex(/^\d+$/, 'expected partition numbers such as 0,2,4'))).transform((xs) => xs.map(Number)).default([]),
 
   INFLUX_URL: url.default('http://127.0.0.1:8086'),
   INFLUX_TOKEN: z.string().default(''),
@@ -162,7 +165,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   }
   const cfg = parsed.data;
   const problems: string[] = [];
-  if (role === 'tool' && !input.REDIS_URL && cfg.REDIS_SENTINELS.length === 0) {
+  if (role === 'tool' && !input.REDIS_URL && cfg.REDIS_SENTINELS.length === 0 && cfg.REDIS_CLUSTER_NODES.length === 0) {
     problems.push('REDIS_URL: set it to the Redis the service uses; this tool does not assume one');
   }
   if (role === 'service' && cfg.PUSH_AUTH === 'token' && cfg.SERVICE_MODE !== 'worker' && cfg.PUSH_TOKENS.length === 0 && cfg.PUSH_SIGNING_SECRETS.length === 0) {
@@ -174,6 +177,9 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   }
   if (Boolean(cfg.TLS_CERT) !== Boolean(cfg.TLS_KEY)) problems.push('TLS_CERT, TLS_KEY: set both (PEM files) to serve HTTPS, or neither');
   if (cfg.TLS_CLIENT_CA && !cfg.TLS_CERT) problems.push('TLS_CLIENT_CA: needs TLS_CERT and TLS_KEY (client certificates are asked for over TLS only)');
+  if (cfg.REDIS_CLUSTER_NODES.length > 0 && cfg.REDIS_SENTINELS.length > 0) problems.push('REDIS_CLUSTER_NODES, REDIS_SENTINELS: a Redis is either a Cluster or Sentinel-managed; set one');
+  const beyond = cfg.WORKER_PARTITIONS.filter((p) => p >= cfg.QUEUE_PARTITIONS);
+  if (beyond.length > 0) problems.push(`WORKER_PARTITIONS: ${beyond.join(', ')} not below QUEUE_PARTITIONS (${cfg.QUEUE_PARTITIONS}); partitions are numbered from 0`);
   if (cfg.UPSTREAM_URL && !cfg.UPSTREAM_TOKEN) problems.push('UPSTREAM_TOKEN: required when UPSTREAM_URL is set');
   if (cfg.RETRY_MAX_DELAY < cfg.RETRY_BASE_DELAY) problems.push('RETRY_MAX_DELAY: must not be below RETRY_BASE_DELAY');
   if (problems.length > 0) throw new ConfigError(problems);

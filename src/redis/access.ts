@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connect.js';
 import type { Logger } from '../log/index.js';
 
 /**
@@ -8,7 +8,7 @@ import type { Logger } from '../log/index.js';
  * started only once this passes; until then the process says why, in its health and once a minute in
  * its log, and asks again.
  */
-export async function accessProblem(redis: Redis, skipVersionCheck: boolean): Promise<string | undefined> {
+export async function accessProblem(redis: RedisClient, skipVersionCheck: boolean): Promise<string | undefined> {
   try {
     // BullMQ runs its queues as Lua scripts, and (unless told not to) checks the server's version with INFO.
     await redis.eval('return 1', 0);
@@ -24,7 +24,7 @@ export async function accessProblem(redis: Redis, skipVersionCheck: boolean): Pr
 }
 
 /** Resolves once `accessProblem` finds none, asking every `intervalMs`, logging the problem at most once a minute. */
-export function untilAccessible(redis: Redis, skipVersionCheck: boolean, log: Logger, intervalMs = 5_000): { ready: Promise<void>; problem(): string | undefined; stop(): void } {
+export function untilAccessible(redis: RedisClient, skipVersionCheck: boolean, log: Logger, intervalMs = 5_000): { ready: Promise<void>; problem(): string | undefined; stop(): void } {
   let problem: string | undefined = 'not checked yet';
   let loggedAt = 0;
   let timer: NodeJS.Timeout | undefined;

@@ -8,8 +8,7 @@ import { table } from '../../cli/format.js';
 import type { CliIO } from '../../cli/io.js';
 import type { Program } from '../../cli/program.js';
 import { ConfigError, loadConfig } from '../../config/index.js';
-import { Producer } from '../queue/producer.js';
-import { keysOf, producerOptions } from '../service/components.js';
+import { keysOf, producerFor } from '../service/components.js';
 import { DeadLetters, type DeadLetterItem, type ListFilter } from './index.js';
 
 const SOURCES = ['quarantine', 'failed', 'all'] as const;
@@ -31,7 +30,9 @@ const FILTER_HELP = `Filters: --source quarantine|failed|all, --stage receive|wr
   --since <date>, --until <date> (ISO 8601, epoch s or ms, or "now"), --limit N (of each source, default 1000)
 `;
 
-const SETTINGS_HELP = `Settings: REDIS_URL (required: the Redis the service uses), QUEUE_NAME (as for the service).\n`;
+const SETTINGS_HELP = `Settings: REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES (required: the Redis the service uses),
+  QUEUE_NAME and QUEUE_PARTITIONS (as for the service). Failed jobs are named job:<id>, or job:<partition>:<id>
+  with several partitions.\n`;
 
 const STAGES = ['receive', 'write', 'job'] as const;
 
@@ -69,7 +70,7 @@ async function withDeadLetters<T>(io: CliIO, use: (dl: DeadLetters) => Promise<T
   const redis = connectRedis(cfg, 'tool');
   let lastError = '';
   redis.on('error', (err: Error) => (lastError = err.message));
-  const producer = new Producer(redis, producerOptions(cfg));
+  const producer = producerFor(cfg, redis);
   const dl = new DeadLetters(redis, keysOf(cfg), producer, { skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK });
   try {
     await redis.ping().catch((err: Error) => {

@@ -1,7 +1,7 @@
 import { Queue, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../redis/connect.js';
 import { decodeJob, jobRecordCount } from '../queue/codec.js';
-import type { Producer } from '../queue/producer.js';
+import type { PartitionedProducer } from '../queue/producer.js';
 import type { RedisKeys } from '../queue/keys.js';
 import { Quarantine, type QuarantineEntry } from '../queue/quarantine.js';
 import { validateRecord } from '../validate/record.js';
@@ -16,8 +16,21 @@ import type { TelemetryRecord } from '../../telemetry/record.js';
  */
 
 export type ItemId = string;
-/** Quarantine entries are named by their stream id (`1763700000000-0`), failed jobs as `job:<id>`. */
+/**
+ * Quarantine entries are named by their stream id (`1763700000000-0`), failed jobs as `job:<id>` with
+ * one partition (as before partitions existed) and `job:<partition>:<id>` with several.
+ */
 export const isJobId = (id: ItemId): boolean => id.startsWith('job:');
+
+/** The partition and BullMQ id of `job:…`, or undefined when it names none of `partitions` partitions. */
+export function parseJobId(id: ItemId, partitions: number): { partition: number; jobId: string } | undefined {
+  const rest = id.slice('job:'.length);
+  const colon = rest.indexOf(':');
+  if (colon < 0) return partitions === 1 && rest ? { partition: 0, jobId: rest } : undefined;
+  const partition = Number(rest.slice(0, colon));
+  const jobId = rest.slice(colon + 1);
+  return Number.isInteger(partition) && partition >= 0 && partition < partitions && jobId ? { partition, jobId } : undefined;
+}
 
 export interface DeadLetterItem {
   id: ItemId;
@@ -68,18 +81,22 @@ export interface ReplayOutcome {
 
 export class DeadLetters {
   readonly quarantine: Quarantine;
-  readonly queue: Queue;
+  /** The push queues, a partition each. */
+  readonly queues: readonly Queue[];
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     keys: RedisKeys,
-    private readonly producer: Pick<Producer, 'enqueue'>,
+    private readonly producer: Pick<PartitionedProducer, 'enqueue'>,
     bull: { skipVersionCheck?: boolean } = {},
   ) {
     this.quarantine = new Quarantine(redis, keys.quarantine);
-    this.queue = new Queue(keys.queue, { connection: redis, ...bull });
-    // Errors surface on the awaited calls; without a listener BullMQ prints each connection error.
-    this.queue.on('error', () => {});
+    this.queues = keys.partitions.map((name) => {
+      const q = new Queue(name, { connection: redis, ...bull });
+      // Errors surface on the awaited calls; without a listener BullMQ prints each connection error.
+      q.on('error', () => {});
+      return q;
+    });
   }
 
   /** Items oldest first, filtered; at most `limit` of each source. */
@@ -103,17 +120,18 @@ export class DeadLetters {
       }
     }
     if (opts.source !== 'quarantine' && (opts.stage === undefined || opts.stage === 'job') && opts.deliveryId === undefined) {
-      let taken = 0;
-      // Every failed job only when a filter must look at each; else the oldest `limit`.
+      // Every failed job only when a filter must look at each; else the oldest `limit` of each partition.
       const filtered = opts.vehicle !== undefined || opts.since !== undefined || opts.until !== undefined;
-      for (const j of await this.queue.getFailed(0, filtered ? -1 : limit - 1)) {
-        if (taken >= limit) break;
-        const item = jobItem(j);
-        if (!inTime(item.at, opts)) continue;
-        if (opts.vehicle !== undefined && !safeRecords(j).some((r) => r.vehicleno === opts.vehicle)) continue;
-        out.push(item);
-        taken++;
+      const jobs: DeadLetterItem[] = [];
+      for (let p = 0; p < this.queues.length; p++) {
+        for (const j of await this.queues[p]!.getFailed(0, filtered ? -1 : limit - 1)) {
+          const item = jobItem(j, p, this.queues.length);
+          if (!inTime(item.at, opts)) continue;
+          if (opts.vehicle !== undefined && !safeRecords(j).some((r) => r.vehicleno === opts.vehicle)) continue;
+          jobs.push(item);
+        }
       }
+      out.push(...jobs.sort((a, b) => a.at - b.at).slice(0, limit));
     }
     return out;
   }
@@ -121,7 +139,7 @@ export class DeadLetters {
   async show(id: ItemId): Promise<{ item: DeadLetterItem; entry?: QuarantineEntry; records?: TelemetryRecord[] } | undefined> {
     if (isJobId(id)) {
       const job = await this.failedJob(id);
-      return job ? { item: jobItem(job), records: decodeJob(job.data) } : undefined;
+      return job ? { item: jobItem(job.job, job.partition, this.queues.length), records: decodeJob(job.job.data) } : undefined;
     }
     const entry = await this.quarantine.get(id);
     if (!entry) return undefined;
@@ -133,8 +151,8 @@ export class DeadLetters {
     if (isJobId(id)) {
       const job = await this.failedJob(id);
       if (!job) return { id, ok: true, detail: 'no such failed job (already replayed or purged)' };
-      await job.retry('failed');
-      return { id, ok: true, detail: `job queued again with ${jobRecordCount(job.data)} record(s)` };
+      await job.job.retry('failed');
+      return { id, ok: true, detail: `job queued again with ${jobRecordCount(job.job.data)} record(s)` };
     }
     const entry = await this.quarantine.get(id);
     if (!entry) return { id, ok: true, detail: 'no such entry (already replayed or purged)' };
@@ -163,28 +181,30 @@ export class DeadLetters {
     if (isJobId(id)) {
       const job = await this.failedJob(id);
       if (!job) return false;
-      await job.remove();
+      await job.job.remove();
       return true;
     }
     return (await this.quarantine.remove([id])) > 0;
   }
 
   async close(): Promise<void> {
-    await this.queue.close();
+    await Promise.all(this.queues.map((q) => q.close()));
   }
 
-  private async failedJob(id: ItemId): Promise<Job | undefined> {
-    const job = await this.queue.getJob(id.slice('job:'.length));
-    return job && (await job.isFailed()) ? job : undefined;
+  private async failedJob(id: ItemId): Promise<{ job: Job; partition: number } | undefined> {
+    const ref = parseJobId(id, this.queues.length);
+    if (!ref) return undefined;
+    const job = await this.queues[ref.partition]!.getJob(ref.jobId);
+    return job && (await job.isFailed()) ? { job, partition: ref.partition } : undefined;
   }
 }
 
-function jobItem(j: Job): DeadLetterItem {
+function jobItem(j: Job, partition: number, partitions: number): DeadLetterItem {
   let records = 0;
   try {
     records = jobRecordCount(j.data);
   } catch {
     // An unreadable payload is still listed; its reason will say why it failed.
   }
-  return { id: `job:${j.id}`, source: 'failed-job', stage: 'job', at: j.finishedOn ?? j.timestamp, reason: j.failedReason, records };
+  return { id: partitions === 1 ? `job:${j.id}` : `job:${partition}:${j.id}`, source: 'failed-job', stage: 'job', at: j.finishedOn ?? j.timestamp, reason: j.failedReason, records };
 }

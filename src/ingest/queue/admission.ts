@@ -1,14 +1,17 @@
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { isCluster, mastersOf, type RedisClient } from '../../redis/connect.js';
 
 /**
  * Load shedding: when workers fall behind (queue too deep) or Redis fills up, the receiver
  * answers 429/503 with Retry-After instead of queueing without limit until Redis refuses
- * writes. Sampled in the background so the push path reads a field, not Redis.
+ * writes. Sampled in the background so the push path reads a field, not Redis. With partitions
+ * the depth is summed over them; on a cluster memory is read on every master, and one master at its
+ * bound sheds every push, since any push may touch any partition.
  */
 export interface AdmissionOptions {
   maxQueuedJobs: number;
-  /** Bytes; 0 means 90% of Redis's own maxmemory, or no bound when that is unset too. */
+  /** Bytes, per master; 0 means 90% of each master's own maxmemory, or no bound when that is unset too. */
   redisMemoryLimit: number;
   retryAfterSeconds: number;
   /** How often the bounds are sampled; pushes read the last sample. */
@@ -31,8 +34,8 @@ export class Admission {
   private sampling = false;
 
   constructor(
-    private readonly queue: Queue,
-    private readonly redis: Redis,
+    private readonly queues: readonly Queue[],
+    private readonly redis: RedisClient,
     private readonly opts: AdmissionOptions,
   ) {}
 
@@ -58,18 +61,19 @@ export class Admission {
     if (this.sampling || this.redis.status !== 'ready') return this.current;
     this.sampling = true;
     try {
-      const [depth, memory] = await Promise.all([
-        this.queue.getJobCountByTypes('wait', 'prioritized', 'delayed'),
-        this.memory(),
+      const [depths, memories] = await Promise.all([
+        Promise.all(this.queues.map((q) => q.getJobCountByTypes('wait', 'prioritized', 'delayed'))),
+        Promise.all(mastersOf(this.redis).map((node) => this.memory(node))),
       ]);
+      const depth = depths.reduce((a, b) => a + b, 0);
       const wasOpen = this.current.open;
       const depthBound = wasOpen ? this.opts.maxQueuedJobs : this.opts.maxQueuedJobs * REOPEN_AT;
-      const memBound = memory.limit > 0 ? (wasOpen ? memory.limit : memory.limit * REOPEN_AT) : Infinity;
-      if (memory.used >= memBound) {
+      const full = memories.find((m) => m.limit > 0 && m.used >= (wasOpen ? m.limit : m.limit * REOPEN_AT));
+      if (full) {
         this.current = {
           open: false,
           status: 503,
-          reason: `Redis memory ${memory.used} bytes is at its bound of ${memory.limit}; retry later`,
+          reason: `Redis memory${full.node} ${full.used} bytes is at its bound of ${full.limit}; retry later`,
           retryAfterSeconds: this.opts.retryAfterSeconds,
         };
       } else if (depth >= depthBound) {
@@ -90,11 +94,11 @@ export class Admission {
     return this.current;
   }
 
-  private async memory(): Promise<{ used: number; limit: number }> {
-    const info = await this.redis.info('memory');
+  private async memory(node: Redis): Promise<{ used: number; limit: number; node: string }> {
+    const info = await node.info('memory');
     const field = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1] ?? 0);
     const used = field('used_memory');
     const limit = this.opts.redisMemoryLimit > 0 ? this.opts.redisMemoryLimit : Math.floor(field('maxmemory') * 0.9);
-    return { used, limit };
+    return { used, limit, node: isCluster(this.redis) ? ` of master ${node.options.host}:${node.options.port}` : '' };
   }
 }

@@ -1,15 +1,37 @@
 /**
  * Every Redis key the service uses, named in this one module (as BullMQ's queue-keys.ts names its
- * own): the push queue and BullMQ's structures under it, the quarantine stream, and the fuel sync's
- * queue and watermarks. All derive from QUEUE_NAME, so one Redis can hold several deployments.
+ * own): the push queues and BullMQ's structures under them, the quarantine stream, and the fuel
+ * sync's queue and watermarks. All derive from QUEUE_NAME, so one Redis can hold several deployments.
+ *
+ * Redis Cluster runs a Lua script only when all its keys hash to one slot, and every BullMQ command
+ * is such a script over one queue's keys; so in cluster mode each queue's name carries a hash tag
+ * (`{…}`), which puts all of that queue on one slot, and so on one master. A queue thus cannot use
+ * more than one master: QUEUE_PARTITIONS spreads records over several queues, each tagged for its own
+ * share of the 16384 slots, so that partitions spread evenly over the masters. The other keys are
+ * only ever touched by single-key commands (a stream, a hash, a string, a one-key script), which
+ * Redis Cluster runs wherever the key lives, so they need no tag.
  */
+
+import { CLUSTER_SLOTS, keySlot } from '../../redis/slots.js';
 
 /** BullMQ's default key prefix: its keys are `bull:<queue>:<kind>`. */
 export const BULL_PREFIX = 'bull';
 
+export interface KeyLayout {
+  /** QUEUE_PARTITIONS: how many push queues records are spread over, by vehicle. */
+  partitions: number;
+  /** Whether Redis is a Cluster (REDIS_CLUSTER_NODES), whose multi-key scripts need hash tags. */
+  cluster: boolean;
+}
+
+export const SINGLE_QUEUE: KeyLayout = { partitions: 1, cluster: false };
+
 export interface RedisKeys {
-  /** The BullMQ queue of pushed records. */
-  queue: string;
+  /**
+   * The BullMQ queues of pushed records, partition i at index i. One partition on one Redis keeps
+   * today's name, QUEUE_NAME itself, so an upgrade reads the queue the previous release wrote.
+   */
+  partitions: readonly string[];
   /** Stream of what did not land: records the receiver refused, points InfluxDB refused. */
   quarantine: string;
   /** BullMQ queue whose job scheduler runs the fuel sync on one replica at a time. */
@@ -22,11 +44,15 @@ export interface RedisKeys {
   rateLimit(sender: string): string;
 }
 
-export function redisKeys(queueName: string): RedisKeys {
+export function redisKeys(queueName: string, layout: KeyLayout = SINGLE_QUEUE): RedisKeys {
+  const tagged = layout.cluster || layout.partitions > 1;
+  const partitions = tagged
+    ? Array.from({ length: layout.partitions }, (_, i) => `${queueName}{${partitionTag(i, layout.partitions)}}`)
+    : [queueName];
   return {
-    queue: queueName,
+    partitions,
     quarantine: `${queueName}:quarantine`,
-    fuelQueue: `${queueName}-fuel`,
+    fuelQueue: layout.cluster ? `{${queueName}-fuel}` : `${queueName}-fuel`,
     fuelWatermarks: `${queueName}:fuel:watermarks`,
     idempotency: (digest) => `${queueName}:idem:${digest}`,
     rateLimit: (sender) => `${queueName}:rate:${sender}`,
@@ -36,4 +62,36 @@ export function redisKeys(queueName: string): RedisKeys {
 /** A BullMQ structure of `queue`: `wait` (a list of waiting job ids), `failed`, or a job's hash by its id. */
 export function bullKey(queue: string, kind: string): string {
   return `${BULL_PREFIX}:${queue}:${kind}`;
+}
+
+/**
+ * The partition of a vehicle's records: FNV-1a (32 bits) of its plate's UTF-16 code units, modulo
+ * the partition count. A vehicle stays on one partition, so its points are written in order by one
+ * queue. Fixed forever: a change would split a vehicle's backlog over two partitions.
+ */
+export function partitionOf(vehicleno: string, partitions: number): number {
+  if (partitions === 1) return 0;
+  let h = 0x811c9dc5;
+  for (let i = 0; i < vehicleno.length; i++) {
+    h ^= vehicleno.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return (h >>> 0) % partitions;
+}
+
+/**
+ * The hash tag of partition i of n: `p<i>`, or `p<i>.<k>` for the smallest k whose slot lies in the
+ * middle half of the i-th of n equal ranges of the slots. A cluster made by `redis-cli --cluster
+ * create` gives each master an equal run of slots, so partitions spread over masters as evenly as n
+ * allows. The middle half keeps a partition clear of the edges of a master's run, which rounding moves.
+ */
+export function partitionTag(i: number, n: number): string {
+  const lo = (i * CLUSTER_SLOTS) / n;
+  const width = CLUSTER_SLOTS / n;
+  const [from, to] = width >= 4 ? [lo + width / 4, lo + (3 * width) / 4] : [lo, lo + width];
+  for (let k = 0; ; k++) {
+    const tag = k === 0 ? `p${i}` : `p${i}.${k}`;
+    const slot = keySlot(tag);
+    if (slot >= from && slot < to) return tag;
+  }
 }

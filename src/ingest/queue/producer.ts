@@ -1,8 +1,9 @@
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import { masterFor, type RedisClient } from '../../redis/connect.js';
 import type { TelemetryRecord } from '../../telemetry/record.js';
 import type { Metrics } from '../../metrics/index.js';
 import { encodeJob } from './codec.js';
+import { bullKey, partitionOf } from './keys.js';
 import { attemptsForSpan, BACKOFF_TYPE, type RetryPolicy } from './retry.js';
 
 export const JOB_NAME = 'records';
@@ -62,7 +63,7 @@ export class Producer {
   private readonly idle: Array<() => void> = [];
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly opts: ProducerOptions,
   ) {
     this.queue = new Queue(opts.queueName, {
@@ -200,8 +201,11 @@ export class Producer {
   private async replicated(withinMs: number): Promise<void> {
     const want = this.opts.waitReplicas ?? 0;
     if (want === 0) return;
+    // On a cluster, the master of this queue's slot: WAIT counts the writes of the connection it is sent on.
+    const master = masterFor(this.redis, bullKey(this.opts.queueName, 'id'));
+    if (!master) throw new EnqueueError(`no Redis master is known for queue ${this.opts.queueName} (cluster slots refreshing); retry`);
     // Four fifths of the time left, so the answer says that replicas, not Redis itself, were missing.
-    const got = await this.redis.wait(want, Math.max(1, Math.floor(withinMs * 0.8)));
+    const got = await master.wait(want, Math.max(1, Math.floor(withinMs * 0.8)));
     if (got < want) throw new EnqueueError(`only ${got} of ${want} Redis replica(s) confirmed the enqueue (REDIS_WAIT_REPLICAS)`);
   }
 
@@ -210,5 +214,41 @@ export class Producer {
     this.flush();
     if (this.inFlight > 0 || this.pending.length > 0) await new Promise<void>((resolve) => this.idle.push(resolve));
     await this.queue.close();
+  }
+}
+
+/**
+ * The producers of all partitions as one: a push's records go to their vehicles' partitions
+ * (QUEUE_PARTITIONS), each with its own group commit, and the push is confirmed only once every
+ * partition it touched confirmed. With one partition it is that partition's producer, unchanged.
+ */
+export class PartitionedProducer {
+  constructor(readonly producers: readonly Producer[]) {}
+
+  enqueue(records: TelemetryRecord[]): Promise<void> {
+    if (this.producers.length === 1) return this.producers[0]!.enqueue(records);
+    return this.each(records, (p, part) => p.enqueue(part));
+  }
+
+  /** Each partition deduplicates its own share: a retry after a partial failure enqueues only what is missing. */
+  enqueueOnce(records: TelemetryRecord[], once: { id: string; ttlMs: number }): Promise<void> {
+    if (this.producers.length === 1) return this.producers[0]!.enqueueOnce(records, once);
+    return this.each(records, (p, part) => p.enqueueOnce(part, once));
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.producers.map((p) => p.close()));
+  }
+
+  private async each(records: TelemetryRecord[], send: (p: Producer, part: TelemetryRecord[]) => Promise<void>): Promise<void> {
+    const n = this.producers.length;
+    const parts: TelemetryRecord[][] = Array.from({ length: n }, () => []);
+    for (const r of records) parts[partitionOf(r.vehicleno, n)]!.push(r);
+    const sent: Array<Promise<void>> = [];
+    for (let i = 0; i < n; i++) if (parts[i]!.length > 0) sent.push(send(this.producers[i]!, parts[i]!));
+    // allSettled: a partition's failure is answered only once the others settled, so no round trip outlives the push.
+    const outcomes = await Promise.allSettled(sent);
+    const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 }

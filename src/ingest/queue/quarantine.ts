@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../redis/connect.js';
 
 /**
  * Records the receiver could not accept, kept whole in a Redis stream so nothing a sender
@@ -36,7 +36,7 @@ export function quarantineEntry(origin: QuarantineOrigin, index: number, reason:
 
 export class Quarantine {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     /** The stream's key (`RedisKeys.quarantine`). */
     readonly key: string,
     private readonly bound?: {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Context } from 'hono';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../redis/connect.js';
 import { PushRefused } from './answer.js';
 
 /**
@@ -25,7 +25,7 @@ export interface IdempotencyStore {
 
 export class RedisIdempotency implements IdempotencyStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keyOf: (digest: string) => string,
     readonly ttlMs: number,
   ) {}

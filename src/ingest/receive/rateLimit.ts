@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../redis/connect.js';
 
 /**
  * Per-sender rate limits, shared by every receiver replica: two token buckets in one Redis hash per
@@ -33,7 +33,7 @@ export type RateVerdict = { ok: true } | { ok: false; tooLarge: true } | { ok: f
 
 export class RateLimiter {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keyOf: (sender: string) => string,
     private readonly perSecond: { pushes: number; records: number },
   ) {

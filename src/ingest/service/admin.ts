@@ -12,14 +12,14 @@ export const QUEUE_UI_PATH = '/admin/queues';
 /**
  * The admin listener's routes: what operators and Prometheus reach, apart from the port senders
  * reach. `/metrics` always; the queue UI (bull-board: the push queue and its failed jobs, the dead
- * letter) when given a queue, behind basic auth unless `credentials` is undefined on purpose.
+ * letter) when given the queues (a partition each), behind basic auth unless `credentials` is undefined on purpose.
  */
-export function adminRoutes(metrics: Metrics, ui?: { queue: Queue; credentials: { username: string; password: string } | undefined }): Hono {
+export function adminRoutes(metrics: Metrics, ui?: { queues: readonly Queue[]; credentials: { username: string; password: string } | undefined }): Hono {
   const app = new Hono();
   app.get('/metrics', async (c) => c.body(await metrics.text(), 200, { 'Content-Type': metrics.contentType }));
   if (ui) {
     const board = new HonoAdapter(serveStatic);
-    createBullBoard({ queues: [new BullMQAdapter(ui.queue)], serverAdapter: board, options: { uiConfig: { boardTitle: 'telematics-ingest' } } });
+    createBullBoard({ queues: ui.queues.map((q) => new BullMQAdapter(q)), serverAdapter: board, options: { uiConfig: { boardTitle: 'telematics-ingest' } } });
     board.setBasePath(QUEUE_UI_PATH);
     if (ui.credentials) {
       // The UI's own static files (scripts, styles, translations) hold nothing of ours; the page and its API do.

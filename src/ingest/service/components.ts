@@ -1,11 +1,11 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../redis/connect.js';
 import type { Config } from '../../config/index.js';
 import { Quarantine } from '../queue/quarantine.js';
 import type { Logger } from '../../log/index.js';
 import type { Metrics } from '../../metrics/index.js';
 import type { AdmissionOptions } from '../queue/admission.js';
 import { redisKeys, type RedisKeys } from '../queue/keys.js';
-import type { ProducerOptions } from '../queue/producer.js';
+import { PartitionedProducer, Producer, type ProducerOptions } from '../queue/producer.js';
 import type { RetryPolicy } from '../queue/retry.js';
 import type { ReceiverOptions } from '../receive/app.js';
 import { RedisIdempotency } from '../receive/idempotency.js';
@@ -23,7 +23,14 @@ import type { PointSink } from '../write/sink.js';
  * tools (the dead-letter CLI) build components from these, never from settings read by hand.
  */
 
-export const keysOf = (cfg: Config): RedisKeys => redisKeys(cfg.QUEUE_NAME);
+export const keysOf = (cfg: Config): RedisKeys =>
+  redisKeys(cfg.QUEUE_NAME, { partitions: cfg.QUEUE_PARTITIONS, cluster: cfg.REDIS_CLUSTER_NODES.length > 0 });
+
+/** The push queues this process's workers serve: WORKER_PARTITIONS, or all. */
+export function servedPartitions(cfg: Config): string[] {
+  const all = keysOf(cfg).partitions;
+  return cfg.WORKER_PARTITIONS.length === 0 ? [...all] : [...new Set(cfg.WORKER_PARTITIONS)].map((i) => all[i]!);
+}
 
 /** Retry-After of a 429 or 503, in whole seconds. */
 const retryAfterSeconds = (cfg: Config): number => Math.max(1, Math.ceil(cfg.RETRY_AFTER / 1_000));
@@ -32,8 +39,13 @@ export function retryPolicy(cfg: Config): RetryPolicy {
   return { spanMs: cfg.RETRY_SPAN, baseMs: cfg.RETRY_BASE_DELAY, maxMs: cfg.RETRY_MAX_DELAY };
 }
 
-export function producerOptions(cfg: Config): ProducerOptions {
-  return { queueName: keysOf(cfg).queue, maxRecordsPerJob: cfg.JOB_MAX_RECORDS, timeoutMs: cfg.ENQUEUE_TIMEOUT, retry: retryPolicy(cfg), skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK, waitReplicas: cfg.REDIS_WAIT_REPLICAS };
+export function producerOptions(cfg: Config, queueName: string): ProducerOptions {
+  return { queueName, maxRecordsPerJob: cfg.JOB_MAX_RECORDS, timeoutMs: cfg.ENQUEUE_TIMEOUT, retry: retryPolicy(cfg), skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK, waitReplicas: cfg.REDIS_WAIT_REPLICAS };
+}
+
+/** One producer per partition, as one. */
+export function producerFor(cfg: Config, redis: RedisClient, metrics?: Metrics): PartitionedProducer {
+  return new PartitionedProducer(keysOf(cfg).partitions.map((q) => new Producer(redis, { ...producerOptions(cfg, q), metrics })));
 }
 
 export function admissionOptions(cfg: Config): AdmissionOptions {
@@ -41,7 +53,7 @@ export function admissionOptions(cfg: Config): AdmissionOptions {
 }
 
 /** The receiver's options; its Redis holds the idempotency keys and the rate-limit buckets. */
-export function receiverOptions(cfg: Config, redis: Redis, log: Logger): ReceiverOptions {
+export function receiverOptions(cfg: Config, redis: RedisClient, log: Logger): ReceiverOptions {
   const keys = keysOf(cfg);
   return {
     senders: cfg.PUSH_AUTH === 'none' ? undefined : parseSenders(cfg.PUSH_TOKENS, cfg.PUSH_SIGNING_SECRETS).senders,
@@ -57,7 +69,7 @@ export function receiverOptions(cfg: Config, redis: Redis, log: Logger): Receive
 }
 
 /** The quarantine stream, bounded at QUARANTINE_MAX_ENTRIES, saying so (once a minute at most) while it drops the oldest. */
-export function quarantineFor(cfg: Config, redis: Redis, log: Logger): Quarantine {
+export function quarantineFor(cfg: Config, redis: RedisClient, log: Logger): Quarantine {
   let warnedAt = 0;
   return new Quarantine(redis, keysOf(cfg).quarantine, {
     maxEntries: cfg.QUARANTINE_MAX_ENTRIES,

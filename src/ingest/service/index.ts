@@ -1,7 +1,7 @@
 import { Queue } from 'bullmq';
 import { connectRedis, redisTarget } from '../../redis/connect.js';
 import { Metrics, packageVersion } from '../../metrics/index.js';
-import { sampleQueue } from '../../metrics/sampler.js';
+import { sampleQueues } from '../../metrics/sampler.js';
 import { logSummaries } from '../../metrics/summary.js';
 import { adminRoutes } from './admin.js';
 import { untilAccessible } from '../../redis/access.js';
@@ -48,15 +48,18 @@ export async function startService(cfg: Config, log: Logger): Promise<RunningSer
   if (workers) checks.push(...workers.checks);
   // Every process samples the queue gauges, so that each one's scrape alone tells the backlog.
   const keys = keysOf(cfg);
-  const sampledQueue = new Queue(keys.queue, { connection: redis, skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK });
-  sampledQueue.on('error', () => {});
-  const sampler = sampleQueue(metrics, sampledQueue, redis, keys.quarantine, cfg.METRICS_SAMPLE_INTERVAL);
+  const sampledQueues = keys.partitions.map((name) => {
+    const q = new Queue(name, { connection: redis, skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK });
+    q.on('error', () => {});
+    return q;
+  });
+  const sampler = sampleQueues(metrics, sampledQueues, redis, keys.quarantine, cfg.METRICS_SAMPLE_INTERVAL);
   const summaries = cfg.LOG_SUMMARY_INTERVAL > 0 ? logSummaries(metrics, log, cfg.LOG_SUMMARY_INTERVAL) : undefined;
 
   const http = await serveHttp(createApp({ push: receiver?.routes, health: healthRoutes(checks) }), cfg.HOST, cfg.PORT, httpLimits(cfg), httpTls(cfg));
-  const ui = cfg.QUEUE_UI === 'on' ? { queue: sampledQueue, credentials: adminCredentials(cfg) } : undefined;
+  const ui = cfg.QUEUE_UI === 'on' ? { queues: sampledQueues, credentials: adminCredentials(cfg) } : undefined;
   const admin = await serveHttp(adminRoutes(metrics, ui), cfg.ADMIN_HOST, cfg.ADMIN_PORT, httpLimits(cfg));
-  log.info({ mode: cfg.SERVICE_MODE, url: http.url, admin: admin.url, redis: redisTarget(cfg), queue: cfg.QUEUE_NAME }, 'telematics-ingest started');
+  log.info({ mode: cfg.SERVICE_MODE, url: http.url, admin: admin.url, redis: redisTarget(cfg), queue: cfg.QUEUE_NAME, partitions: cfg.QUEUE_PARTITIONS }, 'telematics-ingest started');
 
   let closing: Promise<void> | undefined;
   return {
@@ -71,7 +74,7 @@ export async function startService(cfg: Config, log: Logger): Promise<RunningSer
         sampler.stop();
         access.stop();
         summaries?.stop();
-        await sampledQueue.close().catch(() => {});
+        await Promise.all(sampledQueues.map((q) => q.close().catch(() => {})));
         await admin.close();
         redis.disconnect();
         log.info('telematics-ingest stopped');

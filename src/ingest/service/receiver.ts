@@ -1,12 +1,11 @@
 import type { Hono } from 'hono';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../redis/connect.js';
 import type { Config } from '../../config/index.js';
 import type { Logger } from '../../log/index.js';
 import type { Metrics } from '../../metrics/index.js';
 import { Admission } from '../queue/admission.js';
-import { Producer } from '../queue/producer.js';
 import { pushRoutes } from '../receive/app.js';
-import { admissionOptions, producerOptions, quarantineFor, receiverOptions } from './components.js';
+import { admissionOptions, producerFor, quarantineFor, receiverOptions } from './components.js';
 
 export interface RunningReceiver {
   routes: Hono;
@@ -14,9 +13,9 @@ export interface RunningReceiver {
 }
 
 /** The push routes over a producer, the quarantine and load shedding, on the receiver's Redis connection. */
-export function startReceiver(cfg: Config, redis: Redis, log: Logger, metrics?: Metrics): RunningReceiver {
-  const producer = new Producer(redis, { ...producerOptions(cfg), metrics });
-  const admission = new Admission(producer.queue, redis, admissionOptions(cfg));
+export function startReceiver(cfg: Config, redis: RedisClient, log: Logger, metrics?: Metrics): RunningReceiver {
+  const producer = producerFor(cfg, redis, metrics);
+  const admission = new Admission(producer.producers.map((p) => p.queue), redis, admissionOptions(cfg));
   redis.on('ready', () => admission.start());
   const routes = pushRoutes(producer, quarantineFor(cfg, redis, log), { ...receiverOptions(cfg, redis, log), admission, metrics });
   return {

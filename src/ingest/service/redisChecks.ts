@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { isCluster, mastersOf, type RedisClient } from '../../redis/connect.js';
 import type { Logger } from '../../log/index.js';
 
 /**
@@ -6,7 +7,18 @@ import type { Logger } from '../../log/index.js';
  * `maxmemory-policy noeviction` (an evicted job is a lost push), and without AOF or RDB
  * snapshots a Redis restart empties the queue.
  */
-export async function checkRedisSettings(redis: Redis, log: Logger): Promise<string[]> {
+export async function checkRedisSettings(client: RedisClient, log: Logger): Promise<string[]> {
+  const warnings: string[] = [];
+  // On a cluster, every master holds queues: each is checked, and named in its warnings.
+  for (const node of mastersOf(client)) {
+    const at = isCluster(client) ? ` (cluster master ${node.options.host}:${node.options.port})` : '';
+    for (const w of await nodeWarnings(node)) warnings.push(w + at);
+  }
+  for (const w of warnings) log.warn(w);
+  return warnings;
+}
+
+async function nodeWarnings(redis: Redis): Promise<string[]> {
   const warnings: string[] = [];
   try {
     const [, policy] = (await redis.config('GET', 'maxmemory-policy')) as [string, string];
@@ -33,6 +45,5 @@ export async function checkRedisSettings(redis: Redis, log: Logger): Promise<str
     // Managed Redis often disables CONFIG; say so rather than guess.
     warnings.push(`could not read Redis settings (${(err as Error).message}); make sure of noeviction and AOF persistence`);
   }
-  for (const w of warnings) log.warn(w);
   return warnings;
 }

@@ -6,7 +6,7 @@ import { UpstreamClient } from '../../upstream/client/index.js';
 import { scheduleFuelSync, syncFuel } from '../sync/fuel.js';
 import { startWorker } from '../worker/index.js';
 import { untilAccessible } from '../../redis/access.js';
-import { flattenOptions, keysOf, pointSink, quarantineFor, retryPolicy } from './components.js';
+import { flattenOptions, keysOf, pointSink, quarantineFor, retryPolicy, servedPartitions } from './components.js';
 import type { HealthCheck } from './health.js';
 
 /** Longest fuel-history range asked of the upstream in one call; upstreams bound it. */
@@ -29,20 +29,25 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics):
   // otherwise make BullMQ's fetch loop spin.
   const access = untilAccessible(redis, cfg.REDIS_SKIP_VERSION_CHECK, log);
   const started = access.ready.then(async () => {
-    const worker = startWorker(redis, {
-      queue: keys.queue,
-      quarantine: quarantineFor(cfg, redis, log),
-      concurrency: cfg.WORKER_CONCURRENCY,
-      lockDurationMs: cfg.WORKER_LOCK_DURATION,
-      maxStalls: cfg.WORKER_MAX_STALLS,
-      retry: retryPolicy(cfg),
-      flatten: flattenOptions(cfg),
-      sink,
-      log,
-      metrics,
-      skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK,
-    });
-    closers.unshift(() => worker.close());
+    const quarantine = quarantineFor(cfg, redis, log);
+    // A BullMQ worker a partition, all writing through the one sink, so that their points merge
+    // into the same InfluxDB requests.
+    for (const queue of servedPartitions(cfg)) {
+      const worker = startWorker(redis, {
+        queue,
+        quarantine,
+        concurrency: cfg.WORKER_CONCURRENCY,
+        lockDurationMs: cfg.WORKER_LOCK_DURATION,
+        maxStalls: cfg.WORKER_MAX_STALLS,
+        retry: retryPolicy(cfg),
+        flatten: flattenOptions(cfg),
+        sink,
+        log,
+        metrics,
+        skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK,
+      });
+      closers.unshift(() => worker.close());
+    }
     if (cfg.UPSTREAM_URL) {
       const client = new UpstreamClient({ baseUrl: cfg.UPSTREAM_URL, token: cfg.UPSTREAM_TOKEN, timeUnit: cfg.UPSTREAM_TIME_UNIT });
       const run = () =>

@@ -1,5 +1,5 @@
 import { Queue, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../redis/connect.js';
 import type { Logger } from '../../log/index.js';
 import type { FuelUnit, UpstreamClient } from '../../upstream/client/index.js';
 import { formatLine } from '../../telemetry/lineProtocol.js';
@@ -14,7 +14,7 @@ import type { PointSink } from '../write/sink.js';
 export interface FuelSyncOptions {
   client: Pick<UpstreamClient, 'listVehicles' | 'getFuelHistory'>;
   sink: PointSink;
-  redis: Redis;
+  redis: RedisClient;
   /** Redis hash of watermarks, field `<vehicleno>|<unit>` → last reading time (ms). */
   watermarkKey: string;
   units: readonly FuelUnit[];
@@ -71,7 +71,7 @@ export async function syncFuel(opts: FuelSyncOptions): Promise<FuelSyncResult> {
  * exactly one of them syncs each time, and a sync that fails is retried by BullMQ.
  */
 export async function scheduleFuelSync(
-  redis: Redis,
+  redis: RedisClient,
   /** The scheduler's queue (`RedisKeys.fuelQueue`). */
   name: string,
   intervalMs: number,

@@ -1,5 +1,5 @@
 import { Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../redis/connect.js';
 import type { Logger } from '../../log/index.js';
 import type { Metrics } from '../../metrics/index.js';
 import type { PointSink } from '../write/sink.js';
@@ -27,7 +27,7 @@ export interface WorkerOptions {
 }
 
 /** Pulls jobs from the queue and writes their points; run as many replicas as the store can take. */
-export function startWorker(redis: Redis, opts: WorkerOptions): Worker {
+export function startWorker(redis: RedisClient, opts: WorkerOptions): Worker {
   const { quarantine } = opts;
   const processor = createProcessor({
     sink: opts.sink,
