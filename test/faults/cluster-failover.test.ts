@@ -29,8 +29,8 @@ it('loses no acknowledged record when a master is killed under load', async () =
   const queue = redisKeys(svc.cfg.QUEUE_NAME, { partitions: 3, cluster: true }).partitions[0]!;
   const slot = await cluster.onNode(masters[0]!, async (n) => (await n.cluster('KEYSLOT', queue)) as number);
   const owner = await cluster.onNode(masters[0]!, async (n) => {
-    const ranges = (await n.cluster('SLOTS')) as Array<[number, number, [string, number]]>;
-    return ranges.find(([from, to]) => slot >= from && slot <= to)![2][1];
+    const ranges = await n.cluster('SLOTS');
+    return ranges.find(([from, to]) => slot >= from && slot <= to)![2]![1];
   });
 
   const feedDone = runFeed({ url: svc.url, token: TEST_TOKEN, mode: 'mixed', rate: 300, durationMs: 8_000, bulkSize: 50, vehicles: 12, seed: 5, maxAttempts: 40, maxBackoffMs: 1_000, maxRetryAfterMs: 1_000 });
