@@ -61,3 +61,43 @@ it('works with the version check skipped: pushes land', async () => {
     await svc.stop('SIGKILL');
   }
 }, 60_000);
+
+const cpuSeconds = (pid: number) =>
+  import('node:fs').then((fs) => {
+    const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100; // utime + stime, in clock ticks of 10 ms
+  });
+
+it('a fetch Redis refuses mid-run (READONLY, as during a failover): backs off, not ready, one log line; works again after', async () => {
+  const redis = await startRedis();
+  const admin = new Redis(redis.url);
+  const db = uniqueName('ro');
+  await influxQuery(db, `CREATE DATABASE "${db}"`);
+  const svc = await spawnService('all', testEnv(db, { REDIS_URL: redis.url, LOG_LEVEL: 'warn' }));
+  const push = (soc: number) => fetch(`${svc.url}/push/realtime`, { method: 'POST', headers: { authorization: `Bearer ${TEST_TOKEN}` }, body: JSON.stringify({ vehicleno: 'RO-1', type: 'can', data: { time: 1_763_700_000_000 + soc, soc } }) });
+  try {
+    // The node becomes a replica of a master that is not there: every write, the worker's fetch included, is refused.
+    const { freePort } = await import('../../src/devstack/process.js');
+    await admin.call('REPLICAOF', '127.0.0.1', String(await freePort()));
+    await waitUntil(async () => /Redis refused the worker’s fetch/.test(svc.output()), 10_000, 'the log line');
+    const before = await cpuSeconds(svc.child.pid!);
+    await new Promise((r) => setTimeout(r, 4_000));
+    const used = (await cpuSeconds(svc.child.pid!)) - before;
+    expect(used / 4).toBeLessThan(0.25);
+    expect(svc.output().match(/Redis refused the worker’s fetch/g)).toHaveLength(1);
+    expect(svc.output()).toMatch(/"err":"(UNBLOCKED|READONLY)/);
+    const ready = await fetch(`${svc.url}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(await ready.json()).toMatchObject({ data: { fetch: false } });
+    expect((await push(1)).status).toBe(503);
+
+    await admin.call('REPLICAOF', 'NO', 'ONE');
+    await waitUntil(async () => (await push(2)).status === 202, 10_000, 'pushes accepted again');
+    await waitUntil(async () => (await influxQuery(db, 'SELECT soc FROM can')).length === 1, 40_000, 'the point written once the worker resumed');
+    await waitUntil(async () => (await fetch(`${svc.url}/readyz`)).status === 200, 10_000, 'ready again');
+  } finally {
+    await svc.stop('SIGKILL');
+    admin.disconnect();
+    await redis.stop();
+  }
+}, 90_000);

@@ -4,7 +4,7 @@ import type { Logger } from '../../log/index.js';
 import type { Metrics } from '../../metrics/index.js';
 import { UpstreamClient } from '../../upstream/client/index.js';
 import { scheduleFuelSync, syncFuel } from '../sync/fuel.js';
-import { startWorker } from '../worker/index.js';
+import { startWorker, type RunningWorker } from '../worker/index.js';
 import { untilAccessible } from '../../redis/access.js';
 import { flattenOptions, keysOf, pointSink, quarantineFor, retryPolicy, servedPartitions } from './components.js';
 import type { HealthCheck } from './health.js';
@@ -25,6 +25,7 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics):
   const redis = connectRedis(cfg, 'worker');
   redis.on('error', (err) => log.debug({ err: err.message }, 'worker redis connection error'));
   const closers: Array<() => Promise<unknown>> = [() => sink.close()];
+  const running: RunningWorker[] = [];
   // Workers start only once Redis lets the queue run (see redis/access.ts): a refused command would
   // otherwise make BullMQ's fetch loop spin.
   const access = untilAccessible(redis, cfg.REDIS_SKIP_VERSION_CHECK, log);
@@ -46,6 +47,7 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics):
         metrics,
         skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK,
       });
+      running.push(worker);
       closers.unshift(() => worker.close());
     }
     if (cfg.UPSTREAM_URL) {
@@ -70,7 +72,7 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics):
     checks: [
       { name: 'influxdb', check: () => sink.ready() },
       // Whether this process can do its work (fetch jobs), not merely whether Redis answers PING.
-      { name: 'fetch', check: async () => access.problem() === undefined },
+      { name: 'fetch', check: async () => access.problem() === undefined && running.every((w) => w.fetchProblem() === undefined) },
     ],
     async close() {
       access.stop();

@@ -1,4 +1,5 @@
 import { Queue, Worker } from 'bullmq';
+import { guardFetch } from '../worker/guard.js';
 import type { RedisClient } from '../../redis/connect.js';
 import type { Logger } from '../../log/index.js';
 import type { FuelUnit, UpstreamClient } from '../../upstream/client/index.js';
@@ -92,10 +93,11 @@ export async function scheduleFuelSync(
     },
     { connection: redis, concurrency: 1, ...bull },
   );
-  worker.on('error', (err) => log.warn({ err: err.message }, 'fuel sync worker error'));
+  const guard = guardFetch(worker, log);
   worker.on('failed', (_job, err) => log.warn({ err: err.message }, 'fuel sync failed; next run retries'));
   return {
     async close() {
+      guard.stop();
       await worker.close();
       await queue.close();
     },

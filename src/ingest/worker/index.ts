@@ -6,6 +6,7 @@ import type { PointSink } from '../write/sink.js';
 import type { FlattenOptions } from '../flatten/flatten.js';
 import { retryDelay, type RetryPolicy } from '../queue/retry.js';
 import type { Quarantine } from '../queue/quarantine.js';
+import { guardFetch } from './guard.js';
 import { createProcessor, type ProcessResult } from './processor.js';
 
 export interface WorkerOptions {
@@ -26,8 +27,15 @@ export interface WorkerOptions {
   skipVersionCheck?: boolean;
 }
 
+export interface RunningWorker {
+  worker: Worker;
+  /** Why this worker cannot fetch jobs now (Redis refused it), or undefined. */
+  fetchProblem(): string | undefined;
+  close(): Promise<void>;
+}
+
 /** Pulls jobs from the queue and writes their points; run as many replicas as the store can take. */
-export function startWorker(redis: RedisClient, opts: WorkerOptions): Worker {
+export function startWorker(redis: RedisClient, opts: WorkerOptions): RunningWorker {
   const { quarantine } = opts;
   const processor = createProcessor({
     sink: opts.sink,
@@ -65,6 +73,13 @@ export function startWorker(redis: RedisClient, opts: WorkerOptions): Worker {
       final ? 'job failed for good; kept as dead letter' : 'job failed; will retry',
     );
   });
-  worker.on('error', (err) => opts.log.warn({ err: err.message }, 'worker connection error'));
-  return worker;
+  const guard = guardFetch(worker, opts.log);
+  return {
+    worker,
+    fetchProblem: () => guard.problem(),
+    async close() {
+      guard.stop();
+      await worker.close();
+    },
+  };
 }

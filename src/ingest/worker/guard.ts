@@ -1,0 +1,68 @@
+import { isNotConnectionError, type Worker } from 'bullmq';
+import type { Logger } from '../../log/index.js';
+import { backoffDelay, type Backoff } from '../../retry/backoff.js';
+
+/**
+ * BullMQ backs off only when the connection is lost: a fetch that Redis refuses (READONLY during a
+ * failover, OOM, NOPERM after an ACL change, CLUSTERDOWN) is emitted as an error and tried again at
+ * once, a loop that takes a core and, with its logs, the process's memory. So on such an error the
+ * worker is paused (its active jobs finish) and resumed after a growing delay; the cause is logged
+ * once a minute and reported by the worker's health until fetching works again.
+ */
+export interface FetchGuard {
+  /** Why the worker cannot fetch now, or undefined when it can. */
+  problem(): string | undefined;
+  stop(): void;
+}
+
+const DEFAULT_BACKOFF: Backoff = { baseMs: 1_000, maxMs: 30_000 };
+const LOG_EVERY_MS = 60_000;
+
+export function guardFetch(worker: Worker, log: Logger, backoff: Backoff = DEFAULT_BACKOFF): FetchGuard {
+  let cause: string | undefined;
+  let attempts = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let loggedAt = 0;
+  let unlogged = 0;
+  let stopped = false;
+
+  worker.on('error', (err) => {
+    if (!isNotConnectionError(err)) {
+      // ioredis reconnects with its own backoff; the connection's state is in the health already.
+      log.debug({ err: err.message }, 'worker connection error');
+      return;
+    }
+    cause = err.message;
+    unlogged++;
+    if (Date.now() - loggedAt >= LOG_EVERY_MS) {
+      log.error({ err: err.message, times: unlogged, retryInMs: backoffDelay(backoff, attempts + 1, () => 0.5) }, 'Redis refused the worker’s fetch; pausing and retrying');
+      loggedAt = Date.now();
+      unlogged = 0;
+    }
+    if (timer || stopped) return;
+    attempts++;
+    void worker.pause(true).catch(() => {});
+    timer = setTimeout(() => {
+      timer = undefined;
+      if (!stopped) void worker.resume();
+    }, backoffDelay(backoff, attempts));
+    timer.unref();
+  });
+  // A job fetched and done means Redis lets the worker work again.
+  worker.on('completed', () => {
+    attempts = 0;
+    cause = undefined;
+  });
+  worker.on('drained', () => {
+    attempts = 0;
+    cause = undefined;
+  });
+
+  return {
+    problem: () => cause,
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
+}
