@@ -78,7 +78,7 @@ it('spreads QUEUE_PARTITIONS=6 over all three masters and lands every bulk and r
   const QUEUE_NAME = uniqueName('qc');
   const db = uniqueName('cluster');
   // A receiver alone first, so the jobs stay in Redis to be counted on each node.
-  const receiver = await service({ SERVICE_MODE: 'receiver', QUEUE_NAME, QUEUE_PARTITIONS: '6', INFLUX_BUCKET: db });
+  const receiver = await service({ SERVICE_MODE: 'receiver', QUEUE_NAME, QUEUE_PARTITIONS: '6', INFLUX_BUCKET: db, METRICS_SAMPLE_INTERVAL: '200ms' });
   const records = fleetRecords('CL', 120, T0);
   for (let i = 0; i < 200; i += 50) {
     const res = await receiver.post('/push/bulk', { bulkData: records.slice(i, i + 50) });
@@ -99,6 +99,9 @@ it('spreads QUEUE_PARTITIONS=6 over all three masters and lands every bulk and r
     expect(jobs).toBeGreaterThanOrEqual(2);
   }
   expect([...byMaster.values()].flatMap((m) => m.lists).sort()).toEqual(partitions.map((p) => `bull:${p}:wait`).sort());
+  // The operator's gauge is the sum over the partitions, as counted on the nodes.
+  const total = [...byMaster.values()].reduce((n, m) => n + m.jobs, 0);
+  await waitUntil(async () => new RegExp(`^telematics_queue_jobs\\{state="waiting"\\} ${total}$`, 'm').test(await (await fetch(`${receiver.adminUrl}/metrics`)).text()), 5_000, `the waiting gauge at ${total}`);
 
   await service({ SERVICE_MODE: 'worker', QUEUE_NAME, QUEUE_PARTITIONS: '6', INFLUX_BUCKET: db }, { createDatabase: false });
   await waitUntil(async () => [...(await waitingByMaster(QUEUE_NAME)).values()].every((m) => m.jobs === 0), 30_000, 'the queues to drain');

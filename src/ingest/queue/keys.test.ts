@@ -1,0 +1,65 @@
+import { createRequire } from 'node:module';
+import { describe, expect, it } from 'vitest';
+import { CLUSTER_SLOTS, keySlot } from '../../redis/slots.js';
+import { bullKey, partitionOf, partitionTag, redisKeys } from './keys.js';
+
+// ioredis's own slot function (a dependency of ioredis), as an independent oracle.
+const clusterKeySlot = createRequire(import.meta.url)('cluster-key-slot') as (key: string) => number;
+
+describe('key names', () => {
+  it('keeps the names earlier releases wrote with one partition on one Redis', () => {
+    const k = redisKeys('telematics-push');
+    expect(k.partitions).toEqual(['telematics-push']);
+    expect(bullKey(k.partitions[0]!, 'wait')).toBe('bull:telematics-push:wait');
+    expect(k.fuelQueue).toBe('telematics-push-fuel');
+    expect(k.quarantine).toBe('telematics-push:quarantine');
+  });
+
+  it('tags every queue in cluster mode, so each BullMQ script stays in one slot', () => {
+    const k = redisKeys('q', { partitions: 1, cluster: true });
+    expect(k.partitions).toEqual([`q{${partitionTag(0, 1)}}`]);
+    expect(k.fuelQueue).toBe('{q-fuel}');
+    for (const kind of ['wait', 'active', 'id', 'meta', '42']) expect(keySlot(bullKey(k.partitions[0]!, kind))).toBe(keySlot(k.partitions[0]!));
+  });
+});
+
+describe('slots and partitions', () => {
+  it('computes the slot as Redis does, hash tags included', () => {
+    for (const key of ['', 'a', 'telematics-push', 'bull:q{p3.11}:wait', '{}x', 'ü{ö}', 'a{b', `k${'é'.repeat(40)}`]) {
+      expect(keySlot(key)).toBe(clusterKeySlot(key));
+    }
+    // An empty first tag hashes the whole key: redis-server 7.0's CLUSTER KEYSLOT answers 14166 (the
+    // npm package differs here, 15133, taking the later `{y}`).
+    expect(keySlot('x{}{y}')).toBe(14166);
+  });
+
+  it('puts partition i in the middle half of the i-th equal slot range, for any count', () => {
+    for (const n of [2, 3, 6, 7, 16, 100]) {
+      for (let i = 0; i < n; i++) {
+        const slot = keySlot(partitionTag(i, n));
+        const width = CLUSTER_SLOTS / n;
+        expect(slot).toBeGreaterThanOrEqual(i * width + width / 4);
+        expect(slot).toBeLessThan(i * width + (3 * width) / 4);
+      }
+    }
+  });
+
+  it('keeps a vehicle on one partition, and spreads a fleet evenly', () => {
+    expect(partitionOf('KA01AB1234', 1)).toBe(0);
+    // Fixed forever: a change would split a vehicle's backlog over two queues.
+    expect([partitionOf('KA01AB1234', 6), partitionOf('MH12XY9876', 6), partitionOf('', 6)]).toEqual([fnv('KA01AB1234') % 6, fnv('MH12XY9876') % 6, 0x811c9dc5 % 6]);
+    const counts = new Array<number>(6).fill(0);
+    for (let v = 0; v < 60_000; v++) counts[partitionOf(`TN${String(v).padStart(6, '0')}`, 6)]!++;
+    for (const c of counts) expect(Math.abs(c - 10_000)).toBeLessThan(500);
+  });
+});
+
+/** FNV-1a 32 written out independently, over UTF-16 code units. */
+function fnv(s: string): number {
+  let h = 2166136261n;
+  for (const ch of s) {
+    h ^= BigInt(ch.charCodeAt(0));
+    h = (h * 16777619n) % 4294967296n;
+  }
+  return Number(h);
+}
