@@ -102,6 +102,7 @@ const env = z.object({
   WORKER_CONCURRENCY: int(1, 256).default(8),
   WRITE_BATCH_LINES: int(1, 5_000).default(5_000),
   WRITE_CONCURRENCY: int(1, 64).default(2),
+  WRITE_LINGER: duration.default(0),
   WORKER_LOCK_DURATION: duration.default(30_000),
   WORKER_MAX_STALLS: int(1, 1_000).default(20),
   RETRY_SPAN: duration.default(6 * 3_600_000),

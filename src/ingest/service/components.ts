@@ -113,5 +113,5 @@ export function flattenOptions(cfg: Config): FlattenOptions {
  */
 export function pointSink(cfg: Config, metrics?: Metrics): PointSink {
   const influx = new InfluxSink({ url: cfg.INFLUX_URL, token: cfg.INFLUX_TOKEN, org: cfg.INFLUX_ORG, bucket: cfg.INFLUX_BUCKET, timeoutMs: cfg.INFLUX_TIMEOUT, metrics });
-  return new CoalescingSink(new IsolatingSink(influx), { maxLines: cfg.WRITE_BATCH_LINES, maxInFlight: cfg.WRITE_CONCURRENCY });
+  return new CoalescingSink(new IsolatingSink(influx), { maxLines: cfg.WRITE_BATCH_LINES, maxInFlight: cfg.WRITE_CONCURRENCY, lingerMs: cfg.WRITE_LINGER });
 }

@@ -5,10 +5,18 @@ export interface CoalesceOptions {
   maxLines: number;
   /** Requests to the backend at once; writes arriving while they are out are merged. */
   maxInFlight: number;
+  /**
+   * WRITE_LINGER: while the sink is busy (a request out, or one sent within this long), how long a
+   * request that is not full may wait for more lines. 0 never waits. An idle sink writes at once.
+   */
+  lingerMs?: number;
+  now?: () => number;
 }
 
 interface Waiter {
   lines: readonly string[];
+  /** When it asked to write: it waits at most the linger from then. */
+  at: number;
   /** Index of its first line not yet given to a request. */
   next: number;
   /** Requests holding some of its lines that have not answered yet. */
@@ -31,8 +39,8 @@ interface Segment {
  * Group commit for writes, and the one place requests are sized: while `maxInFlight` requests are
  * out, the lines of every caller that wants to write meanwhile are merged into requests of up to
  * `maxLines` (a caller with more is split over several). InfluxDB spends far less per line on few
- * large requests than on many small ones (realtime jobs hold a few dozen records). A write never
- * waits for company: with a request slot free it goes at once.
+ * large requests than on many small ones (realtime jobs hold a few dozen records). Under load a
+ * request that is not full may linger (`lingerMs`) for more lines; an idle sink writes at once.
  *
  * Each caller learns the truth about its own lines only: a PartialWriteError of a merged request
  * (put an IsolatingSink under this one) is handed to the callers whose lines were refused, with
@@ -40,23 +48,48 @@ interface Segment {
  */
 export class CoalescingSink implements PointSink {
   private readonly pending: Waiter[] = [];
+  /** Lines of `pending` not yet given to a request. */
+  private pendingLines = 0;
   private inFlight = 0;
+  private lastSentAt = -Infinity;
+  private lingerTimer: NodeJS.Timeout | undefined;
+  private readonly now: () => number;
 
   constructor(
     private readonly inner: PointSink,
     private readonly opts: CoalesceOptions,
-  ) {}
+  ) {
+    this.now = opts.now ?? (() => performance.now());
+  }
 
   write(lines: readonly string[]): Promise<void> {
     if (lines.length === 0) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
-      this.pending.push({ lines, next: 0, outstanding: 0, refused: [], resolve, reject });
+      this.pending.push({ lines, at: this.now(), next: 0, outstanding: 0, refused: [], resolve, reject });
+      this.pendingLines += lines.length;
       this.pump();
     });
   }
 
+  /** Milliseconds the next request should still wait for company, or 0 to send it now. */
+  private lingerLeft(): number {
+    const linger = this.opts.lingerMs ?? 0;
+    if (linger <= 0 || this.pendingLines >= this.opts.maxLines) return 0;
+    const now = this.now();
+    const busy = this.inFlight > 0 || now - this.lastSentAt < linger;
+    return busy ? Math.max(0, this.pending[0]!.at + linger - now) : 0;
+  }
+
   private pump(): void {
     while (this.inFlight < this.opts.maxInFlight && this.pending.length > 0) {
+      const wait = this.lingerLeft();
+      if (wait > 0) {
+        this.lingerTimer ??= setTimeout(() => {
+          this.lingerTimer = undefined;
+          this.pump();
+        }, Math.ceil(wait));
+        return;
+      }
       const segments: Segment[] = [];
       let size = 0;
       while (this.pending.length > 0 && size < this.opts.maxLines) {
@@ -66,9 +99,11 @@ export class CoalescingSink implements PointSink {
         waiter.next += count;
         waiter.outstanding++;
         size += count;
+        this.pendingLines -= count;
         if (waiter.next === waiter.lines.length) this.pending.shift();
       }
       this.inFlight++;
+      this.lastSentAt = this.now();
       void this.send(segments).finally(() => {
         this.inFlight--;
         this.pump();
