@@ -81,6 +81,7 @@ const env = z.object({
   INFLUX_ORG: z.string().default(''),
   INFLUX_BUCKET: z.string().min(1, 'must not be empty').default('telematics'),
   INFLUX_TIMEOUT: duration.default(10_000),
+  INFLUX_CONTENT_ENCODING: z.enum(['identity', 'gzip']).default('identity'),
 
   PUSH_AUTH: z.enum(['token', 'none']).default('token'),
   PUSH_TOKENS: list.default([]),

@@ -143,5 +143,5 @@ async function frontProcess(spawnPinned: (cmd: string, args: string[]) => ChildP
   const remote = (what: string) => () => {
     throw new Error(`${what} is not available for a front in its own process`);
   };
-  return { url, setWriteDelay: remote('setWriteDelay'), writesStarted: remote('writesStarted'), close: () => stopProcess(child), pid: child.pid };
+  return { url, setWriteDelay: remote('setWriteDelay'), writesStarted: remote('writesStarted'), wire: remote('wire'), close: () => stopProcess(child), pid: child.pid };
 }

@@ -12,6 +12,8 @@ export interface V2Front {
   setWriteDelay(ms: number): void;
   /** Write requests received so far. */
   writesStarted(): number;
+  /** Write requests with a gzip body, and body bytes as they came over the wire, so far. */
+  wire(): { gzipped: number; bytes: number };
   close(): Promise<void>;
   /** The front's own process, when it runs in one. */
   pid?: number | undefined;
@@ -33,6 +35,8 @@ async function readBody(req: IncomingMessage): Promise<Buffer> {
 export async function startV2Front(opts: { upstream: string; token?: string; port?: number }): Promise<V2Front> {
   let writeDelay = 0;
   let writes = 0;
+  let gzipped = 0;
+  let bytes = 0;
   const server = createServer((req, res) => {
     void (async () => {
       const u = new URL(req.url ?? '/', 'http://front');
@@ -55,6 +59,8 @@ export async function startV2Front(opts: { upstream: string; token?: string; por
       if (rp) q.set('rp', rp);
       const body = await readBody(req);
       writes++;
+      bytes += body.length;
+      if (req.headers['content-encoding'] === 'gzip') gzipped++;
       if (writeDelay > 0) await new Promise((r) => setTimeout(r, writeDelay));
       const headers: Record<string, string> = { 'content-type': 'text/plain; charset=utf-8' };
       const enc = req.headers['content-encoding'];
@@ -83,6 +89,7 @@ export async function startV2Front(opts: { upstream: string; token?: string; por
       writeDelay = ms;
     },
     writesStarted: () => writes,
+    wire: () => ({ gzipped, bytes }),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

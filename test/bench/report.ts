@@ -52,6 +52,8 @@ export interface Measured {
   pinned?: boolean;
   /** JSON.parse of the same bulk pushes, core-µs per record. */
   jsonParseUsPerRecord?: number;
+  /** gzip (zlib's default level) of the worker's 5000-line write bodies: CPU per line and bytes kept. */
+  gzip?: { usPerLine: number; keptShare: number };
   jobDataBytes?: number;
   /** Per phase: records, wall seconds, CPU seconds per process. */
   cpu: Array<{ phase: string; records: number; seconds: number; cpu: Map<string, number> }>;
@@ -117,6 +119,16 @@ export function resultRows(m: Measured, receiverRss: Rss, workerRss: Rss[]): Row
       ratio: `${fmt(perRecord / m.jsonParseUsPerRecord, 1)} ×`,
       target: '≤ 4 ×',
       ok: perRecord <= 4 * m.jsonParseUsPerRecord,
+    });
+  }
+  if (m.gzip) {
+    rows.push({
+      n: '7',
+      what: 'gzip of the worker’s 5000-line InfluxDB write bodies (INFLUX_CONTENT_ENCODING=gzip), zlib’s default level',
+      value: `${fmt(m.gzip.usPerLine, 2)} core-µs/line`,
+      reference: `bodies shrink to ${fmt(m.gzip.keptShare * 100, 1)} % of their bytes`,
+      ratio: `${fmt(1 / m.gzip.keptShare, 1)} × fewer bytes`,
+      target: '',
     });
   }
   const mid = medianRound(m);

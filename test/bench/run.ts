@@ -21,6 +21,9 @@ import { countPoints, log, pct } from './points.js';
 import { buildForBench, spawnNode, startLoader, type Loader, type Proc } from './procs.js';
 import { cpuTable, fmt, resultRows, table, type Latency, type Measured } from './report.js';
 import { BenchData } from './data.js';
+import { gzipSync } from 'node:zlib';
+import { flattenRecords } from '../../src/ingest/flatten/flatten.js';
+import { validateRecord } from '../../src/ingest/validate/record.js';
 
 async function main(): Promise<void> {
   ensureDebianPackages(
@@ -118,6 +121,7 @@ async function main(): Promise<void> {
     if (want('bulk')) {
       await bulkPhase(b);
       m.jsonParseUsPerRecord = jsonParseCost();
+      m.gzip = gzipCost();
     }
     if (want('ceiling') && want('bulk')) await ceiling();
     if (want('realtime')) await realtimePhase(b);
@@ -171,6 +175,19 @@ function jsonParseCost(): number {
   for (let round = 0; round < 5; round++) for (const p of pushes) JSON.parse(p);
   const used = process.cpuUsage(before);
   return (used.user + used.system) / (5 * pushes.length * P.bulkSize);
+}
+
+/** gzip of write bodies as the worker sends them (flattened bulk records, 5000 lines), in this process. */
+function gzipCost(): { usPerLine: number; keptShare: number } {
+  const data = new BenchData(P.vehicles);
+  const records = Array.from({ length: 4_000 }, (_, i) => validateRecord(data.mixed(i), Date.now())).flatMap((r) => (r.ok ? [r.record] : []));
+  const lines = flattenRecords(records, { temperatureSentinels: [-40], packHealth: true }).lines.slice(0, 5_000);
+  const body = Buffer.from(lines.join('\n'));
+  const packed = gzipSync(body);
+  const before = process.cpuUsage();
+  for (let round = 0; round < 10; round++) gzipSync(body);
+  const used = process.cpuUsage(before);
+  return { usPerLine: (used.user + used.system) / (10 * lines.length), keptShare: packed.length / body.length };
 }
 
 main().then(

@@ -117,3 +117,27 @@ describe('linger', () => {
     expect(sizes).toEqual(new Array(10).fill(10));
   });
 });
+
+it('with INFLUX_CONTENT_ENCODING=gzip sends gzip bodies, and InfluxDB stores exactly the same points', async () => {
+  await influx.createDatabase('gzip_plain');
+  await influx.createDatabase('gzip_gz');
+  const lines = Array.from({ length: 2_000 }, (_, i) => line(`GZ${i % 50}`, i, `soc=${i}.25,battery_voltage=${48 + i / 1000},current=-${i % 17}.5`));
+  const sinks = {
+    gzip_plain: new InfluxSink({ url: influx.url, token: influx.token, org: '', bucket: 'gzip_plain', timeoutMs: 5_000 }),
+    gzip_gz: new InfluxSink({ url: influx.url, token: influx.token, org: '', bucket: 'gzip_gz', timeoutMs: 5_000, gzip: true }),
+  };
+  const wire: Record<string, { gzipped: number; bytes: number }> = {};
+  for (const [db, sink] of Object.entries(sinks)) {
+    const before = influx.front.wire();
+    await sink.write(lines);
+    const after = influx.front.wire();
+    wire[db] = { gzipped: after.gzipped - before.gzipped, bytes: after.bytes - before.bytes };
+  }
+  expect(wire.gzip_plain).toEqual({ gzipped: 0, bytes: Buffer.byteLength(lines.join('\n')) });
+  expect(wire.gzip_gz!.gzipped).toBe(1);
+  expect(wire.gzip_gz!.bytes * 5).toBeLessThan(wire.gzip_plain!.bytes);
+  const q = 'SELECT * FROM can ORDER BY time';
+  const plain = await influxQL(influx.rawUrl, 'gzip_plain', q);
+  expect(plain).toHaveLength(2_000);
+  expect(await influxQL(influx.rawUrl, 'gzip_gz', q)).toEqual(plain);
+});

@@ -9,6 +9,8 @@ export interface InfluxSinkOptions {
   org: string;
   bucket: string;
   timeoutMs: number;
+  /** INFLUX_CONTENT_ENCODING=gzip: bodies above 1 kB are gzipped (in libuv's thread pool, off the event loop). */
+  gzip?: boolean;
   /** Where requests are counted and timed. */
   metrics?: Metrics | undefined;
 }
@@ -18,14 +20,19 @@ export interface InfluxSinkOptions {
  * awaited (CoalescingSink sizes the requests). The client's WriteApi is not used: its background retry buffer acknowledges
  * before InfluxDB has the data and drops lines on overflow or close; BullMQ owns retries here.
  */
+/** Smaller bodies gain nothing from gzip (Telegraf and the client library use the same bound). */
+const GZIP_ABOVE_BYTES = 1_000;
+
 export class InfluxSink implements PointSink {
   private readonly influx: InfluxDB;
   private readonly path: string;
 
   private readonly metrics: Metrics | undefined;
+  private readonly gzipThreshold: number | undefined;
 
   constructor(opts: InfluxSinkOptions) {
     this.metrics = opts.metrics;
+    this.gzipThreshold = opts.gzip ? GZIP_ABOVE_BYTES : undefined;
     this.influx = new InfluxDB({ url: opts.url, token: opts.token || undefined, timeout: opts.timeoutMs });
     const q = new URLSearchParams({ bucket: opts.bucket, precision: 'ms' });
     if (opts.org) q.set('org', opts.org);
@@ -38,6 +45,7 @@ export class InfluxSink implements PointSink {
       await this.influx.transport.request(this.path, lines.join('\n'), {
         method: 'POST',
         headers: { 'content-type': 'text/plain; charset=utf-8' },
+        ...(this.gzipThreshold === undefined ? {} : { gzipThreshold: this.gzipThreshold }),
       });
       this.metrics?.writeRequests.inc({ outcome: 'ok', status_class: '2xx' });
     } catch (err) {
