@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
 import type { TelemetryRecord } from '../../telemetry/record.js';
 import { decodeJob } from './codec.js';
-import { Producer } from './producer.js';
+import { EnqueueError, PartitionedProducer, Producer } from './producer.js';
+import { partitionOf } from './keys.js';
 import { attemptsForSpan, BACKOFF_TYPE } from './retry.js';
 
 /** On the run's real Redis: grouping of concurrent pushes into jobs, and nothing lost or reordered. */
@@ -19,8 +20,8 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-function producer(maxRecordsPerJob = 1_000): Producer {
-  const p = new Producer(redis, {
+function producer(maxRecordsPerJob = 1_000, on: Redis = redis): Producer {
+  const p = new Producer(on, {
     queueName: `producer_${randomBytes(4).toString('hex')}`,
     maxRecordsPerJob,
     timeoutMs: 5_000,
@@ -80,5 +81,35 @@ describe('Producer', () => {
         removeOnFail: false,
       });
     }
+  });
+});
+
+describe('PartitionedProducer', () => {
+  it('sends each vehicle’s records to its partition, every record once', async () => {
+    const parts = [producer(), producer(), producer()];
+    const pp = new PartitionedProducer(parts);
+    const records = Array.from({ length: 140 }, (_, i) => record(i));
+    await Promise.all([pp.enqueue(records.slice(0, 70)), pp.enqueue(records.slice(70))]);
+    for (let i = 0; i < 3; i++) {
+      const got = (await queued(parts[i]!)).flat().sort((a, b) => a.time - b.time);
+      expect(got).toEqual(records.filter((r) => partitionOf(r.vehicleno, 3) === i));
+    }
+  });
+
+  it('rejects a push when one partition it touched did not confirm, though the others did', async () => {
+    // A connection that is closed: that partition's enqueue fails at once, as when its master is gone.
+    const closed = new Redis(inject('redisUrl'), { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: true });
+    const healthy = producer();
+    const broken = new Producer(closed, { queueName: `producer_${randomBytes(4).toString('hex')}`, maxRecordsPerJob: 1_000, timeoutMs: 5_000, retry: { spanMs: 3_600_000, baseMs: 1_000, maxMs: 60_000 } });
+    const pp = new PartitionedProducer([healthy, broken]);
+    const records = Array.from({ length: 40 }, (_, i) => record(i));
+    expect(new Set(records.map((r) => partitionOf(r.vehicleno, 2)))).toEqual(new Set([0, 1]));
+    await expect(pp.enqueue(records)).rejects.toBeInstanceOf(EnqueueError);
+    await expect(pp.enqueueOnce(records, { id: 'once', ttlMs: 60_000 })).rejects.toBeInstanceOf(EnqueueError);
+    // A push that touches only the healthy partition is confirmed.
+    await pp.enqueue(records.filter((r) => partitionOf(r.vehicleno, 2) === 0));
+    expect((await queued(healthy)).flat().length).toBeGreaterThan(0);
+    await broken.queue.close().catch(() => {});
+    closed.disconnect();
   });
 });
