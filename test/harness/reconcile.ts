@@ -1,4 +1,6 @@
+import { expect } from 'vitest';
 import { influxQL } from '../../src/devstack/influxd.js';
+import type { FeedResult } from '../../src/upstream/emulator/index.js';
 
 /** A push record as a sender sends it. */
 export interface SentRecord {
@@ -72,4 +74,30 @@ export async function countPoints(rawUrl: string, db: string): Promise<number> {
   let n = 0;
   for (const m of ['gps', 'can']) n += (await influxQL(rawUrl, db, `SELECT * FROM "${m}"`).catch(() => [])).length;
   return n;
+}
+
+/**
+ * Reconciles until nothing is missing or `timeoutMs` passed (writes may still be settling after a
+ * fault), then returns the last reconciliation with at most five missing keys, for a readable diff.
+ */
+export async function reconcileSettled(rawUrl: string, db: string, acked: readonly SentRecord[], timeoutMs = 30_000): Promise<Reconciliation> {
+  const deadline = Date.now() + timeoutMs;
+  let r = await reconcile(rawUrl, db, acked);
+  while (r.missing.length > 0 && Date.now() < deadline) {
+    await new Promise((done) => setTimeout(done, 250));
+    r = await reconcile(rawUrl, db, acked);
+  }
+  return { ...r, missing: r.missing.slice(0, 5) };
+}
+
+/**
+ * What a fault test asserts of a retrying sender's feed that ran through the fault: it met the fault
+ * (retried), gave up on nothing, had at least `minAcked` records acknowledged, and every one of them
+ * is in InfluxDB exactly, with nothing extra.
+ */
+export async function expectFeedLandedThroughFault(rawUrl: string, db: string, feed: FeedResult, minAcked: number): Promise<void> {
+  expect(feed.failed).toEqual([]);
+  expect(feed.acknowledged.length).toBeGreaterThan(minAcked);
+  expect(feed.retries).toBeGreaterThan(0);
+  expect(await reconcileSettled(rawUrl, db, feed.acknowledged)).toEqual({ expected: feed.acknowledged.length, missing: [], wrong: [], extra: 0 });
 }
