@@ -28,7 +28,6 @@ export interface WorkerOptions {
 }
 
 export interface RunningWorker {
-  worker: Worker;
   /** Why this worker cannot fetch jobs now (Redis refused it), or undefined. */
   fetchProblem(): string | undefined;
   close(): Promise<void>;
@@ -75,7 +74,6 @@ export function startWorker(redis: RedisClient, opts: WorkerOptions): RunningWor
   });
   const guard = guardFetch(worker, opts.log);
   return {
-    worker,
     fetchProblem: () => guard.problem(),
     async close() {
       guard.stop();
