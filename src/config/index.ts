@@ -100,7 +100,7 @@ const env = z.object({
   REDIS_MEMORY_LIMIT: size.default(0),
 
   JOB_MAX_RECORDS: int(1, 100_000).default(1_000),
-  WORKER_CONCURRENCY: int(1, 256).default(8),
+  WORKER_CONCURRENCY: int(1, 256).default(64),
   WRITE_BATCH_LINES: int(1, 5_000).default(5_000),
   WRITE_CONCURRENCY: int(1, 64).default(2),
   WRITE_LINGER: duration.default(0),

@@ -23,7 +23,7 @@ export const SMOKE = flag('smoke');
 export const P = {
   vehicles: opt('vehicles', SMOKE ? 50 : 500),
   workers: opt('workers', 1),
-  workerConcurrency: opt('worker-concurrency', 8),
+  workerConcurrency: opt('worker-concurrency', 64),
   ceilingRecords: opt('ceiling-records', SMOKE ? 2_000 : 200_000),
   ceilingConcurrency: opt('ceiling-concurrency', 4),
   bulkDeliveries: opt('bulk-deliveries', SMOKE ? 3 : 200),

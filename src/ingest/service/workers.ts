@@ -32,12 +32,15 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics):
   const started = access.ready.then(async () => {
     const quarantine = quarantineFor(cfg, redis, log);
     // A BullMQ worker a partition, all writing through the one sink, so that their points merge
-    // into the same InfluxDB requests.
-    for (const queue of servedPartitions(cfg)) {
+    // into the same InfluxDB requests. WORKER_CONCURRENCY is the process's, shared by its partitions,
+    // so that its memory does not grow with QUEUE_PARTITIONS.
+    const served = servedPartitions(cfg);
+    const concurrency = Math.max(1, Math.ceil(cfg.WORKER_CONCURRENCY / served.length));
+    for (const queue of served) {
       const worker = startWorker(redis, {
         queue,
         quarantine,
-        concurrency: cfg.WORKER_CONCURRENCY,
+        concurrency,
         lockDurationMs: cfg.WORKER_LOCK_DURATION,
         maxStalls: cfg.WORKER_MAX_STALLS,
         retry: retryPolicy(cfg),
