@@ -7,6 +7,7 @@ import { BenchData, type PushRecord } from './data.js';
 import { buildRequest, Connection, type Answer } from './http.js';
 import { validateRecord } from '../../src/ingest/validate/record.js';
 import { flattenRecords } from '../../src/ingest/flatten/flatten.js';
+import { FLATTEN } from './options.js';
 
 export type Kind = 'mixed' | 'fullCan';
 
@@ -217,7 +218,7 @@ async function run(cmd: Command, ready: () => Promise<void>): Promise<LoadResult
       for (const r of records(data, cmd.kind, cmd.from, cmd.count)) {
         const v = validateRecord(r, BenchData.timeOf(0));
         if (!v.ok) throw new Error(v.error);
-        lines.push(...flattenRecords([v.record], { temperatureSentinels: [-40], packHealth: true }).lines);
+        lines.push(...flattenRecords([v.record], FLATTEN).lines);
       }
       const reqs: Req[] = [];
       for (let i = 0; i < lines.length; i += cmd.batchLines) {

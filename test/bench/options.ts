@@ -1,3 +1,6 @@
+import { loadConfig } from '../../src/config/index.js';
+import { flattenOptions } from '../../src/ingest/service/components.js';
+
 /** The benchmark's command line: `npm run bench -- [--smoke] [--only a,b] [--workers N] [--env K=V,...] ...`. */
 
 export const argv = process.argv.slice(2);
@@ -51,3 +54,6 @@ const only = (() => {
 })();
 export const want = (p: Phase): boolean => only.has(p);
 
+
+/** How the service flattens records with its default settings: the ceiling and the gzip row write the same lines. */
+export const FLATTEN = flattenOptions(loadConfig({ PUSH_AUTH: 'none' }));

@@ -15,7 +15,7 @@ import { startInflux, type LocalInflux } from '../../src/devstack/influxd.js';
 import { ensureDebianPackages } from '../../src/devstack/process.js';
 import { childPids, CpuMeter } from './cpu.js';
 import type { Target } from './load.js';
-import { CEILING_DB, DB, flag, opt, P, QUEUE, settingsArg, SMOKE, TOKEN, want } from './options.js';
+import { CEILING_DB, DB, FLATTEN, flag, opt, P, QUEUE, settingsArg, SMOKE, TOKEN, want } from './options.js';
 import { acceptPhase, bulkPhase, ceilingPhase, latencyPhase, memoryPhase, realtimePhase, startWorkers, type Bench } from './phases.js';
 import { countPoints, log, pct } from './points.js';
 import { buildForBench, spawnNode, startLoader, type Loader, type Proc } from './procs.js';
@@ -181,7 +181,7 @@ function jsonParseCost(): number {
 function gzipCost(): { usPerLine: number; keptShare: number } {
   const data = new BenchData(P.vehicles);
   const records = Array.from({ length: 4_000 }, (_, i) => validateRecord(data.mixed(i), Date.now())).flatMap((r) => (r.ok ? [r.record] : []));
-  const lines = flattenRecords(records, { temperatureSentinels: [-40], packHealth: true }).lines.slice(0, 5_000);
+  const lines = flattenRecords(records, FLATTEN).lines.slice(0, 5_000);
   const body = Buffer.from(lines.join('\n'));
   const packed = gzipSync(body);
   const before = process.cpuUsage();

@@ -20,8 +20,8 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-function producer(maxRecordsPerJob = 1_000, on: Redis = redis): Producer {
-  const p = new Producer(on, {
+function producer(maxRecordsPerJob = 1_000): Producer {
+  const p = new Producer(redis, {
     queueName: `producer_${randomBytes(4).toString('hex')}`,
     maxRecordsPerJob,
     timeoutMs: 5_000,

@@ -10,7 +10,6 @@ export interface CoalesceOptions {
    * request that is not full may wait for more lines. 0 never waits. An idle sink writes at once.
    */
   lingerMs?: number;
-  now?: () => number;
 }
 
 interface Waiter {
@@ -53,19 +52,16 @@ export class CoalescingSink implements PointSink {
   private inFlight = 0;
   private lastSentAt = -Infinity;
   private lingerTimer: NodeJS.Timeout | undefined;
-  private readonly now: () => number;
 
   constructor(
     private readonly inner: PointSink,
     private readonly opts: CoalesceOptions,
-  ) {
-    this.now = opts.now ?? (() => performance.now());
-  }
+  ) {}
 
   write(lines: readonly string[]): Promise<void> {
     if (lines.length === 0) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
-      this.pending.push({ lines, at: this.now(), next: 0, outstanding: 0, refused: [], resolve, reject });
+      this.pending.push({ lines, at: performance.now(), next: 0, outstanding: 0, refused: [], resolve, reject });
       this.pendingLines += lines.length;
       this.pump();
     });
@@ -75,7 +71,7 @@ export class CoalescingSink implements PointSink {
   private lingerLeft(): number {
     const linger = this.opts.lingerMs ?? 0;
     if (linger <= 0 || this.pendingLines >= this.opts.maxLines) return 0;
-    const now = this.now();
+    const now = performance.now();
     const busy = this.inFlight > 0 || now - this.lastSentAt < linger;
     return busy ? Math.max(0, this.pending[0]!.at + linger - now) : 0;
   }
@@ -103,7 +99,7 @@ export class CoalescingSink implements PointSink {
         if (waiter.next === waiter.lines.length) this.pending.shift();
       }
       this.inFlight++;
-      this.lastSentAt = this.now();
+      this.lastSentAt = performance.now();
       void this.send(segments).finally(() => {
         this.inFlight--;
         this.pump();
