@@ -1,0 +1,69 @@
+import { formatLine } from '../../telemetry/lineProtocol.js';
+import type { PointSink } from '../write/sink.js';
+import type { FleetState } from './state.js';
+
+/**
+ * Silence written where analysts look. InfluxQL cannot ask "whose last point is older than an hour"
+ * (an outer query's time range is pushed into its subquery), so this job writes what changed: a
+ * `fleet_status` point when a vehicle crosses a SILENT_AFTER threshold (`silent=1`) and when it
+ * reports again (`silent=0`), and a `fleet` point of the counts. The last `fleet_status` point of a
+ * vehicle is thus its status, and a plain InfluxQL query lists exactly the silent vehicles.
+ *
+ * What was last written is kept per partition and threshold in a Redis set, updated only after
+ * InfluxDB accepted the points (as the fuel watermark is), so a run that fails is simply done again.
+ * A run costs a read of the silent vehicles, not of the fleet.
+ */
+export const STATUS_MEASUREMENT = 'fleet_status';
+export const COUNTS_MEASUREMENT = 'fleet';
+
+/** A SILENT_AFTER threshold: its label as configured (`1h`) and its length. */
+export interface SilentAfter {
+  label: string;
+  ms: number;
+}
+
+export interface StatusChanges {
+  /** Vehicles that crossed a threshold in this run, by threshold label. */
+  wentSilent: Record<string, number>;
+  cameBack: Record<string, number>;
+  known: number;
+  silent: Record<string, number>;
+}
+
+/** One run at `now`: finds the crossings since the last run, writes them, then remembers them. */
+export async function writeStatusChanges(fleet: FleetState, sink: PointSink, thresholds: readonly SilentAfter[], now: number): Promise<StatusChanges> {
+  const lines: string[] = [];
+  const apply: Array<() => Promise<unknown>> = [];
+  const result: StatusChanges = { wentSilent: {}, cameBack: {}, known: 0, silent: {} };
+  const counts = await fleet.counts(now, thresholds.map((t) => t.ms));
+  result.known = counts.known;
+  const redis = fleet.redis;
+  for (const k of fleet.partitions) {
+    for (const t of thresholds) {
+      const key = k.silent(t.label);
+      const [silentNow, members] = await Promise.all([fleet.silentSince(k, now - t.ms), redis.smembers(key)]);
+      const written = new Set(members);
+      const back = members.filter((v) => !silentNow.has(v));
+      const went = [...silentNow.keys()].filter((v) => !written.has(v));
+      for (const v of went) lines.push(formatLine(STATUS_MEASUREMENT, { after: t.label, vehicleno: v }, { silent: 1, last_seen: silentNow.get(v)! }, now));
+      if (back.length > 0) {
+        const seen = await redis.zmscore(k.seen, ...back);
+        // A vehicle gone from the sorted set (its state was deleted by hand) is no longer known: it is not reported back.
+        back.forEach((v, i) => {
+          if (seen[i] !== null && seen[i] !== undefined) lines.push(formatLine(STATUS_MEASUREMENT, { after: t.label, vehicleno: v }, { silent: 0, last_seen: Number(seen[i]) }, now));
+        });
+      }
+      result.wentSilent[t.label] = (result.wentSilent[t.label] ?? 0) + went.length;
+      result.cameBack[t.label] = (result.cameBack[t.label] ?? 0) + back.length;
+      if (went.length > 0) apply.push(() => redis.sadd(key, ...went));
+      if (back.length > 0) apply.push(() => redis.srem(key, ...back));
+    }
+  }
+  thresholds.forEach((t, i) => {
+    result.silent[t.label] = counts.silent[i]!;
+    lines.push(formatLine(COUNTS_MEASUREMENT, { after: t.label }, { vehicles: counts.known, silent: counts.silent[i]!, reporting: counts.known - counts.silent[i]! }, now));
+  });
+  await sink.write(lines);
+  for (const a of apply) await a();
+  return result;
+}
