@@ -12,7 +12,12 @@ import { canRecordData } from '../../src/upstream/emulator/can.js';
 import { Rng, hash32, round } from '../../src/upstream/emulator/prng.js';
 import { CAN_FIELDS } from '../../src/telemetry/fields.js';
 
-export const T0 = 1_763_700_000_000;
+/**
+ * A week ago, on the day: recent enough for the receiver's TIME_MAX_AGE (a record older is refused as
+ * a broken clock), far enough back that hours of records at STEP_MS stay behind the clock, and the same
+ * in the orchestrator and the load processes (they could disagree only across a midnight).
+ */
+export const T0 = Math.floor(Date.now() / 86_400_000) * 86_400_000 - 7 * 86_400_000;
 export const STEP_MS = 10;
 export const SEED = 20_261_121;
 

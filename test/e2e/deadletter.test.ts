@@ -4,9 +4,9 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Queue } from 'bullmq';
 import { influxQuery } from '../harness/influx.js';
 import { startTestService, waitUntil, type TestService } from '../harness/service.js';
+import { T0 } from '../harness/time.js';
 
 const run = promisify(execFile);
-const T0 = 1_763_700_000_000;
 let svc: TestService;
 let queue: Queue;
 

@@ -9,9 +9,9 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { influxQuery } from '../harness/influx.js';
 import { spawnService, type ServiceProcess } from '../harness/proc.js';
 import { testEnv, uniqueName, waitUntil } from '../harness/service.js';
+import { T0 } from '../harness/time.js';
 
 const TOKEN = 'fuzz-test-token-0123456789abcdef';
-const T0 = 1_763_700_000_000;
 const db = uniqueName('fuzz');
 let receiver: ServiceProcess;
 let worker: ServiceProcess;

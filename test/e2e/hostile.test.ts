@@ -5,8 +5,8 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, TEST_TOKEN, type TestService } from '../harness/service.js';
+import { T0 } from '../harness/time.js';
 
-const T0 = 1_763_700_000_000;
 let svc: TestService;
 beforeAll(async () => {
   svc = await startTestService({ MAX_RECORDS_PER_PUSH: '6000', HTTP_REQUEST_TIMEOUT: '2s', HTTP_HEADERS_TIMEOUT: '2s', QUARANTINE_MAX_ENTRIES: '1000' });

@@ -2,8 +2,8 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CAN_FIELDS } from '../../src/telemetry/fields.js';
 import { startTestService, TEST_TOKEN, type TestService } from '../harness/service.js';
+import { T0 } from '../harness/time.js';
 
-const T0 = 1_763_700_000_000;
 
 const gps = (vehicleno: string, time: number, extra: Record<string, unknown> = {}) => ({
   vehicleno,

@@ -11,6 +11,7 @@ import { Fleet } from '../../src/upstream/emulator/fleet.js';
 import { canRecordData } from '../../src/upstream/emulator/can.js';
 import { Rng } from '../../src/upstream/emulator/prng.js';
 import { startTestService, TEST_TOKEN, type TestService } from '../harness/service.js';
+import { T0 } from '../harness/time.js';
 
 let svc: TestService;
 let down: RunningService;
@@ -39,15 +40,15 @@ it('describes the records the emulator sends as valid push records', () => {
   const rng = Rng.seeded(4);
   for (let k = 0; k < 200; k++) {
     const v = fleet.vehicles[k % 5]!;
-    const t = 1_763_700_000_000 + k * 1_000;
+    const t = T0 + k * 1_000;
     const rec = k % 2 ? { vehicleno: v.vehicleno, type: 'gps', data: fleet.gpsAt(v, t) } : { vehicleno: v.vehicleno, type: 'can', data: canRecordData(fleet.canStateAt(v, t), rng) };
     expect(valid(JSON.parse(JSON.stringify(rec))), JSON.stringify(valid.errors)).toBe(true);
   }
-  expect(valid({ vehicleno: 'V', type: 'gps', data: { lat: 91, lng: 0, alti: 0, speed: 0, ignstatus: 0, time: 1_763_700_000_000 } })).toBe(false);
+  expect(valid({ vehicleno: 'V', type: 'gps', data: { lat: 91, lng: 0, alti: 0, speed: 0, ignstatus: 0, time: T0 } })).toBe(false);
 });
 
 it('fits every answer the receiver gives, status by status, with the headers it promises', async () => {
-  const rec = { vehicleno: 'OA-1', type: 'can', data: { time: 1_763_700_000_000, soc: 1 } };
+  const rec = { vehicleno: 'OA-1', type: 'can', data: { time: T0, soc: 1 } };
   const seen = new Set<string>();
   const check = async (res: Response) => {
     const status = String(res.status);

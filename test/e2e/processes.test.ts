@@ -3,9 +3,9 @@ import { inject } from 'vitest';
 import { influxQuery } from '../harness/influx.js';
 import { testEnv, uniqueName, waitUntil } from '../harness/service.js';
 import { spawnService, type ServiceProcess } from '../harness/proc.js';
+import { T0 } from '../harness/time.js';
 
 const TOKEN = 'process-test-token-abcdef0123456789';
-const T0 = 1_763_700_000_000;
 const db = uniqueName('proc');
 let env: Record<string, string>;
 let receiver: ServiceProcess;

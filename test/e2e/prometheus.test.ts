@@ -9,8 +9,8 @@ import { influxQuery } from '../harness/influx.js';
 import { spawnService, type ServiceProcess } from '../harness/proc.js';
 import { startPrometheus, type LocalPrometheus } from '../harness/prometheus.js';
 import { TEST_TOKEN, testEnv, uniqueName, waitUntil } from '../harness/service.js';
+import { T0 } from '../harness/time.js';
 
-const T0 = 1_763_700_000_000;
 const db = uniqueName('prom');
 let receiver: ServiceProcess;
 let worker: ServiceProcess;

@@ -9,6 +9,7 @@ import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
 import { startTestService, waitUntil, type TestService } from '../harness/service.js';
+import { T0 } from '../harness/time.js';
 
 const CREDENTIALS = 'ops:correct-horse-battery';
 let svc: TestService;
@@ -18,7 +19,7 @@ beforeAll(async () => {
   // No database: the job's writes fail until its retry span is over, and it becomes a dead letter.
   svc = await startTestService({ QUEUE_UI: 'on', ADMIN_CREDENTIALS: CREDENTIALS, RETRY_SPAN: '1s', RETRY_BASE_DELAY: '100ms', RETRY_MAX_DELAY: '200ms' }, { createDatabase: false });
   queue = new Queue(svc.cfg.QUEUE_NAME, { connection: { url: svc.cfg.REDIS_URL } });
-  expect((await svc.post('/push/realtime', { vehicleno: 'UI-1', type: 'can', data: { time: 1_763_700_000_000, soc: 5 } })).status).toBe(202);
+  expect((await svc.post('/push/realtime', { vehicleno: 'UI-1', type: 'can', data: { time: T0, soc: 5 } })).status).toBe(202);
   await waitUntil(async () => (await queue.getFailedCount()) === 1, 15_000, 'a failed job');
 });
 afterAll(async () => {

@@ -9,6 +9,7 @@ import { startRedis, type LocalRedis } from '../../src/devstack/redis.js';
 import { influxQuery } from '../harness/influx.js';
 import { spawnService } from '../harness/proc.js';
 import { TEST_TOKEN, testEnv, uniqueName, waitUntil } from '../harness/service.js';
+import { T0 } from '../harness/time.js';
 
 let server: LocalRedis;
 let url: string;
@@ -54,7 +55,7 @@ it('works with the version check skipped: pushes land', async () => {
   await influxQuery(db, `CREATE DATABASE "${db}"`);
   const svc = await spawnService('all', testEnv(db, { REDIS_URL: url, REDIS_SKIP_VERSION_CHECK: 'true', LOG_LEVEL: 'warn' }));
   try {
-    const res = await fetch(`${svc.url}/push/realtime`, { method: 'POST', headers: { authorization: `Bearer ${TEST_TOKEN}` }, body: JSON.stringify({ vehicleno: 'ACL-1', type: 'can', data: { time: 1_763_700_000_000, soc: 9 } }) });
+    const res = await fetch(`${svc.url}/push/realtime`, { method: 'POST', headers: { authorization: `Bearer ${TEST_TOKEN}` }, body: JSON.stringify({ vehicleno: 'ACL-1', type: 'can', data: { time: T0, soc: 9 } }) });
     expect(res.status).toBe(202);
     await waitUntil(async () => (await influxQuery(db, 'SELECT soc FROM can')).length === 1, 15_000, 'the point written');
   } finally {
@@ -74,7 +75,7 @@ it('a fetch Redis refuses mid-run (READONLY, as during a failover): backs off, n
   const db = uniqueName('ro');
   await influxQuery(db, `CREATE DATABASE "${db}"`);
   const svc = await spawnService('all', testEnv(db, { REDIS_URL: redis.url, LOG_LEVEL: 'warn' }));
-  const push = (soc: number) => fetch(`${svc.url}/push/realtime`, { method: 'POST', headers: { authorization: `Bearer ${TEST_TOKEN}` }, body: JSON.stringify({ vehicleno: 'RO-1', type: 'can', data: { time: 1_763_700_000_000 + soc, soc } }) });
+  const push = (soc: number) => fetch(`${svc.url}/push/realtime`, { method: 'POST', headers: { authorization: `Bearer ${TEST_TOKEN}` }, body: JSON.stringify({ vehicleno: 'RO-1', type: 'can', data: { time: T0 + soc, soc } }) });
   try {
     // The node becomes a replica of a master that is not there: every write, the worker's fetch included, is refused.
     const { freePort } = await import('../../src/devstack/process.js');

@@ -8,6 +8,7 @@ import { influxQuery } from '../harness/influx.js';
 import { reconcile, type SentRecord } from '../harness/reconcile.js';
 import { startRedisCluster, type LocalCluster } from '../harness/redisCluster.js';
 import { startTestService, uniqueName, waitUntil, type TestService } from '../harness/service.js';
+import { T0 } from '../harness/time.js';
 
 /**
  * The service on a real Redis Cluster (3 masters, a replica each, from Debian's redis-server), as an
@@ -16,7 +17,6 @@ import { startTestService, uniqueName, waitUntil, type TestService } from '../ha
  */
 
 const run = promisify(execFile);
-const T0 = 1_763_700_000_000;
 let cluster: LocalCluster;
 const open: TestService[] = [];
 

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, stopProcess, waitFor } from '../../src/devstack/process.js';
 import { startRedis, type LocalRedis } from '../../src/devstack/redis.js';
 import { startTestService } from '../harness/service.js';
+import { T0 } from '../harness/time.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'telematics-redis-tls-'));
 const file = (name: string) => join(dir, name);
@@ -28,9 +29,9 @@ afterAll(async () => {
 const push = async (env: Record<string, string>, vehicleno: string) => {
   const svc = await startTestService(env);
   try {
-    const res = await svc.post('/push/realtime', { vehicleno, type: 'can', data: { time: 1_763_700_000_000, soc: 42 } });
+    const res = await svc.post('/push/realtime', { vehicleno, type: 'can', data: { time: T0, soc: 42 } });
     expect(res.status).toBe(202);
-    expect(await svc.waitForRows(`SELECT soc FROM can WHERE vehicleno = '${vehicleno}'`, 1)).toEqual([{ time: 1_763_700_000_000, soc: 42 }]);
+    expect(await svc.waitForRows(`SELECT soc FROM can WHERE vehicleno = '${vehicleno}'`, 1)).toEqual([{ time: T0, soc: 42 }]);
   } finally {
     await svc.close();
   }
@@ -104,14 +105,14 @@ describe('REDIS_WAIT_REPLICAS', () => {
   it('answers 2xx only once a replica holds the records, and 503 when none confirms in time', async () => {
     const svc = await startTestService({ REDIS_URL: primary.url, REDIS_WAIT_REPLICAS: '1', ENQUEUE_TIMEOUT: '1s' });
     try {
-      const ok = await svc.post('/push/realtime', { vehicleno: 'WAIT-1', type: 'can', data: { time: 1_763_700_000_000, soc: 1 } });
+      const ok = await svc.post('/push/realtime', { vehicleno: 'WAIT-1', type: 'can', data: { time: T0, soc: 1 } });
       expect(ok.status).toBe(202);
       // The job is on the replica already: what the primary confirmed survives its loss.
       const onReplica = new Redis({ port: replicaPort, host: '127.0.0.1' });
       expect(Number(await onReplica.get(`bull:${svc.cfg.QUEUE_NAME}:id`))).toBeGreaterThanOrEqual(1);
       onReplica.disconnect();
       await stopProcess(replica);
-      const refused = await svc.post('/push/realtime', { vehicleno: 'WAIT-1', type: 'can', data: { time: 1_763_700_000_001, soc: 2 } });
+      const refused = await svc.post('/push/realtime', { vehicleno: 'WAIT-1', type: 'can', data: { time: (T0 + 1), soc: 2 } });
       expect(refused.status).toBe(503);
       expect(refused.headers.get('retry-after')).toBeTruthy();
       expect(await refused.json()).toMatchObject({ err: 'unavailable', msg: expect.stringContaining('only 0 of 1 Redis replica(s) confirmed the enqueue (REDIS_WAIT_REPLICAS)') });

@@ -11,8 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sign } from '../../src/telemetry/signature.js';
 import { runFeed } from '../../src/upstream/emulator/feed.js';
 import { startTestService, type TestService } from '../harness/service.js';
+import { T0 } from '../harness/time.js';
 
-const T0 = 1_763_700_000_000;
 const FLEET_TOKEN = 'fleet-a-token-0123456789';
 const HASHED_TOKEN = 'fleet-b-token-abcdefghij';
 const SECRET = `whsec_${randomBytes(24).toString('base64')}`;

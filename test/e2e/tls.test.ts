@@ -10,6 +10,7 @@ import { startService, type RunningService } from '../../src/ingest/service/inde
 import { createLogger } from '../../src/log/index.js';
 import { influxQuery } from '../harness/influx.js';
 import { TEST_TOKEN, testEnv, uniqueName, waitUntil } from '../harness/service.js';
+import { T0 } from '../harness/time.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'telematics-tls-'));
 const file = (name: string) => join(dir, name);
@@ -63,10 +64,10 @@ function post(path: string, body: string | undefined, withClientCert: boolean): 
 
 it('serves pushes over HTTPS to a sender with a client certificate the CA signed, and refuses one without', async () => {
   expect(svc.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
-  const rec = { vehicleno: 'TLS-1', type: 'can', data: { time: 1_763_700_000_000, soc: 77 } };
+  const rec = { vehicleno: 'TLS-1', type: 'can', data: { time: T0, soc: 77 } };
   const ok = await post('/push/realtime', JSON.stringify(rec), true);
   expect(ok.status).toBe(202);
   await expect(post('/push/realtime', JSON.stringify(rec), false)).rejects.toThrow();
   await waitUntil(async () => (await influxQuery(db, 'SELECT soc FROM can')).length === 1, 15_000, 'the TLS push stored');
-  expect(await influxQuery(db, 'SELECT soc, vehicleno FROM can')).toEqual([{ time: 1_763_700_000_000, soc: 77, vehicleno: 'TLS-1' }]);
+  expect(await influxQuery(db, 'SELECT soc, vehicleno FROM can')).toEqual([{ time: T0, soc: 77, vehicleno: 'TLS-1' }]);
 });

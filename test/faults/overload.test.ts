@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { runFeed } from '../../src/upstream/emulator/feed.js';
 import { waitUntil } from '../harness/service.js';
 import { startStack, TOKEN, type Stack } from '../harness/stack.js';
+import { T0 } from '../harness/time.js';
 
 let stack: Stack;
 beforeAll(async () => {
@@ -19,11 +20,11 @@ const push = (url: string, time: number) =>
 it('above the queue-depth bound pushes get 429 with Retry-After, and are accepted again once workers drain the queue', async () => {
   const receiver = await stack.spawn('receiver', { QUEUE_MAX_JOBS: '5' });
   // No worker yet: every accepted push stays queued.
-  for (let i = 0; i < 6; i++) expect((await push(receiver.url, 1_763_700_000_000 + i)).status).toBe(202);
+  for (let i = 0; i < 6; i++) expect((await push(receiver.url, T0 + i)).status).toBe(202);
 
   let refused: Response | undefined;
   await waitUntil(async () => {
-    const res = await push(receiver.url, 1_763_700_001_000);
+    const res = await push(receiver.url, (T0 + 1000));
     if (res.status === 202) return false;
     refused = res;
     return true;
@@ -37,7 +38,7 @@ it('above the queue-depth bound pushes get 429 with Retry-After, and are accepte
   const feed = await runFeed({ url: receiver.url, token: TOKEN, mode: 'realtime', count: 20, rate: Infinity, concurrency: 2, seed: 5, maxAttempts: 10, maxRetryAfterMs: 1_000 });
   expect(feed.acknowledged.length).toBe(20);
   const r = await stack.settle(feed.acknowledged.concat(
-    Array.from({ length: 6 }, (_, i) => ({ vehicleno: 'LOAD-1', type: 'can', data: { time: 1_763_700_000_000 + i, soc: 50 } })),
+    Array.from({ length: 6 }, (_, i) => ({ vehicleno: 'LOAD-1', type: 'can', data: { time: T0 + i, soc: 50 } })),
   ));
   expect(r.missing).toEqual([]);
   expect(r.wrong).toEqual([]);
@@ -47,7 +48,7 @@ it('above the Redis memory bound pushes get 503 with Retry-After', async () => {
   const receiver = await stack.spawn('receiver', { REDIS_MEMORY_LIMIT: '1KiB' });
   let res: Response | undefined;
   await waitUntil(async () => {
-    res = await push(receiver.url, 1_763_700_002_000);
+    res = await push(receiver.url, (T0 + 2000));
     return res.status !== 202;
   }, 5_000, 'the memory bound to close admission');
   expect(res!.status).toBe(503);

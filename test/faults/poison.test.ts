@@ -4,8 +4,8 @@ import { inject } from 'vitest';
 import { encodeJob } from '../../src/ingest/queue/codec.js';
 import { JOB_NAME } from '../../src/ingest/queue/producer.js';
 import { startTestService, type TestService } from '../harness/service.js';
+import { T0 } from '../harness/time.js';
 
-const T0 = 1_763_700_000_000;
 let svc: TestService;
 
 beforeAll(async () => {

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startRedis, type LocalRedis } from '../../src/devstack/redis.js';
 import { startTestService, waitUntil, type TestService } from '../harness/service.js';
+import { T0 } from '../harness/time.js';
 
-const T0 = 1_763_700_000_000;
 const rec = (time: number) => ({
   vehicleno: 'REDIS-DOWN-1',
   type: 'gps',
