@@ -43,6 +43,28 @@ const list = z
 
 const url = z.string().trim().url('expected a URL such as http://127.0.0.1:8086');
 
+/** A PLAUSIBLE_RANGES entry: `rule=min..max` or `rule=off` (a name that is no rule is a field, bounded so). */
+export type RangeOverride = { name: string; off: true } | { name: string; off?: false; min: number; max: number };
+
+const rangeOverride = z.string().transform((v, ctx): RangeOverride => {
+  const m = /^([A-Za-z][A-Za-z0-9_]{0,127})=(?:(off)|(-?\d+(?:\.\d+)?)\.\.(-?\d+(?:\.\d+)?))$/.exec(v);
+  if (!m || (m[2] === undefined && Number(m[3]) > Number(m[4]))) {
+    ctx.addIssue({ code: 'custom', message: `"${v}": expected rule=min..max or rule=off, such as battery_voltage=0..60 or speed=off` });
+    return z.NEVER;
+  }
+  return m[2] ? { name: m[1]!, off: true } : { name: m[1]!, min: Number(m[3]), max: Number(m[4]) };
+});
+
+/** A SILENT_AFTER threshold: a duration, labelled as written (the `after` label and tag). */
+const silentAfter = z.string().transform((v, ctx) => {
+  const ms = parseDuration(v);
+  if (ms === undefined || ms <= 0) {
+    ctx.addIssue({ code: 'custom', message: `"${v}": ${DURATION_HINT}` });
+    return z.NEVER;
+  }
+  return { label: v.trim(), ms };
+});
+
 export const MODES = ['all', 'receiver', 'worker'] as const;
 export type Mode = (typeof MODES)[number];
 
@@ -134,6 +156,19 @@ const env = z.object({
   FUEL_SYNC_INTERVAL: duration.default(15 * 60_000),
   FUEL_SYNC_LOOKBACK: duration.default(24 * 3_600_000),
   FUEL_UNITS: list.pipe(z.array(z.enum(['litres', 'percent'])).min(1, 'name litres, percent or both')).default(['litres']),
+
+  TIME_MAX_AHEAD: duration.default(15 * 60_000),
+  TIME_MAX_AGE: duration.default(90 * 86_400_000),
+  PLAUSIBLE_RANGES: list.pipe(z.array(rangeOverride)).default([]),
+  SILENT_AFTER: list
+    .pipe(z.array(silentAfter).min(1, 'name at least one threshold, such as 1h'))
+    .transform((ts) => [...ts].sort((a, b) => a.ms - b.ms))
+    .default([
+      { label: '15m', ms: 15 * 60_000 },
+      { label: '1h', ms: 3_600_000 },
+      { label: '24h', ms: 86_400_000 },
+    ]),
+  FLEET_STATUS_INTERVAL: duration.default(60_000),
 });
 
 export type Config = z.output<typeof env>;

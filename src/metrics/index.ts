@@ -11,6 +11,12 @@ export const PREFIX = 'telematics_';
 /** Seconds buckets from 1 ms to a minute: pushes, enqueues and writes are milliseconds, backlogs seconds. */
 const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
+/**
+ * Seconds buckets of lateness, from live (a second) through a buffer uploaded after a tunnel (minutes,
+ * hours) to one after a dead modem (days), up to TIME_MAX_AGE's default of 90 days.
+ */
+const LATENESS = [1, 5, 15, 30, 60, 300, 900, 3_600, 21_600, 86_400, 259_200, 604_800, 2_592_000, 7_776_000];
+
 export class Metrics {
   readonly registry = new Registry();
 
@@ -22,6 +28,8 @@ export class Metrics {
   readonly recordsAccepted = this.counter('records_accepted_total', 'Records queued, by type', ['type']);
   readonly recordsRejected = this.counter('records_rejected_total', 'Records refused by validation, by reason class', ['reason']);
   readonly enqueueDuration = this.histogram('enqueue_duration_seconds', 'Redis round trip of an enqueue (one group commit)', []);
+  readonly implausible = this.counter('implausible_total', 'Refusals of what cannot be true, by plausibility rule and scope (a record, or a field of an accepted one)', ['rule', 'scope']);
+  readonly lateness = this.histogram('record_lateness_seconds', 'Receive time minus record time of accepted records (CAN records stamped on receipt excluded)', ['type'], LATENESS);
 
   // The worker.
   readonly pointsWritten = this.counter('points_written_total', 'Points InfluxDB accepted, by measurement', ['measurement']);
@@ -40,6 +48,8 @@ export class Metrics {
   readonly quarantineEntries = this.gauge('quarantine_entries', 'Entries in the quarantine stream', []);
   readonly quarantineMaxEntries = this.gauge('quarantine_max_entries', 'QUARANTINE_MAX_ENTRIES: beyond it the oldest entries are dropped', []);
   readonly sampleErrors = this.counter('redis_sample_errors_total', 'Samples of the queue gauges that failed', []);
+  readonly fleetVehicles = this.gauge('fleet_vehicles', 'Vehicles known: seen at least once (sampled from Redis)', []);
+  readonly fleetSilent = this.gauge('fleet_silent_vehicles', 'Vehicles not seen for longer than a SILENT_AFTER threshold, by threshold', ['after']);
 
   constructor(info: { version: string; mode: string }) {
     collectDefaultMetrics({ register: this.registry });

@@ -33,17 +33,31 @@ export type Envelope<T> = SuccessEnvelope<T> | FailureEnvelope;
 export const success = <T>(data: T, msg: string): SuccessEnvelope<T> => ({ status: 'SUCCESS', data, err: '', msg });
 export const failure = (err: string, msg: string): FailureEnvelope => ({ status: 'FAILURE', data: null, err, msg });
 
-/** A record of a bulk push the receiver refused, by its place in `bulkData`. */
+/** A record of a bulk push the receiver refused, by its place in `bulkData`; `rule` when it was well-formed but implausible. */
 export interface RejectedRecord {
   index: number;
   error: string;
+  rule?: string;
 }
 
-/** `data` of the receiver's 202: what a sender counts as acknowledged (every record not in `rejected`). */
+/** A field of an accepted record that was not stored because its value cannot be true. */
+export interface RefusedFieldAnswer {
+  index: number;
+  field: string;
+  value: number;
+  rule: string;
+  error: string;
+}
+
+/**
+ * `data` of the receiver's 202: what a sender counts as acknowledged (every record not in `rejected`);
+ * `refusedFields`, present only when some were, lists fields of acknowledged records not stored.
+ */
 export interface PushAccepted {
   deliveryId: string;
   accepted: number;
   rejected: RejectedRecord[];
+  refusedFields?: RefusedFieldAnswer[];
 }
 
 /** The receiver's 202 as a sender reads it. */
@@ -52,7 +66,8 @@ export const pushAcceptedSchema = z.object({
   data: z.object({
     deliveryId: z.string().optional(),
     accepted: z.number().int().nonnegative(),
-    rejected: z.array(z.object({ index: z.number().int().nonnegative(), error: z.string() })),
+    rejected: z.array(z.object({ index: z.number().int().nonnegative(), error: z.string(), rule: z.string().optional() })),
+    refusedFields: z.array(z.object({ index: z.number().int().nonnegative(), field: z.string(), value: z.number(), rule: z.string(), error: z.string() })).optional(),
   }),
 });
 
@@ -62,6 +77,7 @@ export type FailureCode =
   | 'invalid_json'
   | 'invalid_shape'
   | 'invalid_record'
+  | 'implausible_record'
   | 'bad_encoding'
   | 'invalid_text'
   | 'too_many_records'

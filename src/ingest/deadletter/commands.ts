@@ -8,7 +8,7 @@ import { table } from '../../cli/format.js';
 import type { CliIO } from '../../cli/io.js';
 import type { Program } from '../../cli/program.js';
 import { ConfigError, loadConfig } from '../../config/index.js';
-import { keysOf, producerFor } from '../service/components.js';
+import { keysOf, plausibilityFor, producerFor } from '../service/components.js';
 import { DeadLetters, type DeadLetterItem, type ListFilter } from './index.js';
 
 const SOURCES = ['quarantine', 'failed', 'all'] as const;
@@ -31,7 +31,8 @@ const FILTER_HELP = `Filters: --source quarantine|failed|all, --stage receive|wr
 `;
 
 const SETTINGS_HELP = `Settings: REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES (required: the Redis the service uses),
-  QUEUE_NAME and QUEUE_PARTITIONS (as for the service). Failed jobs are named job:<id>, or job:<partition>:<id>
+  QUEUE_NAME and QUEUE_PARTITIONS (as for the service); replay judges records by TIME_MAX_AHEAD, TIME_MAX_AGE
+  and PLAUSIBLE_RANGES (widen a rule for the replay of what it refused). Failed jobs are named job:<id>, or job:<partition>:<id>
   with several partitions.\n`;
 
 const STAGES = ['receive', 'write', 'job'] as const;
@@ -71,7 +72,7 @@ async function withDeadLetters<T>(io: CliIO, use: (dl: DeadLetters) => Promise<T
   let lastError = '';
   redis.on('error', (err: Error) => (lastError = err.message));
   const producer = producerFor(cfg, redis);
-  const dl = new DeadLetters(redis, keysOf(cfg), producer, { skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK });
+  const dl = new DeadLetters(redis, keysOf(cfg), producer, { skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK }, plausibilityFor(cfg));
   try {
     await redis.ping().catch((err: Error) => {
       throw new Error(`cannot reach ${redisTarget(cfg)}: ${lastError || err.message}`);

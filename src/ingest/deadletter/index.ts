@@ -5,6 +5,7 @@ import type { PartitionedProducer } from '../queue/producer.js';
 import type { RedisKeys } from '../queue/keys.js';
 import { Quarantine, type QuarantineEntry } from '../queue/quarantine.js';
 import { validateRecord } from '../validate/record.js';
+import type { Plausibility } from '../plausibility/judge.js';
 import { splitPush } from '../../telemetry/push.js';
 import type { TelemetryRecord } from '../../telemetry/record.js';
 
@@ -89,6 +90,8 @@ export class DeadLetters {
     keys: RedisKeys,
     private readonly producer: Pick<PartitionedProducer, 'enqueue'>,
     bull: { skipVersionCheck?: boolean } = {},
+    /** The rules as the tool's settings give them (PLAUSIBLE_RANGES, TIME_MAX_*): widen one to replay what it refused. */
+    private readonly plausibility?: Plausibility,
   ) {
     this.quarantine = new Quarantine(redis, keys.quarantine);
     this.queues = keys.partitions.map((name) => {
@@ -170,6 +173,10 @@ export class DeadLetters {
       // The original receive time stamps CAN records without one, as it did the first time.
       const r = validateRecord(item, entry.receivedAt);
       if (!r.ok) return { id, ok: false, detail: `still invalid: ${r.error}` };
+      // Judged by today's clock and rules; an entry with a field still refused stays, to replay once every field passes.
+      const judged = this.plausibility?.judge(r.record, Date.now());
+      if (judged && !judged.ok) return { id, ok: false, detail: `still implausible: ${judged.error}` };
+      if (judged && judged.refused.length > 0) return { id, ok: false, detail: `still implausible: ${judged.refused.map((f) => `data.${f.field}: ${f.error}`).join('; ')}` };
       records.push(r.record);
     }
     await this.producer.enqueue(records);

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { TelemetryRecord } from '../../telemetry/record.js';
 import { Plausibility, span } from './judge.js';
-import { RANGE_RULES, rangeRules, ruleFor, type RangeOverride } from './rules.js';
+import type { RangeOverride } from '../../config/index.js';
+import { RANGE_RULES, rangeRules, ruleFor } from './rules.js';
 
 const NOW = Date.UTC(2026, 10, 25, 12, 0, 0);
 const MIN = 60_000;

@@ -1,5 +1,6 @@
 import type { RecordType } from '../../telemetry/record.js';
 import { CAN_ALERT_FLAGS } from '../../telemetry/fields.js';
+import type { RangeOverride } from '../../config/index.js';
 
 /**
  * What a vehicle can truly have measured: the one table of bounds a well-formed record is judged
@@ -73,8 +74,6 @@ export const ZERO_POSITION = 'zero_position';
 export const TIME_FUTURE = 'time_future';
 export const TIME_PAST = 'time_past';
 
-/** One PLAUSIBLE_RANGES entry as config parsed it: `name=min..max` or `name=off`. */
-export type RangeOverride = { name: string; off: true } | { name: string; off?: false; min: number; max: number };
 
 /**
  * The table with the operator's overrides: a rule name sets that rule's bounds (or switches it off);

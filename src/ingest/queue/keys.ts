@@ -38,6 +38,8 @@ export interface RedisKeys {
   fuelQueue: string;
   /** Hash `<vehicleno>|<unit>` → time (ms) of the newest fuel reading stored. */
   fuelWatermarks: string;
+  /** BullMQ queue whose job scheduler runs the fleet status job (fleet/changes.ts) on one replica at a time. */
+  fleetQueue: string;
   /** The first answer to a delivery with an idempotency key, by the key's digest (a string with a TTL). */
   idempotency(digest: string): string;
   /** A sender's rate-limit buckets (a hash with a TTL). */
@@ -54,6 +56,7 @@ export function redisKeys(queueName: string, layout: KeyLayout = SINGLE_QUEUE): 
     quarantine: `${queueName}:quarantine`,
     fuelQueue: layout.cluster ? `{${queueName}-fuel}` : `${queueName}-fuel`,
     fuelWatermarks: `${queueName}:fuel:watermarks`,
+    fleetQueue: layout.cluster ? `{${queueName}-fleet}` : `${queueName}-fleet`,
     idempotency: (digest) => `${queueName}:idem:${digest}`,
     rateLimit: (sender) => `${queueName}:rate:${sender}`,
   };

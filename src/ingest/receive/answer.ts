@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
-import { failure, success, type FailureCode, type PushAccepted, type RejectedRecord } from '../../telemetry/envelope.js';
+import { failure, success, type FailureCode, type PushAccepted, type RefusedFieldAnswer, type RejectedRecord } from '../../telemetry/envelope.js';
 
 /** Statuses a push can be answered with besides 202. */
 export type PushStatus = 400 | 401 | 408 | 413 | 415 | 429 | 503;
@@ -37,13 +37,21 @@ export function answerAccepted(deliveryId: string, body: string): Response {
   return new Response(body, { status: 202, headers: { 'Content-Type': 'application/json', 'X-Delivery-Id': deliveryId } });
 }
 
-/** The 202's body. */
-export function acceptedBody(deliveryId: string, accepted: number, total: number, rejected: RejectedRecord[]): string {
-  const data: PushAccepted = { deliveryId, accepted, rejected };
-  const msg =
+/** The 202's body; `refusedFields` only when some field was refused, with their count over the whole push. */
+export function acceptedBody(
+  deliveryId: string,
+  accepted: number,
+  total: number,
+  rejected: RejectedRecord[],
+  refusedFields: RefusedFieldAnswer[] = [],
+  fieldsRefused = { fields: 0, records: 0 },
+): string {
+  const data: PushAccepted = { deliveryId, accepted, rejected, ...(refusedFields.length > 0 ? { refusedFields } : {}) };
+  let msg =
     rejected.length === 0
       ? `accepted ${accepted} record(s)`
       : `accepted ${accepted} of ${total} record(s); ${rejected.length} rejected and quarantined`;
+  if (fieldsRefused.fields > 0) msg += `; ${fieldsRefused.fields} implausible field(s) of ${fieldsRefused.records} record(s) not stored (refusedFields) and quarantined`;
   return JSON.stringify(success(data, msg));
 }
 

@@ -1,10 +1,11 @@
 import type { Context } from 'hono';
 import type { Logger } from '../../log/index.js';
-import type { RejectedRecord } from '../../telemetry/envelope.js';
+import type { RefusedFieldAnswer, RejectedRecord } from '../../telemetry/envelope.js';
 import { splitPush, type PushShape } from '../../telemetry/push.js';
 import type { TelemetryRecord } from '../../telemetry/record.js';
 import { quarantineEntry, type NewQuarantineEntry, type QuarantineOrigin } from '../queue/quarantine.js';
 import { validateRecord, type ValidationResult } from '../validate/record.js';
+import type { Plausibility } from '../plausibility/judge.js';
 import { boundedJson } from '../../telemetry/json.js';
 import { acceptedBody, answerAccepted, PushRefused, refusalAnswer } from './answer.js';
 import type { SenderAuth } from './auth.js';
@@ -39,6 +40,8 @@ export interface PushHandlerOptions {
   /** Records one push may carry (MAX_RECORDS_PER_PUSH); more is answered 413. */
   maxRecords: number;
   quarantineRawLimit: number;
+  /** What cannot be true is refused (TIME_MAX_AHEAD, TIME_MAX_AGE, PLAUSIBLE_RANGES); undefined judges nothing. */
+  plausibility?: Plausibility;
   log: Logger;
 }
 
@@ -123,23 +126,12 @@ export async function receivePush(
     throw new PushRefused(413, 'too_many_records', `push of ${items.length} records exceeds MAX_RECORDS_PER_PUSH (${opts.maxRecords}); split it`);
   }
   if (opts.rateLimiter?.enabled) await takeTokens(opts.rateLimiter, sender, items.length);
-  const valid: TelemetryRecord[] = [];
-  const rejected: RejectedRecord[] = [];
-  const held: NewQuarantineEntry[] = [];
-  const rejectedReasons: string[] = [];
-  for (let i = 0; i < items.length; i++) {
-    const r = validated(items[i], receivedAt);
-    if (r.ok) valid.push(r.record);
-    else if ((opts.metrics && rejectedReasons.push(r.error), rejected.length < REJECTED_IN_DETAIL)) {
-      rejected.push({ index: i, error: r.error });
-      const { text: raw, truncated } = boundedJson(items[i], opts.quarantineRawLimit);
-      held.push({ ...quarantineEntry(originOf(), i, r.error, raw), truncated });
-    } else rejected.push({ index: i, error: BEYOND_DETAIL });
-  }
-  if (opts.metrics) countRecords(opts.metrics, items.length, valid, rejectedReasons);
-  if (rejected.length > REJECTED_IN_DETAIL) {
-    const more = rejected.length - REJECTED_IN_DETAIL;
-    held.push(quarantineEntry(originOf(), -1, `${more} more rejected record(s), from index ${rejected[REJECTED_IN_DETAIL]!.index}; the whole push is kept here`, text, opts.quarantineRawLimit));
+  const sorted = sortRecords(items, receivedAt, opts, originOf);
+  const { valid, rejected, refusedFields, held } = sorted;
+  if (opts.metrics) countRecords(opts.metrics, items.length, receivedAt, sorted);
+  if (rejected.length > REJECTED_IN_DETAIL || sorted.fieldsRefused.records > REJECTED_IN_DETAIL) {
+    const more = Math.max(0, rejected.length - REJECTED_IN_DETAIL) + Math.max(0, sorted.fieldsRefused.records - REJECTED_IN_DETAIL);
+    held.push(quarantineEntry(originOf(), -1, `${more} more record(s) rejected or with implausible fields beyond the first ${REJECTED_IN_DETAIL}; the whole push is kept here`, text, opts.quarantineRawLimit));
   }
 
   // Only counts are used after the wait: the parsed push and its records are then garbage as soon
@@ -157,8 +149,8 @@ export async function receivePush(
   }
   const answer =
     !push.bulk && rejected.length > 0
-      ? refusalAnswer(new PushRefused(400, 'invalid_record', `invalid record (quarantined): ${rejected[0]!.error}`))
-      : { status: 202, body: acceptedBody(deliveryId, accepted, total, rejected) };
+      ? refusalAnswer(realtimeRefusal(rejected[0]!))
+      : { status: 202, body: acceptedBody(deliveryId, accepted, total, rejected, refusedFields, sorted.fieldsRefused) };
   if (digest !== undefined) await opts.idempotency!.put(digest, answer);
   return answer.status === 202 ? answerAccepted(deliveryId, answer.body) : replayed(answer, deliveryId, false);
 }
@@ -202,13 +194,87 @@ const BEYOND_DETAIL = 'invalid';
 /** The sender of pushes when authentication is off. */
 const ANONYMOUS = 'anonymous';
 
-function countRecords(m: Metrics, received: number, valid: readonly TelemetryRecord[], rejectedReasons: readonly string[]): void {
+/** What one push's records became: queued, refused whole, or queued with fields refused; and what the quarantine keeps. */
+interface SortedRecords {
+  valid: TelemetryRecord[];
+  rejected: RejectedRecord[];
+  /** Refused fields in detail (those of the first REJECTED_IN_DETAIL records that had any). */
+  refusedFields: RefusedFieldAnswer[];
+  /** Refused fields in all, and the records they were in. */
+  fieldsRefused: { fields: number; records: number };
+  held: NewQuarantineEntry[];
+  /** Validation reasons of the rejected records, for the metrics. */
+  invalidReasons: string[];
+  /** Plausibility refusals by rule and scope, for the metrics. */
+  implausible: Array<{ rule: string; scope: 'record' | 'field' }>;
+}
+
+/**
+ * Each record validated, then judged: a record refused whole is listed in `rejected` and kept in the
+ * quarantine as sent; a record with refused fields is queued without them, and kept whole in the
+ * quarantine too, so that a replay (once the rule or the device is fixed) stores the rest identically
+ * and the refused fields beside it.
+ */
+function sortRecords(items: readonly unknown[], receivedAt: number, opts: PushHandlerOptions, originOf: () => QuarantineOrigin): SortedRecords {
+  const out: SortedRecords = { valid: [], rejected: [], refusedFields: [], fieldsRefused: { fields: 0, records: 0 }, held: [], invalidReasons: [], implausible: [] };
+  const keep = (i: number, reason: string) => {
+    const { text: raw, truncated } = boundedJson(items[i], opts.quarantineRawLimit);
+    out.held.push({ ...quarantineEntry(originOf(), i, reason, raw), truncated });
+  };
+  const reject = (i: number, error: string, rule?: string) => {
+    if (out.rejected.length >= REJECTED_IN_DETAIL) {
+      out.rejected.push({ index: i, error: BEYOND_DETAIL, ...(rule ? { rule } : {}) });
+      return;
+    }
+    out.rejected.push({ index: i, error, ...(rule ? { rule } : {}) });
+    keep(i, error);
+  };
+  for (let i = 0; i < items.length; i++) {
+    const r = validated(items[i], receivedAt);
+    if (!r.ok) {
+      out.invalidReasons.push(r.error);
+      reject(i, r.error);
+      continue;
+    }
+    const judged = opts.plausibility?.judge(r.record, receivedAt);
+    if (judged === undefined || (judged.ok && judged.refused.length === 0)) {
+      out.valid.push(r.record);
+      continue;
+    }
+    if (!judged.ok) {
+      out.implausible.push({ rule: judged.rule, scope: 'record' });
+      reject(i, judged.error, judged.rule);
+      continue;
+    }
+    out.valid.push(r.record);
+    for (const f of judged.refused) out.implausible.push({ rule: f.rule, scope: 'field' });
+    out.fieldsRefused.fields += judged.refused.length;
+    if (++out.fieldsRefused.records > REJECTED_IN_DETAIL) continue;
+    for (const f of judged.refused) out.refusedFields.push({ index: i, ...f });
+    keep(i, `implausible field(s) not stored: ${judged.refused.map((f) => `data.${f.field}: ${f.error}`).join('; ')}`);
+  }
+  return out;
+}
+
+/** A realtime push's one record refused: 400, as invalid or as implausible. */
+function realtimeRefusal(r: RejectedRecord): PushRefused {
+  return r.rule === undefined
+    ? new PushRefused(400, 'invalid_record', `invalid record (quarantined): ${r.error}`)
+    : new PushRefused(400, 'implausible_record', `implausible record (quarantined): ${r.error}`);
+}
+
+function countRecords(m: Metrics, received: number, receivedAt: number, sorted: SortedRecords): void {
   m.recordsReceived.inc(received);
   let gps = 0;
-  for (const r of valid) if (r.type === 'gps') gps++;
+  for (const r of sorted.valid) {
+    if (r.type === 'gps') gps++;
+    // A CAN record stamped on receipt says nothing of how late the sender is.
+    if (r.time !== receivedAt) m.lateness.observe({ type: r.type }, Math.max(0, receivedAt - r.time) / 1000);
+  }
   if (gps > 0) m.recordsAccepted.inc({ type: 'gps' }, gps);
-  if (valid.length > gps) m.recordsAccepted.inc({ type: 'can' }, valid.length - gps);
-  for (const reason of rejectedReasons) m.recordsRejected.inc({ reason: reasonClass(reason) });
+  if (sorted.valid.length > gps) m.recordsAccepted.inc({ type: 'can' }, sorted.valid.length - gps);
+  for (const reason of sorted.invalidReasons) m.recordsRejected.inc({ reason: reasonClass(reason) });
+  for (const x of sorted.implausible) m.implausible.inc(x);
 }
 
 /** A record's verdict; whatever goes wrong while judging it is that record's fault, never a 5xx. */

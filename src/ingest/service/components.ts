@@ -17,6 +17,9 @@ import { CoalescingSink } from '../write/coalesce.js';
 import { InfluxSink } from '../write/influx.js';
 import { IsolatingSink } from '../write/isolate.js';
 import type { PointSink } from '../write/sink.js';
+import { Plausibility } from '../plausibility/judge.js';
+import { rangeRules } from '../plausibility/rules.js';
+import { FleetState, fleetKeys } from '../fleet/state.js';
 
 /**
  * Each component's options, derived from the one configuration: the composition root and the
@@ -63,6 +66,7 @@ export function receiverOptions(cfg: Config, redis: RedisClient, log: Logger): R
     bodyLimit: cfg.BODY_LIMIT,
     maxRecords: cfg.MAX_RECORDS_PER_PUSH,
     quarantineRawLimit: cfg.QUARANTINE_RAW_LIMIT,
+    plausibility: plausibilityFor(cfg),
     retryAfterSeconds: retryAfterSeconds(cfg),
     log,
   };
@@ -114,4 +118,15 @@ export function flattenOptions(cfg: Config): FlattenOptions {
 export function pointSink(cfg: Config, metrics?: Metrics): PointSink {
   const influx = new InfluxSink({ url: cfg.INFLUX_URL, token: cfg.INFLUX_TOKEN, org: cfg.INFLUX_ORG, bucket: cfg.INFLUX_BUCKET, timeoutMs: cfg.INFLUX_TIMEOUT, gzip: cfg.INFLUX_CONTENT_ENCODING === 'gzip', metrics });
   return new CoalescingSink(new IsolatingSink(influx), { maxLines: cfg.WRITE_BATCH_LINES, maxInFlight: cfg.WRITE_CONCURRENCY, lingerMs: cfg.WRITE_LINGER });
+}
+
+/** The plausibility rules with the operator's settings (TIME_MAX_AHEAD, TIME_MAX_AGE, PLAUSIBLE_RANGES). */
+export function plausibilityFor(cfg: Config): Plausibility {
+  const { rules, zeroPosition } = rangeRules(cfg.PLAUSIBLE_RANGES);
+  return new Plausibility({ maxAheadMs: cfg.TIME_MAX_AHEAD, maxAgeMs: cfg.TIME_MAX_AGE, rules, zeroPosition });
+}
+
+/** The vehicles' last-seen state, a set of keys beside each partition's queue. */
+export function fleetStateFor(cfg: Config, redis: RedisClient): FleetState {
+  return new FleetState(redis, keysOf(cfg).partitions.map(fleetKeys));
 }

@@ -13,7 +13,9 @@ import { startReceiver, type RunningReceiver } from './receiver.js';
 import { checkRedisSettings } from './redisChecks.js';
 import { startWorkers, type RunningWorkers } from './workers.js';
 
-import { adminCredentials, httpLimits, httpTls, keysOf } from './components.js';
+import { adminCredentials, fleetStateFor, httpLimits, httpTls, keysOf } from './components.js';
+import { sampleFleet } from '../fleet/gauges.js';
+import { fleetRoutes } from '../fleet/routes.js';
 
 export { retryPolicy } from './components.js';
 
@@ -54,11 +56,13 @@ export async function startService(cfg: Config, log: Logger): Promise<RunningSer
     return q;
   });
   const sampler = sampleQueues(metrics, sampledQueues, redis, keys.quarantine, cfg.METRICS_SAMPLE_INTERVAL);
+  const fleet = fleetStateFor(cfg, redis);
+  const fleetSampler = sampleFleet(metrics, fleet, cfg.SILENT_AFTER, cfg.METRICS_SAMPLE_INTERVAL);
   const summaries = cfg.LOG_SUMMARY_INTERVAL > 0 ? logSummaries(metrics, log, cfg.LOG_SUMMARY_INTERVAL) : undefined;
 
   const http = await serveHttp(createApp({ push: receiver?.routes, health: healthRoutes(checks) }), cfg.HOST, cfg.PORT, httpLimits(cfg), httpTls(cfg));
   const ui = cfg.QUEUE_UI === 'on' ? { queues: sampledQueues, credentials: adminCredentials(cfg) } : undefined;
-  const admin = await serveHttp(adminRoutes(metrics, ui), cfg.ADMIN_HOST, cfg.ADMIN_PORT, httpLimits(cfg));
+  const admin = await serveHttp(adminRoutes(metrics, ui, { routes: fleetRoutes(fleet, cfg.SILENT_AFTER), credentials: adminCredentials(cfg), open: cfg.ADMIN_AUTH === 'none' }), cfg.ADMIN_HOST, cfg.ADMIN_PORT, httpLimits(cfg));
   log.info({ mode: cfg.SERVICE_MODE, url: http.url, admin: admin.url, redis: redisTarget(cfg), queue: cfg.QUEUE_NAME, partitions: cfg.QUEUE_PARTITIONS }, 'telematics-ingest started');
 
   let closing: Promise<void> | undefined;
@@ -72,6 +76,7 @@ export async function startService(cfg: Config, log: Logger): Promise<RunningSer
         await receiver?.close().catch((err: Error) => log.warn({ err: err.message }, 'error while closing'));
         await workers?.close();
         sampler.stop();
+        fleetSampler.stop();
         access.stop();
         summaries?.stop();
         await Promise.all(sampledQueues.map((q) => q.close().catch(() => {})));

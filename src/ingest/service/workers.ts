@@ -6,7 +6,9 @@ import { UpstreamClient } from '../../upstream/client/index.js';
 import { scheduleFuelSync, syncFuel } from '../sync/fuel.js';
 import { startWorker, type RunningWorker } from '../worker/index.js';
 import { untilAccessible } from '../../redis/access.js';
-import { flattenOptions, keysOf, pointSink, quarantineFor, retryPolicy, servedPartitions } from './components.js';
+import { fleetStateFor, flattenOptions, keysOf, pointSink, quarantineFor, retryPolicy, servedPartitions } from './components.js';
+import { writeStatusChanges } from '../fleet/changes.js';
+import { scheduleRuns } from './schedule.js';
 import type { HealthCheck } from './health.js';
 
 /** Longest fuel-history range asked of the upstream in one call; upstreams bound it. */
@@ -36,7 +38,9 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics):
     // so that its memory does not grow with QUEUE_PARTITIONS.
     const served = servedPartitions(cfg);
     const concurrency = Math.max(1, Math.ceil(cfg.WORKER_CONCURRENCY / served.length));
+    const fleet = fleetStateFor(cfg, redis);
     for (const queue of served) {
+      const partition = keys.partitions.indexOf(queue);
       const worker = startWorker(redis, {
         queue,
         quarantine,
@@ -46,6 +50,7 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics):
         retry: retryPolicy(cfg),
         flatten: flattenOptions(cfg),
         sink,
+        written: (records) => fleet.record(partition, records),
         log,
         metrics,
         skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK,
@@ -53,6 +58,13 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics):
       running.push(worker);
       closers.unshift(() => worker.close());
     }
+    const status = await scheduleRuns(
+      redis,
+      { queue: keys.fleetQueue, job: 'fleet-status', intervalMs: cfg.FLEET_STATUS_INTERVAL, skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK },
+      async () => ({ summary: { ...(await writeStatusChanges(fleet, sink, cfg.SILENT_AFTER, Date.now())) } }),
+      log,
+    );
+    closers.unshift(() => status.close());
     if (cfg.UPSTREAM_URL) {
       const client = new UpstreamClient({ baseUrl: cfg.UPSTREAM_URL, token: cfg.UPSTREAM_TOKEN, timeUnit: cfg.UPSTREAM_TIME_UNIT });
       const run = () =>

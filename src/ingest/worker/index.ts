@@ -3,6 +3,7 @@ import type { RedisClient } from '../../redis/connect.js';
 import type { Logger } from '../../log/index.js';
 import type { Metrics } from '../../metrics/index.js';
 import type { PointSink } from '../write/sink.js';
+import type { TelemetryRecord } from '../../telemetry/record.js';
 import type { FlattenOptions } from '../flatten/flatten.js';
 import { retryDelay, type RetryPolicy } from '../queue/retry.js';
 import type { Quarantine } from '../queue/quarantine.js';
@@ -22,6 +23,8 @@ export interface WorkerOptions {
   retry: RetryPolicy;
   flatten: FlattenOptions;
   sink: PointSink;
+  /** Told each job's records once the store holds them (the fleet's last-seen state). */
+  written?: (records: readonly TelemetryRecord[]) => Promise<void>;
   log: Logger;
   metrics?: Metrics | undefined;
   skipVersionCheck?: boolean;
@@ -40,6 +43,7 @@ export function startWorker(redis: RedisClient, opts: WorkerOptions): RunningWor
     sink: opts.sink,
     flatten: opts.flatten,
     retrySpanMs: opts.retry.spanMs,
+    ...(opts.written ? { written: opts.written } : {}),
     quarantine: async (entries) => {
       await quarantine.add(entries);
       opts.log.warn({ refused: entries.length, first: entries[0]?.reason }, 'InfluxDB refused points; quarantined');

@@ -21,6 +21,8 @@ export interface ProcessorOptions {
   retrySpanMs: number;
   /** Where points the store refuses go, with the store's error; resolves once stored. */
   quarantine: (entries: NewQuarantineEntry[]) => Promise<void>;
+  /** Told the job's records once the store holds them (the fleet's last-seen state); a throw retries the job. */
+  written?: (records: readonly TelemetryRecord[]) => Promise<void>;
   now?: () => number;
 }
 
@@ -56,6 +58,7 @@ export function createProcessor(opts: ProcessorOptions): (job: Job) => Promise<P
         }),
       );
     }
+    await opts.written?.(records);
     const pointsBy: Record<string, number> = {};
     const refusedAt = new Set(refused.map((r) => r.line));
     for (let i = 0; i < batch.lines.length; i++) {
