@@ -33,6 +33,11 @@ const answers = {
   '503': failure('Not stored (Redis down, slow or full): retry after Retry-After', ['unavailable', 'overloaded'], { 'Retry-After': retryAfter }),
 };
 
+/** The record's schema as a component: its own references (`#/$defs/…`) made to point inside the component. */
+const pushRecordComponent = JSON.parse(
+  JSON.stringify({ ...pushRecordSchema, $schema: undefined, $id: undefined }).replaceAll('"#/$defs/', '"#/components/schemas/PushRecord/$defs/'),
+) as Record<string, unknown>;
+
 const security = [{ bearer: [] }, { apiKey: [] }, { queryToken: [] }, { webhookSignature: [] }];
 const idempotencyHeaders = [
   { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', minLength: 1, maxLength: 255 }, description: 'names the delivery: a retry within IDEMPOTENCY_TTL gets the first answer and stores nothing again' },
@@ -63,7 +68,7 @@ export const OPENAPI = {
   },
   components: {
     schemas: {
-      PushRecord: { ...pushRecordSchema, $schema: undefined, $id: undefined },
+      PushRecord: pushRecordComponent,
       BulkPush: { ...bulkPushSchema, $schema: undefined, $id: undefined, properties: { bulkData: { type: 'array', items: { $ref: '#/components/schemas/PushRecord' } } } },
       Accepted: envelope({
         type: 'object',
