@@ -1,5 +1,6 @@
 import type { RedisClient } from './connect.js';
 import type { Logger } from '../log/index.js';
+import { LogThrottle } from '../log/throttle.js';
 
 /**
  * Whether the Redis user may run what BullMQ needs. A refused command that is not a lost connection
@@ -26,7 +27,7 @@ export async function accessProblem(redis: RedisClient, skipVersionCheck: boolea
 /** Resolves once `accessProblem` finds none, asking every `intervalMs`, logging the problem at most once a minute. */
 export function untilAccessible(redis: RedisClient, skipVersionCheck: boolean, log: Logger, intervalMs = 5_000): { ready: Promise<void>; problem(): string | undefined; stop(): void } {
   let problem: string | undefined = 'not checked yet';
-  let loggedAt = 0;
+  const throttle = new LogThrottle();
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
   let checking = false;
@@ -43,10 +44,8 @@ export function untilAccessible(redis: RedisClient, skipVersionCheck: boolean, l
             if (onReady) redis.off('ready', onReady);
             return resolve();
           }
-          if (Date.now() - loggedAt >= 60_000) {
-            loggedAt = Date.now();
-            log.error({ problem }, 'Redis refuses what the queue needs; workers wait');
-          }
+          const now = problem;
+          throttle.pass(() => log.error({ problem: now }, 'Redis refuses what the queue needs; workers wait'));
         }
         timer = setTimeout(() => void check(), intervalMs);
         timer.unref();

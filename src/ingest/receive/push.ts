@@ -129,9 +129,14 @@ export async function receivePush(
   const sorted = sortRecords(items, receivedAt, opts, originOf);
   const { valid, rejected, refusedFields, held } = sorted;
   if (opts.metrics) countRecords(opts.metrics, items.length, receivedAt, sorted);
-  if (rejected.length > REJECTED_IN_DETAIL || sorted.fieldsRefused.records > REJECTED_IN_DETAIL) {
-    const more = Math.max(0, rejected.length - REJECTED_IN_DETAIL) + Math.max(0, sorted.fieldsRefused.records - REJECTED_IN_DETAIL);
-    held.push(quarantineEntry(originOf(), -1, `${more} more record(s) rejected or with implausible fields beyond the first ${REJECTED_IN_DETAIL}; the whole push is kept here`, text, opts.quarantineRawLimit));
+  const moreRejected = rejected.length - REJECTED_IN_DETAIL;
+  const moreRefused = sorted.fieldsRefused.records - REJECTED_IN_DETAIL;
+  if (moreRejected > 0 || moreRefused > 0) {
+    const why = [
+      moreRejected > 0 ? `${moreRejected} more rejected record(s), from index ${rejected[REJECTED_IN_DETAIL]!.index}` : '',
+      moreRefused > 0 ? `${moreRefused} more record(s) with implausible fields` : '',
+    ].filter(Boolean);
+    held.push(quarantineEntry(originOf(), -1, `${why.join('; ')}; the whole push is kept here`, text, opts.quarantineRawLimit));
   }
 
   // Only counts are used after the wait: the parsed push and its records are then garbage as soon

@@ -2,6 +2,7 @@ import type { RedisClient } from '../../redis/connect.js';
 import type { Config } from '../../config/index.js';
 import { Quarantine } from '../queue/quarantine.js';
 import type { Logger } from '../../log/index.js';
+import { LogThrottle } from '../../log/throttle.js';
 import type { Metrics } from '../../metrics/index.js';
 import type { AdmissionOptions } from '../queue/admission.js';
 import { redisKeys, type RedisKeys } from '../queue/keys.js';
@@ -74,13 +75,11 @@ export function receiverOptions(cfg: Config, redis: RedisClient, log: Logger): R
 
 /** The quarantine stream, bounded at QUARANTINE_MAX_ENTRIES, saying so (once a minute at most) while it drops the oldest. */
 export function quarantineFor(cfg: Config, redis: RedisClient, log: Logger): Quarantine {
-  let warnedAt = 0;
+  const throttle = new LogThrottle();
   return new Quarantine(redis, keysOf(cfg).quarantine, {
     maxEntries: cfg.QUARANTINE_MAX_ENTRIES,
     onFull(length) {
-      if (Date.now() - warnedAt < 60_000) return;
-      warnedAt = Date.now();
-      log.warn({ length, bound: cfg.QUARANTINE_MAX_ENTRIES }, 'quarantine at its bound (QUARANTINE_MAX_ENTRIES); its oldest entries are being dropped');
+      throttle.pass(() => log.warn({ length, bound: cfg.QUARANTINE_MAX_ENTRIES }, 'quarantine at its bound (QUARANTINE_MAX_ENTRIES); its oldest entries are being dropped'));
     },
   });
 }

@@ -3,7 +3,7 @@ import type { Config } from '../../config/index.js';
 import type { Logger } from '../../log/index.js';
 import type { Metrics } from '../../metrics/index.js';
 import { UpstreamClient } from '../../upstream/client/index.js';
-import { scheduleFuelSync, syncFuel } from '../sync/fuel.js';
+import { syncFuel } from '../sync/fuel.js';
 import { startWorker, type RunningWorker } from '../worker/index.js';
 import { untilAccessible } from '../../redis/access.js';
 import { fleetStateFor, flattenOptions, keysOf, pointSink, quarantineFor, retryPolicy, servedPartitions } from './components.js';
@@ -77,7 +77,16 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics):
           lookbackMs: cfg.FUEL_SYNC_LOOKBACK,
           maxRangeMs: FUEL_MAX_RANGE_MS,
         });
-      const fuel = await scheduleFuelSync(redis, keys.fuelQueue, cfg.FUEL_SYNC_INTERVAL, run, log, { skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK });
+      const fuel = await scheduleRuns(
+        redis,
+        { queue: keys.fuelQueue, job: 'fuel-sync', intervalMs: cfg.FUEL_SYNC_INTERVAL, skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK },
+        async () => {
+          const r = await run();
+          const failed = r.failed.length > 0 ? `fuel sync failed for ${r.failed.map((f) => `${f.vehicleno}: ${f.error}`).join('; ')}` : undefined;
+          return { summary: { vehicles: r.vehicles, readings: r.readings, failed: r.failed.length }, ...(failed ? { failed } : {}) };
+        },
+        log,
+      );
       closers.unshift(() => fuel.close());
     }
   });

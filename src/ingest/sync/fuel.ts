@@ -1,7 +1,4 @@
-import { Queue, Worker } from 'bullmq';
-import { guardFetch } from '../worker/guard.js';
 import type { RedisClient } from '../../redis/connect.js';
-import type { Logger } from '../../log/index.js';
 import type { FuelUnit, UpstreamClient } from '../../upstream/client/index.js';
 import { formatLine } from '../../telemetry/lineProtocol.js';
 import type { PointSink } from '../write/sink.js';
@@ -65,41 +62,4 @@ export async function syncFuel(opts: FuelSyncOptions): Promise<FuelSyncResult> {
     }
   }
   return result;
-}
-
-/**
- * Runs `syncFuel` every `intervalMs` as a BullMQ job scheduler, so with several worker replicas
- * exactly one of them syncs each time, and a sync that fails is retried by BullMQ.
- */
-export async function scheduleFuelSync(
-  redis: RedisClient,
-  /** The scheduler's queue (`RedisKeys.fuelQueue`). */
-  name: string,
-  intervalMs: number,
-  run: () => Promise<FuelSyncResult>,
-  log: Logger,
-  bull: { skipVersionCheck?: boolean } = {},
-): Promise<{ close(): Promise<void> }> {
-  const queue = new Queue(name, { connection: redis, ...bull });
-  queue.on('error', () => {});
-  await queue.upsertJobScheduler('fuel-sync', { every: intervalMs }, { name: 'fuel-sync', opts: { removeOnComplete: true, removeOnFail: 100 } });
-  const worker = new Worker(
-    name,
-    async () => {
-      const r = await run();
-      log.info({ vehicles: r.vehicles, readings: r.readings, failed: r.failed.length }, 'fuel sync done');
-      if (r.failed.length > 0) throw new Error(`fuel sync failed for ${r.failed.map((f) => `${f.vehicleno}: ${f.error}`).join('; ')}`);
-      return r;
-    },
-    { connection: redis, concurrency: 1, ...bull },
-  );
-  const guard = guardFetch(worker, log);
-  worker.on('failed', (_job, err) => log.warn({ err: err.message }, 'fuel sync failed; next run retries'));
-  return {
-    async close() {
-      guard.stop();
-      await worker.close();
-      await queue.close();
-    },
-  };
 }

@@ -1,6 +1,7 @@
 import { isNotConnectionError, type Worker } from 'bullmq';
 import type { Logger } from '../../log/index.js';
 import { backoffDelay, type Backoff } from '../../retry/backoff.js';
+import { LogThrottle } from '../../log/throttle.js';
 
 /**
  * BullMQ backs off only when the connection is lost: a fetch that Redis refuses (READONLY during a
@@ -16,15 +17,16 @@ export interface FetchGuard {
 }
 
 const DEFAULT_BACKOFF: Backoff = { baseMs: 1_000, maxMs: 30_000 };
-const LOG_EVERY_MS = 60_000;
+/** One throttle a logger: a process whose workers (a partition each, the scheduled runs) all hit the same refusal says so once a minute, not once a worker. */
+const throttles = new WeakMap<Logger, LogThrottle>();
 
 export function guardFetch(worker: Worker, log: Logger, backoff: Backoff = DEFAULT_BACKOFF): FetchGuard {
   let cause: string | undefined;
   let attempts = 0;
   let timer: NodeJS.Timeout | undefined;
-  let loggedAt = 0;
-  let unlogged = 0;
   let stopped = false;
+  let throttle = throttles.get(log);
+  if (!throttle) throttles.set(log, (throttle = new LogThrottle()));
 
   worker.on('error', (err) => {
     if (!isNotConnectionError(err)) {
@@ -33,12 +35,7 @@ export function guardFetch(worker: Worker, log: Logger, backoff: Backoff = DEFAU
       return;
     }
     cause = err.message;
-    unlogged++;
-    if (Date.now() - loggedAt >= LOG_EVERY_MS) {
-      log.error({ err: err.message, times: unlogged, retryInMs: backoffDelay(backoff, attempts + 1, () => 0.5) }, 'Redis refused the worker’s fetch; pausing and retrying');
-      loggedAt = Date.now();
-      unlogged = 0;
-    }
+    throttle.pass((times) => log.error({ err: err.message, times, retryInMs: backoffDelay(backoff, attempts + 1, () => 0.5) }, 'Redis refused the worker’s fetch; pausing and retrying'));
     if (timer || stopped) return;
     attempts++;
     void worker.pause(true).catch(() => {});
