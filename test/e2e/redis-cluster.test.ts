@@ -9,6 +9,10 @@ import { reconcile, type SentRecord } from '../harness/reconcile.js';
 import { startRedisCluster, type LocalCluster } from '../harness/redisCluster.js';
 import { startTestService, uniqueName, waitUntil, type TestService } from '../harness/service.js';
 import { T0 } from '../harness/time.js';
+import { writeStatusChanges } from '../../src/ingest/fleet/changes.js';
+import { fleetStateFor } from '../../src/ingest/service/components.js';
+import { InfluxSink } from '../../src/ingest/write/influx.js';
+import { connectRedis } from '../../src/redis/connect.js';
 
 /**
  * The service on a real Redis Cluster (3 masters, a replica each, from Debian's redis-server), as an
@@ -169,3 +173,45 @@ it('runs the fuel sync on its scheduler and lists, replays failed jobs by job:<p
   expect(await reconcile(inject('influxRawUrl'), svc.cfg.INFLUX_BUCKET, records)).toEqual({ expected: 60, missing: [], wrong: [], extra: 0 });
   expect(JSON.parse((await deadletter(svc, 'list', '--json')).stdout)).toEqual([]);
 }, 90_000);
+
+it('keeps each vehicle’s last-seen state beside its partition, on that partition’s master, and finds the silent ones with a set clock', async () => {
+  const QUEUE_NAME = uniqueName('qf');
+  const db = uniqueName('clfleet');
+  const svc = await service({ QUEUE_NAME, QUEUE_PARTITIONS: '3', INFLUX_BUCKET: db, FLEET_STATUS_INTERVAL: '1h' });
+  const now = Date.now();
+  // Twelve vehicles report now; three of them last reported two hours ago.
+  const fresh = fleetRecords('CF', 12, now - 60_000).filter((r) => Number(r.vehicleno.slice(3)) >= 3);
+  const old = fleetRecords('CF', 3, now - 2 * 3_600_000);
+  const res = await svc.post('/push/bulk', { bulkData: [...old, ...fresh] });
+  expect(await res.json()).toMatchObject({ data: { accepted: 24, rejected: [] } });
+
+  const fleet = fleetStateFor(svc.cfg, clusterClient(svc));
+  await waitUntil(async () => (await fleet.counts(now, [3_600_000])).known === 12, 20_000, 'twelve vehicles seen');
+  expect(await fleet.counts(now, [60 * 60_000, 3 * 3_600_000])).toEqual({ known: 12, silent: [3, 0] });
+  expect((await fleet.silent(now, 3_600_000, 100)).map((v) => [v.vehicleno, v.lastSeen, v.position?.lat])).toEqual([
+    ['CF-000', now - 2 * 3_600_000, 10],
+    ['CF-001', now - 2 * 3_600_000 + 1, 10.001],
+    ['CF-002', now - 2 * 3_600_000 + 2, 10.002],
+  ]);
+  // Each partition's fleet keys hash to its queue's slot, so one script updates them on the queue's master.
+  const partitions = redisKeys(QUEUE_NAME, { partitions: 3, cluster: true }).partitions;
+  for (const [i, k] of fleet.partitions.entries()) {
+    expect(keySlot(k.seen)).toBe(keySlot(partitions[i]!));
+    expect(keySlot(k.positions)).toBe(keySlot(partitions[i]!));
+  }
+  // The status job, run as the scheduler runs it, at a clock set an hour on: nine more vehicles fall silent.
+  const sink = new InfluxSink({ url: inject('influxUrl'), token: inject('influxToken'), org: '', bucket: db, timeoutMs: 5_000 });
+  const later = await writeStatusChanges(fleet, sink, svc.cfg.SILENT_AFTER, now + 3_600_000);
+  await sink.close();
+  expect(later.silent).toEqual({ '15m': 12, '1h': 12, '24h': 0 });
+  expect(await influxQuery(db, `SELECT count("silent") FROM "fleet_status" WHERE "after" = '1h'`)).toMatchObject([{ count: 12 }]);
+}, 60_000);
+
+function clusterClient(svc: TestService) {
+  const c = connectRedis(svc.cfg, 'tool');
+  c.on('error', () => {});
+  closers.push(() => c.disconnect());
+  return c;
+}
+const closers: Array<() => void> = [];
+afterAll(() => closers.forEach((c) => c()));
