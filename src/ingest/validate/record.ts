@@ -199,7 +199,12 @@ function extraFields(data: Record<string, unknown>, skip: ReadonlySet<string>, f
   // for-in is 2-3 times faster than Object.keys on the many shapes of CAN objects; the own-key
   // check keeps it to what Object.keys gives (for-in also walks the prototype chain).
   for (const key in data) {
-    if (!hasOwn.call(data, key) || skip.has(key) || key === '__proto__') continue;
+    if (!hasOwn.call(data, key) || skip.has(key)) continue;
+    // Ignored, but it may nest past MAX_NESTING: the plain path leaves it to zod's, which checks.
+    if (key === '__proto__') {
+      if (!issues) return -1;
+      continue;
+    }
     if (++seen > MAX_PARAMETERS) {
       if (!issues) return -1;
       issues.push(`data: more than ${MAX_PARAMETERS} parameters; a record carries at most ${MAX_PARAMETERS}`);
@@ -249,6 +254,8 @@ export function validateRecord(input: unknown, receivedAt: number): ValidationRe
  */
 export function plainRecord(input: unknown, receivedAt: number): TelemetryRecord | undefined {
   if (typeof input !== 'object' || input === null) return undefined;
+  // Properties beside the three are ignored, but may nest past MAX_NESTING: zod's path judges them.
+  for (const key in input) if (key !== 'vehicleno' && key !== 'type' && key !== 'data') return undefined;
   const { vehicleno: v, type, data } = input as { vehicleno?: unknown; type?: unknown; data?: unknown };
   if (typeof v !== 'string' || v.length === 0 || v.length > VEHICLENO_MAX || plateFaults(v).length > 0) return undefined;
   if ((type !== 'gps' && type !== 'can') || typeof data !== 'object' || data === null) return undefined;
