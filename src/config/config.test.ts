@@ -67,4 +67,24 @@ describe('loadConfig', () => {
     expect(text).not.toContain('influx-secret');
     expect(text).not.toContain('hunter2');
   });
+
+  it('reads the data-quality and fleet settings, and names what is wrong with them', () => {
+    const cfg = loadConfig({ PUSH_TOKENS: TOKEN, TIME_MAX_AGE: '0', PLAUSIBLE_RANGES: 'battery_voltage=0..60, speed=off,power=-5000..5000.5', SILENT_AFTER: '1h,15m' });
+    expect(cfg.TIME_MAX_AHEAD).toBe(15 * 60_000);
+    expect(cfg.TIME_MAX_AGE).toBe(0);
+    expect(cfg.PLAUSIBLE_RANGES).toEqual([
+      { name: 'battery_voltage', min: 0, max: 60 },
+      { name: 'speed', off: true },
+      { name: 'power', min: -5000, max: 5000.5 },
+    ]);
+    expect(cfg.SILENT_AFTER).toEqual([
+      { label: '15m', ms: 900_000 },
+      { label: '1h', ms: 3_600_000 },
+    ]);
+    expect(loadConfig({ PUSH_TOKENS: TOKEN }).SILENT_AFTER.map((t) => t.label)).toEqual(['15m', '1h', '24h']);
+    const bad = () => loadConfig({ PUSH_TOKENS: TOKEN, PLAUSIBLE_RANGES: 'soc=100..0,zero_position=0..1', SILENT_AFTER: '60' });
+    expect(bad).toThrow(/PLAUSIBLE_RANGES\.0: "soc=100\.\.0": expected rule=min\.\.max or rule=off/);
+    expect(bad).toThrow(/PLAUSIBLE_RANGES\.1: "zero_position=0\.\.1"/);
+    expect(bad).toThrow(/SILENT_AFTER\.0: "60": expected a duration with a unit/);
+  });
 });

@@ -48,8 +48,8 @@ export type RangeOverride = { name: string; off: true } | { name: string; off?: 
 
 const rangeOverride = z.string().transform((v, ctx): RangeOverride => {
   const m = /^([A-Za-z][A-Za-z0-9_]{0,127})=(?:(off)|(-?\d+(?:\.\d+)?)\.\.(-?\d+(?:\.\d+)?))$/.exec(v);
-  if (!m || (m[2] === undefined && Number(m[3]) > Number(m[4]))) {
-    ctx.addIssue({ code: 'custom', message: `"${v}": expected rule=min..max or rule=off, such as battery_voltage=0..60 or speed=off` });
+  if (!m || (m[2] === undefined && Number(m[3]) > Number(m[4])) || (m[1] === 'zero_position' && m[2] === undefined)) {
+    ctx.addIssue({ code: 'custom', message: `"${v}": expected rule=min..max or rule=off (zero_position takes only off), such as battery_voltage=0..60 or speed=off` });
     return z.NEVER;
   }
   return m[2] ? { name: m[1]!, off: true } : { name: m[1]!, min: Number(m[3]), max: Number(m[4]) };

@@ -24,7 +24,7 @@ const answers = {
     headers: { 'X-Delivery-Id': deliveryId, 'Idempotent-Replayed': { description: '`true` when this is the first answer to a delivery with the same idempotency key, given again', schema: { type: 'string' } } },
     content: { 'application/json': { schema: { $ref: '#/components/schemas/Accepted' } } },
   },
-  '400': failure('The push can never be stored as sent: do not retry it unchanged', ['invalid_json', 'invalid_shape', 'invalid_record', 'invalid_text', 'bad_encoding', 'invalid_idempotency_key']),
+  '400': failure('The push can never be stored as sent: do not retry it unchanged', ['invalid_json', 'invalid_shape', 'invalid_record', 'implausible_record', 'invalid_text', 'bad_encoding', 'invalid_idempotency_key']),
   '401': failure('No known token, or a signing sender whose signature is missing or wrong', ['unauthorized', 'invalid_signature']),
   '408': { description: 'The request did not arrive within HTTP_REQUEST_TIMEOUT (the connection is closed)' },
   '413': failure('Too large: the body (BODY_LIMIT), its record count (MAX_RECORDS_PER_PUSH), or more than the rate limit can admit; split it', ['payload_too_large', 'too_many_records']),
@@ -79,7 +79,20 @@ export const OPENAPI = {
           rejected: {
             type: 'array',
             description: 'every rejected record by its index in bulkData; the first 100 with their reason, the rest with "invalid" (their reasons are in the quarantine)',
-            items: { type: 'object', required: ['index', 'error'], properties: { index: { type: 'integer', minimum: 0 }, error: { type: 'string' } } },
+            items: {
+              type: 'object',
+              required: ['index', 'error'],
+              properties: { index: { type: 'integer', minimum: 0 }, error: { type: 'string' }, rule: { type: 'string', description: 'the plausibility rule, when the record was well-formed but cannot be true (time_future, time_past, …)' } },
+            },
+          },
+          refusedFields: {
+            type: 'array',
+            description: 'present when fields of accepted records were not stored because their values cannot be true (the README\'s Data quality); the first 100 records\' fields',
+            items: {
+              type: 'object',
+              required: ['index', 'field', 'value', 'rule', 'error'],
+              properties: { index: { type: 'integer', minimum: 0 }, field: { type: 'string' }, value: { type: 'number' }, rule: { type: 'string' }, error: { type: 'string' } },
+            },
           },
         },
       }),
