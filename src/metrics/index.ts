@@ -26,7 +26,7 @@ export class Metrics {
   readonly receivedBytes = this.counter('received_bytes_total', 'Bytes of push bodies read (after decompression)', []);
   readonly recordsReceived = this.counter('records_received_total', 'Records in pushes that parsed', []);
   readonly recordsAccepted = this.counter('records_accepted_total', 'Records queued, by type', ['type']);
-  readonly recordsRejected = this.counter('records_rejected_total', 'Records refused by validation, by reason class', ['reason']);
+  readonly recordsRejected = this.counter('records_rejected_total', 'Records refused by validation, by the rule they broke', ['reason']);
   readonly enqueueDuration = this.histogram('enqueue_duration_seconds', 'Redis round trip of an enqueue (one group commit)', []);
   readonly implausible = this.counter('implausible_total', 'Refusals of what cannot be true, by plausibility rule and scope (a record, or a field of an accepted one)', ['rule', 'scope']);
   readonly lateness = this.histogram('record_lateness_seconds', 'Receive time minus record time of accepted records (CAN records stamped on receipt excluded)', ['type'], LATENESS);
@@ -75,27 +75,6 @@ export class Metrics {
 
   private histogram<L extends string>(name: string, help: string, labelNames: readonly L[], buckets = SECONDS): Histogram<L> {
     return new Histogram({ name: PREFIX + name, help, labelNames, buckets, registers: [this.registry] });
-  }
-}
-
-/** The class of a validation reason, for a label: what was wrong, not the value (which is unbounded). */
-export function reasonClass(reason: string): string {
-  const m = /^(data\.time|vehicleno|type|data|nested|expected a push record)/.exec(reason);
-  switch (m?.[1]) {
-    case 'data.time':
-      return 'time';
-    case 'vehicleno':
-      return 'vehicleno';
-    case 'type':
-      return 'type';
-    case 'data':
-      return 'data';
-    case 'nested':
-      return 'nesting';
-    case 'expected a push record':
-      return 'not_a_record';
-    default:
-      return 'other';
   }
 }
 

@@ -1,10 +1,3 @@
-/**
- * JSON text of a parsed value with its cost bounded, whatever arrives: written without recursion
- * (a push nested thousands of levels deep cannot overflow the stack) and cut after `maxChars`, so a
- * record's preview in a reason, or its copy in the quarantine, costs in proportion to what is kept.
- * Within the bound the text is exactly JSON.stringify's.
- */
-
 interface Frame {
   value: readonly unknown[] | Record<string, unknown>;
   keys: readonly string[] | undefined;
@@ -23,7 +16,16 @@ function jsonOf(v: unknown, key: string): unknown {
     : v;
 }
 
-export function boundedJson(input: unknown, maxChars: number): BoundedJson {
+/**
+ * JSON text of a parsed value with its cost bounded, whatever arrives: written without recursion
+ * (a push nested thousands of levels deep cannot overflow the stack) and cut after `maxChars`, so a
+ * record's preview in a reason, or its copy in the quarantine, costs in proportion to what is kept.
+ * Within the bound the text is exactly JSON.stringify's, except with `nonFinite: 'name'`: a reason
+ * then shows an infinity (what a number literal beyond a double's range parses to) as `Infinity`,
+ * not as JSON's `null`, which would name a value the sender did not send.
+ */
+export function boundedJson(input: unknown, maxChars: number, opts: { nonFinite?: 'null' | 'name' } = {}): BoundedJson {
+  const named = opts.nonFinite === 'name';
   const value = jsonOf(input, '');
   const out: string[] = [];
   let size = 0;
@@ -34,7 +36,7 @@ export function boundedJson(input: unknown, maxChars: number): BoundedJson {
   const scalar = (v: unknown, inArray: boolean): string | undefined => {
     if (typeof v === 'string') return JSON.stringify(v.length > maxChars ? v.slice(0, maxChars + 1) : v);
     if (v === undefined || typeof v === 'function' || typeof v === 'symbol') return inArray ? 'null' : undefined;
-    if (typeof v === 'bigint') return String(v);
+    if (typeof v === 'bigint' || (named && typeof v === 'number' && !Number.isFinite(v))) return String(v);
     return JSON.stringify(v);
   };
   const open = (v: object): Frame => {

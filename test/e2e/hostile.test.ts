@@ -94,6 +94,16 @@ describe('strict text', () => {
     expect(entry?.raw).toBe(`base64:${bytes.toString('base64')}`);
   });
 
+  it('refuses a number beyond the range of a double saying so, and stores the record beside it', async () => {
+    const res = await svc.post('/push/bulk', `{"bulkData":[${JSON.stringify(can(7, 'HOST-4'))},{"vehicleno":"HOST-4","type":"can","data":{"time":${T0 + 8},"soc":1e400}}]}`);
+    expect(res.status).toBe(202);
+    expect(((await res.json()) as { data: unknown }).data).toMatchObject({
+      accepted: 1,
+      rejected: [{ index: 1, error: 'data.soc: expected a finite number or numeric string, got a number out of range of a double (read as Infinity)' }],
+    });
+    expect(await svc.waitForRows(`SELECT soc FROM can WHERE vehicleno = 'HOST-4'`, 1)).toEqual([{ time: T0 + 7, soc: 7 }]);
+  });
+
   it('refuses a declared charset other than UTF-8 with 415', async () => {
     const res = await svc.post('/push/realtime', can(1), { headers: { 'content-type': 'application/json; charset=ISO-8859-1' } });
     expect(res.status).toBe(415);

@@ -6,9 +6,10 @@ import { failure, success, type FailureCode, type PushAccepted, type RefusedFiel
 export type PushStatus = 400 | 401 | 408 | 413 | 415 | 429 | 503;
 
 /**
- * A push refused with an envelope answer. Thrown by the middlewares and the handler, answered by
- * the push routes' `onError` (`answerRefusal`); Hono's HTTPException so that Hono's own tooling
- * treats it as an HTTP answer, not a crash.
+ * A push refused with an envelope answer. Thrown by the checks run before the body is read
+ * (`PushCheck`) and by `receivePush`, and answered (`answerRefusal`) by the push route's handler in
+ * `app.ts`, which catches both. Hono's HTTPException so that one escaping elsewhere is still an HTTP
+ * answer, not a crash: the app's `onError` (`createApp`) answers it the same way.
  */
 export class PushRefused extends HTTPException {
   constructor(

@@ -5,11 +5,7 @@ import { PushRefused } from './answer.js';
 const gunzip = promisify(gunzipCb);
 const inflateAny = promisify(inflateCb);
 
-/**
- * Reads a push body as bytes, enforcing the size limit on the bytes received and again on
- * the decompressed bytes, so a small gzip bomb is refused as surely as a large body.
- */
-
+/** A body not read: over the limit, or in an encoding that is not supported or does not decode. */
 export class BodyError extends PushRefused {
   constructor(
     status: 400 | 413 | 415,
@@ -60,6 +56,10 @@ async function whole(req: Request, limit: number, what: string): Promise<Uint8Ar
   return bytes;
 }
 
+/**
+ * Reads a push body as bytes, enforcing the size limit on the bytes received and again on
+ * the decompressed bytes, so a small gzip bomb is refused as surely as a large body.
+ */
 export async function readBody(req: Request, limit: number): Promise<Uint8Array> {
   const declared = req.headers.get('content-length');
   const length = Number(declared ?? NaN);

@@ -3,6 +3,12 @@ import type { Context } from 'hono';
 import type { RedisClient } from '../../redis/connect.js';
 import { PushRefused } from './answer.js';
 
+/** An answer as it is stored and replayed. */
+export interface StoredAnswer {
+  status: number;
+  body: string;
+}
+
 /**
  * Idempotent deliveries. A sender that names a delivery (`Idempotency-Key`, or Standard Webhooks'
  * `webhook-id`) may send it again after an ambiguous failure: within the TTL its records are enqueued
@@ -10,13 +16,6 @@ import { PushRefused } from './answer.js';
  * and a retry after the first answer gets that answer again, marked `Idempotent-Replayed: true`.
  * The delivery id is derived from the key, so even a retry racing the first is answered alike.
  */
-
-/** An answer as it is stored and replayed. */
-export interface StoredAnswer {
-  status: number;
-  body: string;
-}
-
 export interface IdempotencyStore {
   get(digest: string): Promise<StoredAnswer | undefined>;
   put(digest: string, answer: StoredAnswer): Promise<void>;

@@ -4,7 +4,7 @@ import type { RefusedFieldAnswer, RejectedRecord } from '../../telemetry/envelop
 import { splitPush, type PushShape } from '../../telemetry/push.js';
 import type { TelemetryRecord } from '../../telemetry/record.js';
 import { quarantineEntry, type NewQuarantineEntry, type QuarantineOrigin } from '../queue/quarantine.js';
-import { validateRecord, type ValidationResult } from '../validate/record.js';
+import { validateRecord, type ValidationResult, type ValidationRule } from '../validate/record.js';
 import type { Plausibility } from '../plausibility/judge.js';
 import { boundedJson } from '../../telemetry/json.js';
 import { acceptedBody, answerAccepted, PushRefused, refusalAnswer } from './answer.js';
@@ -14,7 +14,7 @@ import { deliveryIdOf, idempotencyDigest, type IdempotencyStore, type StoredAnsw
 import type { RateLimiter } from './rateLimit.js';
 import type { Sender } from './senders.js';
 import { verify } from '../../telemetry/signature.js';
-import { reasonClass, type Metrics } from '../../metrics/index.js';
+import type { Metrics } from '../../metrics/index.js';
 import { BodyError, readBody } from './body.js';
 
 /** What the receiver needs from the queue stage; the real ones are Producer and Quarantine. */
@@ -57,10 +57,11 @@ export const REJECTED_IN_DETAIL = 100;
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
 /**
- * One push, past the checks that need no body: read it, parse it, validate each record, queue the
- * valid ones and quarantine the rest, and answer 202 only once Redis confirmed both. Anything that
- * is the push's fault is thrown as PushRefused (after its bytes are quarantined); anything else
- * means the push was not stored.
+ * One push, past the checks that need no body: read it, check its signature, answer a keyed delivery
+ * seen before from its first answer, parse it, validate each record, queue the valid ones and
+ * quarantine the rest, and answer 202 only once Redis confirmed both. Anything that is the push's
+ * fault is thrown as PushRefused (after its bytes are quarantined); anything else means the push was
+ * not stored.
  */
 export async function receivePush(
   c: Context,
@@ -70,92 +71,144 @@ export async function receivePush(
   quarantine: QuarantineSink,
   opts: PushHandlerOptions,
 ): Promise<Response> {
-  let { deliveryId } = delivery;
-  let sender = delivery.sender?.name ?? ANONYMOUS;
-  // Only quarantine entries and logs need the route, and parsing the URL is not free on every push.
-  let origin: QuarantineOrigin | undefined;
-  const receivedAt = Date.now();
-  const originOf = () => (origin ??= { deliveryId, sender, receivedAt, route: new URL(c.req.url).pathname, stage: 'receive' });
-  const keepWhole = (raw: string, reason: string) => quarantine.add([quarantineEntry(originOf(), -1, reason, raw, opts.quarantineRawLimit)]);
-
-  let bytes: Uint8Array;
-  try {
-    bytes = await readBody(c.req.raw, opts.bodyLimit);
-  } catch (err) {
-    if (err instanceof BodyError && err.raw) await keepWhole(`base64:${Buffer.from(err.raw).toString('base64')}`, err.message);
-    throw err;
-  }
-
+  const intake = new Intake(c, delivery, quarantine, opts.quarantineRawLimit);
+  const bytes = await readPushBody(c.req.raw, opts.bodyLimit, intake);
   opts.metrics?.receivedBytes.inc(bytes.byteLength);
-  if (opts.auth) sender = checkSignature(c, delivery, opts.auth, bytes, opts.signatureToleranceMs).name;
+  if (opts.auth) checkSignature(c, delivery, opts.auth, bytes, opts.signatureToleranceMs);
 
   // A keyed delivery seen before gets its first answer again, and nothing is stored twice.
-  const digest = opts.idempotency ? idempotencyDigest(c, sender) : undefined;
+  const digest = opts.idempotency ? idempotencyDigest(c, intake.sender) : undefined;
   if (digest !== undefined) {
-    deliveryId = deliveryIdOf(digest);
-    delivery.deliveryId = deliveryId;
+    delivery.deliveryId = deliveryIdOf(digest);
     const first = await opts.idempotency!.get(digest);
-    if (first) return replayed(first, deliveryId);
+    if (first) return replayed(first, delivery.deliveryId);
   }
 
+  const push = decodePush(bytes, shape);
+  if (!push.ok) {
+    await intake.keepWhole(push.raw, push.refusal.message);
+    throw push.refusal;
+  }
+  const { text, items } = push;
+  if (items.length > opts.maxRecords) {
+    throw new PushRefused(413, 'too_many_records', `push of ${items.length} records exceeds MAX_RECORDS_PER_PUSH (${opts.maxRecords}); split it`);
+  }
+  if (opts.rateLimiter?.enabled) await takeTokens(opts.rateLimiter, intake.sender, items.length);
+
+  const sorted = sortRecords(items, text, intake, opts);
+  if (opts.metrics) countRecords(opts.metrics, items.length, intake.receivedAt, sorted);
+  const enqueued = digest === undefined ? records.enqueue(sorted.valid) : records.enqueueOnce(sorted.valid, { id: digest, ttlMs: opts.idempotency!.ttlMs });
+  // Only counts and what is answered or quarantined cross the wait, in `outcome`: the parsed push and
+  // its records are then garbage as soon as the producer has encoded them, not kept through the Redis
+  // round trip (fewer survivors for each young-generation collection, which otherwise copies and
+  // promotes every push in flight).
+  const { rejected, refusedFields, fieldsRefused, held } = sorted;
+  const outcome: Outcome = { bulk: push.bulk, accepted: sorted.valid.length, total: items.length, rejected, refusedFields, fieldsRefused, held };
+  return answerOnceStored(enqueued, outcome, digest, intake, quarantine, opts);
+}
+
+/**
+ * One push's facts as its steps learn them (the delivery id once a key names it, the sender once a
+ * signature does), and the quarantine of what cannot be read as records.
+ */
+class Intake {
+  readonly receivedAt = Date.now();
+  // Only quarantine entries and logs need the route, and parsing the URL is not free on every push.
+  private origin: QuarantineOrigin | undefined;
+
+  constructor(
+    private readonly c: Context,
+    private readonly delivery: Delivery,
+    private readonly quarantine: QuarantineSink,
+    private readonly rawLimit: number,
+  ) {}
+
+  get deliveryId(): string {
+    return this.delivery.deliveryId;
+  }
+
+  get sender(): string {
+    return this.delivery.sender?.name ?? ANONYMOUS;
+  }
+
+  /** Where entries of this push come from; fixed when first asked, which is past the steps that name the delivery and sender. */
+  originOf(): QuarantineOrigin {
+    return (this.origin ??= { deliveryId: this.deliveryId, sender: this.sender, receivedAt: this.receivedAt, route: new URL(this.c.req.url).pathname, stage: 'receive' });
+  }
+
+  /** The whole body, kept as one entry: it could not be read as records. */
+  keepWhole(raw: string, reason: string): Promise<void> {
+    return this.quarantine.add([quarantineEntry(this.originOf(), -1, reason, raw, this.rawLimit)]);
+  }
+}
+
+/** The body's bytes; those of a body read but not decodable (bad gzip) are quarantined before it is refused. */
+async function readPushBody(req: Request, limit: number, intake: Intake): Promise<Uint8Array> {
+  try {
+    return await readBody(req, limit);
+  } catch (err) {
+    if (err instanceof BodyError && err.raw) await intake.keepWhole(base64(err.raw), err.message);
+    throw err;
+  }
+}
+
+const base64 = (bytes: Uint8Array) => `base64:${Buffer.from(bytes).toString('base64')}`;
+
+type DecodedPush = { ok: true; text: string; bulk: boolean; items: unknown[] } | { ok: false; refusal: PushRefused; raw: string };
+
+/** The body as UTF-8 text, parsed and split into records; or its refusal, with what the quarantine keeps of it. */
+function decodePush(bytes: Uint8Array, shape: PushShape): DecodedPush {
   let text: string;
   try {
     text = decoder.decode(bytes);
   } catch {
-    const msg = 'body is not valid UTF-8; send JSON encoded as UTF-8';
-    await keepWhole(`base64:${Buffer.from(bytes).toString('base64')}`, msg);
-    throw new PushRefused(400, 'invalid_text', msg);
+    return { ok: false, refusal: new PushRefused(400, 'invalid_text', 'body is not valid UTF-8; send JSON encoded as UTF-8'), raw: base64(bytes) };
   }
   let body: unknown;
   try {
     body = JSON.parse(text);
   } catch (err) {
-    const msg = `body is not valid JSON: ${(err as Error).message}`;
-    await keepWhole(text, msg);
-    throw new PushRefused(400, 'invalid_json', msg);
+    return { ok: false, refusal: new PushRefused(400, 'invalid_json', `body is not valid JSON: ${(err as Error).message}`), raw: text };
   }
-
   const push = splitPush(body, shape);
-  if (!push.ok) {
-    await keepWhole(text, push.problem);
-    throw new PushRefused(400, 'invalid_shape', push.problem);
-  }
+  if (!push.ok) return { ok: false, refusal: new PushRefused(400, 'invalid_shape', push.problem), raw: text };
+  return { ok: true, text, bulk: push.bulk, items: push.items };
+}
 
-  const { items } = push;
-  if (items.length > opts.maxRecords) {
-    throw new PushRefused(413, 'too_many_records', `push of ${items.length} records exceeds MAX_RECORDS_PER_PUSH (${opts.maxRecords}); split it`);
-  }
-  if (opts.rateLimiter?.enabled) await takeTokens(opts.rateLimiter, sender, items.length);
-  const sorted = sortRecords(items, receivedAt, opts, originOf);
-  const { valid, rejected, refusedFields, held } = sorted;
-  if (opts.metrics) countRecords(opts.metrics, items.length, receivedAt, sorted);
-  const moreRejected = rejected.length - REJECTED_IN_DETAIL;
-  const moreRefused = sorted.fieldsRefused.records - REJECTED_IN_DETAIL;
-  if (moreRejected > 0 || moreRefused > 0) {
-    const why = [
-      moreRejected > 0 ? `${moreRejected} more rejected record(s), from index ${rejected[REJECTED_IN_DETAIL]!.index}` : '',
-      moreRefused > 0 ? `${moreRefused} more record(s) with implausible fields` : '',
-    ].filter(Boolean);
-    held.push(quarantineEntry(originOf(), -1, `${why.join('; ')}; the whole push is kept here`, text, opts.quarantineRawLimit));
-  }
+/** What a push's answer and its quarantine need once its records are enqueued: no record itself. */
+interface Outcome {
+  bulk: boolean;
+  accepted: number;
+  total: number;
+  rejected: RejectedRecord[];
+  refusedFields: RefusedFieldAnswer[];
+  fieldsRefused: { fields: number; records: number };
+  held: NewQuarantineEntry[];
+}
 
-  // Only counts are used after the wait: the parsed push and its records are then garbage as soon
-  // as the producer has encoded them, not kept through the Redis round trip (fewer survivors for
-  // each young-generation collection, which otherwise copies and promotes every push in flight).
-  const accepted = valid.length;
-  const total = items.length;
-  const enqueued = digest === undefined ? records.enqueue(valid) : records.enqueueOnce(valid, { id: digest, ttlMs: opts.idempotency!.ttlMs });
-  // The quarantine only after Redis confirmed the enqueue: a push answered 503 then leaves no
-  // entries behind for the sender's retry to duplicate.
+/**
+ * The answer, once Redis confirmed the enqueue; the quarantine only then, so that a push answered
+ * 503 leaves no entries behind for the sender's retry to duplicate. A keyed delivery's answer is kept
+ * to be given again.
+ */
+async function answerOnceStored(
+  enqueued: Promise<void>,
+  o: Outcome,
+  digest: string | undefined,
+  intake: Intake,
+  quarantine: QuarantineSink,
+  opts: PushHandlerOptions,
+): Promise<Response> {
   await enqueued;
-  if (held.length > 0) await quarantine.add(held);
-  if (rejected.length > 0) {
-    opts.log.info({ deliveryId, sender, route: originOf().route, accepted, rejected: rejected.length }, 'push had invalid records; quarantined');
+  if (o.held.length > 0) await quarantine.add(o.held);
+  const { deliveryId } = intake;
+  if (o.rejected.length > 0) {
+    opts.log.info({ deliveryId, sender: intake.sender, route: intake.originOf().route, accepted: o.accepted, rejected: o.rejected.length }, 'push had invalid records; quarantined');
   }
   const answer =
-    !push.bulk && rejected.length > 0
-      ? refusalAnswer(realtimeRefusal(rejected[0]!))
-      : { status: 202, body: acceptedBody(deliveryId, accepted, total, rejected, refusedFields, sorted.fieldsRefused) };
+    !o.bulk && o.rejected.length > 0
+      ? refusalAnswer(realtimeRefusal(o.rejected[0]!))
+      : { status: 202, body: acceptedBody(deliveryId, o.accepted, o.total, o.rejected, o.refusedFields, o.fieldsRefused) };
   if (digest !== undefined) await opts.idempotency!.put(digest, answer);
   return answer.status === 202 ? answerAccepted(deliveryId, answer.body) : replayed(answer, deliveryId, false);
 }
@@ -208,8 +261,8 @@ interface SortedRecords {
   /** Refused fields in all, and the records they were in. */
   fieldsRefused: { fields: number; records: number };
   held: NewQuarantineEntry[];
-  /** Validation reasons of the rejected records, for the metrics. */
-  invalidReasons: string[];
+  /** The rule each invalid record broke, for the metrics. */
+  invalid: ValidationRule[];
   /** Plausibility refusals by rule and scope, for the metrics. */
   implausible: Array<{ rule: string; scope: 'record' | 'field' }>;
 }
@@ -218,13 +271,15 @@ interface SortedRecords {
  * Each record validated, then judged: a record refused whole is listed in `rejected` and kept in the
  * quarantine as sent; a record with refused fields is queued without them, and kept whole in the
  * quarantine too, so that a replay (once the rule or the device is fixed) stores the rest identically
- * and the refused fields beside it.
+ * and the refused fields beside it. Past REJECTED_IN_DETAIL of either, the whole push (`text`) is
+ * kept once instead.
  */
-function sortRecords(items: readonly unknown[], receivedAt: number, opts: PushHandlerOptions, originOf: () => QuarantineOrigin): SortedRecords {
-  const out: SortedRecords = { valid: [], rejected: [], refusedFields: [], fieldsRefused: { fields: 0, records: 0 }, held: [], invalidReasons: [], implausible: [] };
+function sortRecords(items: readonly unknown[], text: string, intake: Intake, opts: PushHandlerOptions): SortedRecords {
+  const { receivedAt } = intake;
+  const out: SortedRecords = { valid: [], rejected: [], refusedFields: [], fieldsRefused: { fields: 0, records: 0 }, held: [], invalid: [], implausible: [] };
   const keep = (i: number, reason: string) => {
     const { text: raw, truncated } = boundedJson(items[i], opts.quarantineRawLimit);
-    out.held.push({ ...quarantineEntry(originOf(), i, reason, raw), truncated });
+    out.held.push({ ...quarantineEntry(intake.originOf(), i, reason, raw), truncated });
   };
   const reject = (i: number, error: string, rule?: string) => {
     if (out.rejected.length >= REJECTED_IN_DETAIL) {
@@ -237,7 +292,7 @@ function sortRecords(items: readonly unknown[], receivedAt: number, opts: PushHa
   for (let i = 0; i < items.length; i++) {
     const r = validated(items[i], receivedAt);
     if (!r.ok) {
-      out.invalidReasons.push(r.error);
+      out.invalid.push(r.rule);
       reject(i, r.error);
       continue;
     }
@@ -257,6 +312,15 @@ function sortRecords(items: readonly unknown[], receivedAt: number, opts: PushHa
     if (++out.fieldsRefused.records > REJECTED_IN_DETAIL) continue;
     for (const f of judged.refused) out.refusedFields.push({ index: i, ...f });
     keep(i, `implausible field(s) not stored: ${judged.refused.map((f) => `data.${f.field}: ${f.error}`).join('; ')}`);
+  }
+  const moreRejected = out.rejected.length - REJECTED_IN_DETAIL;
+  const moreRefused = out.fieldsRefused.records - REJECTED_IN_DETAIL;
+  if (moreRejected > 0 || moreRefused > 0) {
+    const why = [
+      moreRejected > 0 ? `${moreRejected} more rejected record(s), from index ${out.rejected[REJECTED_IN_DETAIL]!.index}` : '',
+      moreRefused > 0 ? `${moreRefused} more record(s) with implausible fields` : '',
+    ].filter(Boolean);
+    out.held.push(quarantineEntry(intake.originOf(), -1, `${why.join('; ')}; the whole push is kept here`, text, opts.quarantineRawLimit));
   }
   return out;
 }
@@ -278,7 +342,7 @@ function countRecords(m: Metrics, received: number, receivedAt: number, sorted: 
   }
   if (gps > 0) m.recordsAccepted.inc({ type: 'gps' }, gps);
   if (sorted.valid.length > gps) m.recordsAccepted.inc({ type: 'can' }, sorted.valid.length - gps);
-  for (const reason of sorted.invalidReasons) m.recordsRejected.inc({ reason: reasonClass(reason) });
+  for (const rule of sorted.invalid) m.recordsRejected.inc({ reason: rule });
   for (const x of sorted.implausible) m.implausible.inc(x);
 }
 
@@ -287,6 +351,6 @@ function validated(item: unknown, receivedAt: number): ValidationResult {
   try {
     return validateRecord(item, receivedAt);
   } catch (err) {
-    return { ok: false, error: `could not be validated: ${err instanceof Error ? err.message : String(err)}` };
+    return { ok: false, rule: 'other', error: `could not be validated: ${err instanceof Error ? err.message : String(err)}` };
   }
 }

@@ -1,11 +1,5 @@
 import type { RedisClient } from '../../redis/connect.js';
 
-/**
- * Per-sender rate limits, shared by every receiver replica: two token buckets in one Redis hash per
- * sender (pushes/s and records/s), refilled continuously, each holding two seconds of its rate.
- * Checked and taken in one script, so replicas never overdraw a bucket between them.
- */
-
 // Returns 0 when taken, -1 when the push is larger than a bucket can ever hold, else ms to wait.
 const TAKE = `
 local now = tonumber(ARGV[1])
@@ -31,6 +25,11 @@ return 0
 
 export type RateVerdict = { ok: true } | { ok: false; tooLarge: true } | { ok: false; tooLarge: false; retryAfterMs: number };
 
+/**
+ * Per-sender rate limits, shared by every receiver replica: two token buckets in one Redis hash per
+ * sender (pushes/s and records/s), refilled continuously, each holding two seconds of its rate.
+ * Checked and taken in one script, so replicas never overdraw a bucket between them.
+ */
 export class RateLimiter {
   constructor(
     private readonly redis: RedisClient,

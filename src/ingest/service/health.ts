@@ -1,5 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import { Hono } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import type { Logger } from '../../log/index.js';
 import { failure, success } from '../../telemetry/envelope.js';
+import { answerRefusal, PushRefused } from '../receive/answer.js';
 
 export interface HealthCheck {
   name: string;
@@ -29,12 +33,24 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   });
 }
 
-/** The process's one HTTP app: health always, push routes where it receives. */
-export function createApp(parts: { push?: Hono; health: Hono }): Hono {
+/**
+ * The process's one HTTP app: health always, push routes where it receives. The push routes answer
+ * their own errors; what reaches `onError` is anything else. An HTTPException is an answer (a
+ * PushRefused in the envelope); any other error is a bug: logged with its stack under a fresh
+ * delivery id, and answered 500 with that id and nothing of its message, which may carry internals.
+ */
+export function createApp(parts: { push?: Hono; health: Hono }, log: Logger): Hono {
   const app = new Hono();
   app.route('/', parts.health);
   if (parts.push) app.route('/', parts.push);
   app.notFound((c) => c.json(failure('not_found', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`), 404));
-  app.onError((err, c) => c.json(failure('internal', `internal error: ${err.message}`), 500));
+  app.onError((err, c) => {
+    const deliveryId = randomUUID();
+    if (err instanceof PushRefused) return answerRefusal(c, err, deliveryId);
+    if (err instanceof HTTPException) return err.getResponse();
+    log.error({ err, deliveryId, method: c.req.method, path: c.req.path }, 'unexpected error; answered 500');
+    c.header('X-Delivery-Id', deliveryId);
+    return c.json(failure('internal', `internal error; logged under delivery id ${deliveryId}`), 500);
+  });
   return app;
 }

@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { validateRecord } from './record.js';
+import { VALIDATION_RULES, validateRecord } from './record.js';
 import { CAN_FIELDS } from '../../telemetry/fields.js';
 
 const NOW = 1_763_700_000_123;
@@ -114,5 +115,65 @@ describe('bounded work, whatever arrives', () => {
     expect(err(deep)).toBe('nested deeper than 32 levels; a push record nests 2');
     const wide = { vehicleno: 'V', type: 'can', data: { soc: Array.from({ length: 1_000_000 }, () => 1) } };
     expect(err(wide)).toBe(`data.soc: expected a finite number or numeric string, got [${'1,'.repeat(18)}...`);
+  });
+});
+
+describe('numbers beyond a double', () => {
+  // What JSON.parse makes of a literal out of a double's range: an infinity, which JSON.stringify shows as null.
+  const parsed = (json: string) => JSON.parse(json) as unknown;
+
+  it('says the number was out of range, not that it was null', () => {
+    expect(err(parsed(`{"vehicleno":"V","type":"can","data":{"soc":1e400}}`))).toBe(
+      'data.soc: expected a finite number or numeric string, got a number out of range of a double (read as Infinity)',
+    );
+    expect(err(parsed(`{"vehicleno":"V","type":"gps","data":{"lat":-1e400,"lng":2,"alti":3,"speed":4,"ignstatus":1,"time":${T}}}`))).toBe(
+      'data.lat: expected a finite number or numeric string, got a number out of range of a double (read as -Infinity)',
+    );
+    expect(err(parsed(`{"vehicleno":"V","type":"can","data":{"time":1e400,"soc":1}}`))).toBe(
+      'data.time: expected an integer epoch time in milliseconds, got a number out of range of a double (read as Infinity)',
+    );
+    expect(err(parsed(`{"vehicleno":1e400,"type":"can","data":{"soc":1}}`))).toBe('vehicleno: expected a string, got a number out of range of a double (read as Infinity)');
+    expect(err(parsed('1e400'))).toBe('expected a push record {"vehicleno", "type", "data"}, got a number out of range of a double (read as Infinity)');
+  });
+
+  it('shows one inside an array or object by name', () => {
+    expect(err(parsed(`{"vehicleno":"V","type":"can","data":{"soc":[1,1e400]}}`))).toBe('data.soc: expected a finite number or numeric string, got [1,Infinity]');
+    expect(err(parsed(`{"vehicleno":"V","type":"can","data":{"soc":{"v":-1e400}}}`))).toBe('data.soc: expected a finite number or numeric string, got {"v":-Infinity}');
+  });
+});
+
+describe('the rule a refused record broke', () => {
+  const rule = (input: unknown) => {
+    const r = validateRecord(input, NOW);
+    return r.ok ? 'ok' : r.rule;
+  };
+
+  it('is the class of its reason, for the rejection metric', () => {
+    expect(rule('junk')).toBe('not_a_record');
+    expect(rule(null)).toBe('not_a_record');
+    expect(rule(JSON.parse(`{"vehicleno":"V","type":"can","data":{"soc":${'['.repeat(40)}${']'.repeat(40)}}}`))).toBe('nesting');
+    expect(rule(gps({}, ''))).toBe('vehicleno');
+    expect(rule({ vehicleno: 42, type: 'x', data: 1 })).toBe('vehicleno');
+    expect(rule({ vehicleno: 'V', type: 'x', data: 1 })).toBe('type');
+    expect(rule({ vehicleno: 'V', type: 'can' })).toBe('data');
+    expect(rule(gps({ lat: 91 }))).toBe('data');
+    expect(rule(gps({ lat: 91, time: 5 }))).toBe('data');
+    expect(rule(gps({ time: 1_763_700_000 }))).toBe('time');
+    expect(rule({ vehicleno: 'V', type: 'can', data: { time: 'now', soc: 1 } })).toBe('time');
+    expect(rule({ vehicleno: 'V', type: 'can', data: { time: T } })).toBe('data');
+    expect(rule({ vehicleno: 'V', type: 'can', data: { soc: 'x' } })).toBe('data');
+  });
+
+  it("is one of the metric's label values the README documents, and every one of them", () => {
+    const row = readFileSync('README.md', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('| `telematics_records_rejected_total{reason}`'));
+    const documented = [...(row?.split('|')[3] ?? '').matchAll(/`([a-z_]+)`/g)].map((m) => m[1]);
+    expect(documented.sort()).toEqual([...VALIDATION_RULES].sort());
+  });
+
+  it('names a parameter whose name starts with "time" as data, not time', () => {
+    expect(err({ vehicleno: 'V', type: 'can', data: { time: T, timestamp: 'x' } })).toBe('data.timestamp: expected a finite number or numeric string, got "x"');
+    expect(rule({ vehicleno: 'V', type: 'can', data: { time: T, timestamp: 'x' } })).toBe('data');
   });
 });

@@ -21,7 +21,10 @@ const MAX_ISSUES = 10;
 
 /** A value as its reason shows it: at most 40 characters, at bounded cost however large or deep it is. */
 function show(v: unknown): string {
-  const { text, truncated } = boundedJson(v, 41);
+  // JSON has no infinities: a number literal beyond a double's range (1e400) parses to one, which
+  // JSON.stringify would show as null, the one value the sender did not send.
+  if (typeof v === 'number' && !Number.isFinite(v)) return Number.isNaN(v) ? 'NaN' : `a number out of range of a double (read as ${v})`;
+  const { text, truncated } = boundedJson(v, 41, { nonFinite: 'name' });
   return truncated || text.length > 40 ? `${text.slice(0, 37)}...` : text;
 }
 
@@ -164,9 +167,20 @@ const envelope = z.object({
   }),
 });
 
+/**
+ * The rule a refused record broke, by what was wrong rather than the value (which is unbounded): the
+ * `reason` label of telematics_records_rejected_total, which dashboards and alerts select on, so a
+ * value once shipped keeps its meaning. A new rule adds its class here (and to the README's metrics
+ * table). `other`: the record could not be validated at all.
+ */
+export const VALIDATION_RULES = ['not_a_record', 'nesting', 'vehicleno', 'type', 'data', 'time', 'other'] as const;
+export type ValidationRule = (typeof VALIDATION_RULES)[number];
+
 export type ValidationResult =
   | { ok: true; record: TelemetryRecord }
-  | { ok: false; error: string };
+  | { ok: false; rule: ValidationRule; error: string };
+
+const refused = (rule: ValidationRule, error: string): ValidationResult => ({ ok: false, rule, error });
 
 function describe(error: z.ZodError): string {
   return error.issues
@@ -291,11 +305,15 @@ const isEpochMs = (x: unknown): x is number => typeof x === 'number' && Number.i
 /** The zod schema's verdict on any input, with every error it finds. */
 export function validateWithZod(input: unknown, receivedAt: number): ValidationResult {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    return { ok: false, error: `expected a push record {"vehicleno", "type", "data"}, got ${show(input)}` };
+    return refused('not_a_record', `expected a push record {"vehicleno", "type", "data"}, got ${show(input)}`);
   }
-  if (nestingDepth(input, MAX_NESTING) > MAX_NESTING) return { ok: false, error: `nested deeper than ${MAX_NESTING} levels; a push record nests 2` };
+  if (nestingDepth(input, MAX_NESTING) > MAX_NESTING) return refused('nesting', `nested deeper than ${MAX_NESTING} levels; a push record nests 2`);
   const head = envelope.safeParse(input);
-  if (!head.success) return { ok: false, error: describe(head.error) };
+  if (!head.success) {
+    // The reason leads with the first issue; its key is the rule.
+    const key = head.error.issues[0]?.path[0];
+    return refused(key === 'vehicleno' || key === 'type' ? key : 'data', describe(head.error));
+  }
   const { vehicleno: v, type, data } = head.data;
   // Without a prototype V8 keeps the object as a plain hash table instead of giving it a hidden
   // class. CAN records carry varying subsets of some 70 parameters; built as ordinary objects, each
@@ -308,7 +326,8 @@ export function validateWithZod(input: unknown, receivedAt: number): ValidationR
   if (type === 'gps') {
     const core = gpsCore.safeParse(data);
     if (!core.success) {
-      return { ok: false, error: describe(new z.ZodError(core.error.issues.map((i) => ({ ...i, path: ['data', ...i.path] })))) };
+      const rule = core.error.issues[0]?.path[0] === 'time' ? 'time' : 'data';
+      return refused(rule, describe(new z.ZodError(core.error.issues.map((i) => ({ ...i, path: ['data', ...i.path] })))));
     }
     const { time: t, ...gps } = core.data;
     Object.assign(fields, gps);
@@ -319,7 +338,7 @@ export function validateWithZod(input: unknown, receivedAt: number): ValidationR
       time = receivedAt;
     } else {
       const t = epochMs.safeParse(data.time);
-      if (!t.success) return { ok: false, error: `data.time: ${t.error.issues[0]?.message ?? 'invalid'}` };
+      if (!t.success) return refused('time', `data.time: ${t.error.issues[0]?.message ?? 'invalid'}`);
       time = t.data;
     }
     const count = extraFields(data, TIME_KEY, fields, issues);
@@ -327,6 +346,6 @@ export function validateWithZod(input: unknown, receivedAt: number): ValidationR
       issues.push('data: a CAN record must carry at least one parameter besides time');
     }
   }
-  if (issues.length > 0) return { ok: false, error: reasonOf(issues) };
+  if (issues.length > 0) return refused('data', reasonOf(issues));
   return { ok: true, record: { vehicleno: v, type, time, fields } };
 }
