@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-/** The `telematics` CLI: see src/cli/README.md. */
+/** The `telematics` CLI: see src/upstream/cli/README.md. */
 import { processIO } from '../cli/io.js';
 import { main } from '../upstream/cli/main.js';
 

@@ -8,9 +8,9 @@
  * `--sign` the demo sender signs every push (Standard Webhooks) and the service requires it.
  */
 import { randomBytes } from 'node:crypto';
-import { loadConfig, redactedConfig } from '../config/index.js';
+import { loadConfig, redactedConfig, type Config } from '../config/index.js';
 import { createLogger } from '../log/index.js';
-import { startService } from '../ingest/service/index.js';
+import { startService, type RunningService } from '../ingest/service/index.js';
 import { ensureDebianPackages, waitFor } from '../devstack/process.js';
 import { startRedis, type LocalRedis } from '../devstack/redis.js';
 import { influxQL, startInflux, type LocalInflux } from '../devstack/influxd.js';
@@ -31,71 +31,103 @@ function sample(now: number) {
   };
 }
 
-async function main(): Promise<void> {
-  const env: Record<string, string | undefined> = { ...process.env };
-  let redis: LocalRedis | undefined;
-  let influx: LocalInflux | undefined;
+type Env = Record<string, string | undefined>;
 
+/** The servers this run started itself, stopped with it. */
+interface PrivateServers {
+  redis?: LocalRedis;
+  influx?: LocalInflux;
+}
+
+/** The sender this run made up: a token, and with `--sign` a signing secret. */
+interface DemoSender {
+  token?: string;
+  signingSecret?: string;
+}
+
+const stopServers = async ({ redis, influx }: PrivateServers): Promise<void> => {
+  await influx?.stop();
+  await redis?.stop();
+};
+
+/** A private redis-server and influxd for whichever of REDIS_URL / INFLUX_URL is unset; their addresses go into `env`. */
+async function startPrivateServers(env: Env): Promise<PrivateServers> {
+  const servers: PrivateServers = {};
   const needs = [
     ...(env.REDIS_URL ? [] : [{ bin: 'redis-server', pkg: 'redis-server' }]),
     ...(env.INFLUX_URL ? [] : [{ bin: 'influxd', pkg: 'influxdb' }]),
   ];
   ensureDebianPackages(needs, say);
   if (!env.REDIS_URL) {
-    redis = await startRedis({ appendonly: true });
+    const redis = await startRedis({ appendonly: true });
+    servers.redis = redis;
     env.REDIS_URL = redis.url;
     say(`redis-server (private, AOF on) at ${redis.url}`);
   }
   if (!env.INFLUX_URL) {
-    influx = await startInflux();
+    const influx = await startInflux();
+    servers.influx = influx;
     env.INFLUX_URL = influx.url;
     env.INFLUX_TOKEN = influx.token;
     env.INFLUX_BUCKET ??= 'telematics';
     await influx.createDatabase(env.INFLUX_BUCKET);
     say(`influxd (private) at ${influx.rawUrl}, /api/v2/write front at ${influx.url}`);
   }
-  let demoToken: string | undefined;
-  let signingSecret: string | undefined;
-  if (!env.PUSH_TOKENS && env.PUSH_AUTH !== 'none') {
-    demoToken = `demo-${randomBytes(12).toString('hex')}`;
-    env.PUSH_TOKENS = `demo:${demoToken}`;
-    say(`push token for this run: ${demoToken} (sender "demo")`);
-    if (process.argv.includes('--sign')) {
-      signingSecret = `whsec_${randomBytes(24).toString('base64')}`;
-      env.PUSH_SIGNING_SECRETS = `demo:${signingSecret}`;
-      say(`sender "demo" signs its pushes (Standard Webhooks); its secret for this run: ${signingSecret}`);
-    }
-  }
+  return servers;
+}
 
-  let cfg;
+/** Unless senders are configured (or PUSH_AUTH=none), a "demo" sender for this run, written into `env`. */
+function addDemoSender(env: Env): DemoSender {
+  if (env.PUSH_TOKENS || env.PUSH_AUTH === 'none') return {};
+  const token = `demo-${randomBytes(12).toString('hex')}`;
+  env.PUSH_TOKENS = `demo:${token}`;
+  say(`push token for this run: ${token} (sender "demo")`);
+  if (!process.argv.includes('--sign')) return { token };
+  const signingSecret = `whsec_${randomBytes(24).toString('base64')}`;
+  env.PUSH_SIGNING_SECRETS = `demo:${signingSecret}`;
+  say(`sender "demo" signs its pushes (Standard Webhooks); its secret for this run: ${signingSecret}`);
+  return { token, signingSecret };
+}
+
+/** The configuration; a refused one stops the private servers before the error goes on. */
+async function loadConfigOrStop(env: Env, servers: PrivateServers): Promise<Config> {
   try {
-    cfg = loadConfig(env);
+    return loadConfig(env);
   } catch (err) {
-    await influx?.stop();
-    await redis?.stop();
+    await stopServers(servers);
     throw err;
   }
+}
+
+/** Receiver and worker in this process, once ready. */
+async function startReadyService(cfg: Config): Promise<RunningService> {
   const log = createLogger(cfg.LOG_LEVEL);
   log.debug({ config: redactedConfig(cfg) }, 'configuration');
   const service = await startService(cfg, log);
   say(`telematics-ingest (receiver + worker) at ${service.url}`);
   await waitFor('readiness (/readyz)', async () => (await fetch(`${service.url}/readyz`)).ok, 30_000);
+  return service;
+}
 
+/** Ctrl-C (or SIGTERM) stops the feed, the service and the private servers; the signal returned aborts the feed. */
+function stopOnSignal(service: RunningService, servers: PrivateServers): AbortSignal {
   const feedAbort = new AbortController();
   const stopAll = async () => {
     feedAbort.abort();
     await service.close();
-    await influx?.stop();
-    await redis?.stop();
+    await stopServers(servers);
   };
   process.once('SIGINT', () => void stopAll().then(() => process.exit(0)));
   process.once('SIGTERM', () => void stopAll().then(() => process.exit(0)));
+  return feedAbort.signal;
+}
 
-  const token = demoToken ?? process.env.PUSH_TOKEN;
+/** Pushes the sample bulk as the sender would, signed when it signs; returns what was pushed. */
+async function pushSample(url: string, token: string | undefined, signingSecret: string | undefined): Promise<ReturnType<typeof sample>> {
   const push = sample(Date.now());
   const body = JSON.stringify(push);
   const ts = Math.floor(Date.now() / 1000);
-  const res = await fetch(`${service.url}/push/bulk`, {
+  const res = await fetch(`${url}/push/bulk`, {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
@@ -105,14 +137,16 @@ async function main(): Promise<void> {
     body,
   });
   say(`\npushed a sample bulk of ${push.bulkData.length} records: HTTP ${res.status} ${await res.text()}`);
+  return push;
+}
 
-  const queryUrl = influx?.rawUrl ?? cfg.INFLUX_URL;
-  const since = push.bulkData[0]!.data.time;
+/** Waits up to 15 s for the sample's 4 points in InfluxDB and prints them as queried back. */
+async function showQueriedBack(queryUrl: string, bucket: string, since: number): Promise<void> {
   const deadline = Date.now() + 15_000;
   let rows: Array<Record<string, unknown>> = [];
   const read = async () => [
-    ...(await influxQL(queryUrl, cfg.INFLUX_BUCKET, `SELECT * FROM gps WHERE time >= ${since}ms AND vehicleno =~ /^DEMO-/`).catch(() => [])),
-    ...(await influxQL(queryUrl, cfg.INFLUX_BUCKET, `SELECT * FROM can WHERE time >= ${since}ms AND vehicleno =~ /^DEMO-/`).catch(() => [])),
+    ...(await influxQL(queryUrl, bucket, `SELECT * FROM gps WHERE time >= ${since}ms AND vehicleno =~ /^DEMO-/`).catch(() => [])),
+    ...(await influxQL(queryUrl, bucket, `SELECT * FROM can WHERE time >= ${since}ms AND vehicleno =~ /^DEMO-/`).catch(() => [])),
   ];
   while (Date.now() < deadline && rows.length < 4) {
     rows = await read();
@@ -121,20 +155,42 @@ async function main(): Promise<void> {
   // InfluxDB 1.x may show a point before all its fields: read once more after a moment.
   await new Promise((r) => setTimeout(r, 200));
   rows = await read();
-  say(`\nqueried back from InfluxDB (InfluxQL on ${cfg.INFLUX_BUCKET}):`);
+  say(`\nqueried back from InfluxDB (InfluxQL on ${bucket}):`);
   for (const r of rows) {
     const fields = Object.entries(r).filter(([k, v]) => v !== null && k !== 'time' && k !== 'vehicleno');
     say(`  ${new Date(Number(r.time)).toISOString()}  ${String(r.vehicleno).padEnd(9)} ${fields.map(([k, v]) => `${k}=${v}`).join(' ')}`);
   }
   if (rows.length < 4) say('  (not all sample points arrived within 15 s; check the logs above)');
+}
+
+/** Where the metrics are, and a `curl` to push more with this run's token. */
+function sayWhereToGoNext(service: RunningService, token: string | undefined): void {
   say(`\nPrometheus metrics: ${service.adminUrl}/metrics`);
   say(`\nPush more:\n  curl -X POST ${service.url}/push/realtime -H 'Authorization: Bearer ${token ?? ''}' -H 'Content-Type: application/json' \\\n    -d '{"vehicleno":"DEMO-003","type":"can","data":{"soc":55}}'`);
+}
+
+/** With `--feed [records/s]`, the emulator's push feed keeps running against the service until `signal`. */
+function startFeedIfAsked(url: string, token: string | undefined, signingSecret: string | undefined, signal: AbortSignal): void {
   const feedAt = process.argv.indexOf('--feed');
-  if (feedAt >= 0) {
-    const rate = Number(process.argv[feedAt + 1] ?? '') || 50;
-    say(`\nemulator push feed: ${rate} records/s of 20 vehicles, bulk and realtime mixed`);
-    void runFeed({ url: service.url, token, ...(signingSecret ? { signingSecret } : {}), mode: 'mixed', rate, durationMs: 7 * 86_400_000, vehicles: 20, signal: feedAbort.signal, maxAttempts: 20 });
-  }
+  if (feedAt < 0) return;
+  const rate = Number(process.argv[feedAt + 1] ?? '') || 50;
+  say(`\nemulator push feed: ${rate} records/s of 20 vehicles, bulk and realtime mixed`);
+  void runFeed({ url, token, ...(signingSecret ? { signingSecret } : {}), mode: 'mixed', rate, durationMs: 7 * 86_400_000, vehicles: 20, signal, maxAttempts: 20 });
+}
+
+async function main(): Promise<void> {
+  const env: Env = { ...process.env };
+  const servers = await startPrivateServers(env);
+  const demo = addDemoSender(env);
+  const cfg = await loadConfigOrStop(env, servers);
+  const service = await startReadyService(cfg);
+  const feedSignal = stopOnSignal(service, servers);
+
+  const token = demo.token ?? process.env.PUSH_TOKEN;
+  const push = await pushSample(service.url, token, demo.signingSecret);
+  await showQueriedBack(servers.influx?.rawUrl ?? cfg.INFLUX_URL, cfg.INFLUX_BUCKET, push.bulkData[0]!.data.time);
+  sayWhereToGoNext(service, token);
+  startFeedIfAsked(service.url, token, demo.signingSecret, feedSignal);
   say('\nRunning; Ctrl-C stops the service and the private servers.');
 }
 

@@ -5,7 +5,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
  * "<webhook-id>.<webhook-timestamp>.<body>">`, secrets written `whsec_<base64>`. The feed signs with
  * `sign`, the receiver checks with `verify`. Written here rather than taken from the `standardwebhooks`
  * package, whose verify decodes the body to a string first (not the raw bytes) and has a fixed
- * 5-minute tolerance; pushes signed by that package and by `svix` are tested to verify.
+ * 5-minute tolerance; pushes signed by that package are tested to verify.
  */
 
 const PREFIX = 'whsec_';

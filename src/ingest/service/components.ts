@@ -1,3 +1,7 @@
+/**
+ * Each component's options, derived from the one configuration: the composition root and the
+ * tools (the dead-letter CLI) build components from these, never from settings read by hand.
+ */
 import type { RedisClient } from '../../redis/connect.js';
 import type { Config } from '../../config/index.js';
 import { Quarantine } from '../queue/quarantine.js';
@@ -21,11 +25,6 @@ import type { PointSink } from '../write/sink.js';
 import { Plausibility } from '../plausibility/judge.js';
 import { rangeRules } from '../plausibility/rules.js';
 import { FleetState, fleetKeys } from '../fleet/state.js';
-
-/**
- * Each component's options, derived from the one configuration: the composition root and the
- * tools (the dead-letter CLI) build components from these, never from settings read by hand.
- */
 
 export const keysOf = (cfg: Config): RedisKeys =>
   redisKeys(cfg.QUEUE_NAME, { partitions: cfg.QUEUE_PARTITIONS, cluster: cfg.REDIS_CLUSTER_NODES.length > 0 });

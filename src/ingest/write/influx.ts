@@ -15,14 +15,14 @@ export interface InfluxSinkOptions {
   metrics?: Metrics | undefined;
 }
 
+/** Smaller bodies gain nothing from gzip (Telegraf and the client library use the same bound). */
+const GZIP_ABOVE_BYTES = 1_000;
+
 /**
  * Writes through `/api/v2/write` (InfluxDB 2.x, 3.x, Cloud, and 1.8+), one request per call,
  * awaited (CoalescingSink sizes the requests). The client's WriteApi is not used: its background retry buffer acknowledges
  * before InfluxDB has the data and drops lines on overflow or close; BullMQ owns retries here.
  */
-/** Smaller bodies gain nothing from gzip (Telegraf and the client library use the same bound). */
-const GZIP_ABOVE_BYTES = 1_000;
-
 export class InfluxSink implements PointSink {
   private readonly influx: InfluxDB;
   private readonly path: string;
