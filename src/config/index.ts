@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DURATION_HINT, parseDuration } from './duration.js';
-import { parseSenders } from '../ingest/receive/senders.js';
+import { parseSenders, type Sender } from './senders.js';
+import { SECRET_SETTINGS, withoutCredentials } from './secrets.js';
 
 /**
  * One typed configuration for every run mode, read from the environment once at start-up.
@@ -171,7 +172,10 @@ const env = z.object({
   FLEET_STATUS_INTERVAL: duration.default(60_000),
 });
 
-export type Config = z.output<typeof env>;
+export type Config = z.output<typeof env> & {
+  /** PUSH_TOKENS and PUSH_SIGNING_SECRETS read once, by sender (empty with PUSH_AUTH=none). */
+  SENDERS: Sender[];
+};
 
 /** Every setting's name, as `.env.example` must list them. */
 export const CONFIG_KEYS: readonly string[] = Object.keys(env.shape);
@@ -208,7 +212,8 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   if (role === 'service' && cfg.PUSH_AUTH === 'token' && cfg.SERVICE_MODE !== 'worker' && cfg.PUSH_TOKENS.length === 0 && cfg.PUSH_SIGNING_SECRETS.length === 0) {
     problems.push('PUSH_TOKENS: set at least one token, or PUSH_AUTH=none to accept unauthenticated pushes on purpose');
   }
-  problems.push(...parseSenders(cfg.PUSH_TOKENS, cfg.PUSH_SIGNING_SECRETS).problems);
+  const senders = parseSenders(cfg.PUSH_TOKENS, cfg.PUSH_SIGNING_SECRETS);
+  problems.push(...senders.problems);
   if (cfg.QUEUE_UI === 'on' && cfg.ADMIN_AUTH === 'basic' && !/^[^:]+:.{12,}$/.test(cfg.ADMIN_CREDENTIALS ?? '')) {
     problems.push('ADMIN_CREDENTIALS: the queue UI (QUEUE_UI=on) needs user:password (a password of 12+ characters), or ADMIN_AUTH=none to expose it on purpose');
   }
@@ -220,20 +225,15 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   if (cfg.UPSTREAM_URL && !cfg.UPSTREAM_TOKEN) problems.push('UPSTREAM_TOKEN: required when UPSTREAM_URL is set');
   if (cfg.RETRY_MAX_DELAY < cfg.RETRY_BASE_DELAY) problems.push('RETRY_MAX_DELAY: must not be below RETRY_BASE_DELAY');
   if (problems.length > 0) throw new ConfigError(problems);
-  return cfg;
+  return { ...cfg, SENDERS: cfg.PUSH_AUTH === 'none' ? [] : senders.senders };
 }
 
-/** The configuration as it may be logged: secrets replaced by their presence. */
+/** The configuration as it may be logged: secrets replaced by their presence (lists by their length). */
 export function redactedConfig(cfg: Config): Record<string, unknown> {
-  return {
-    ...cfg,
-    INFLUX_TOKEN: cfg.INFLUX_TOKEN ? '[set]' : '[empty]',
-    UPSTREAM_TOKEN: cfg.UPSTREAM_TOKEN ? '[set]' : '[empty]',
-    PUSH_TOKENS: `[${cfg.PUSH_TOKENS.length} token(s)]`,
-    PUSH_SIGNING_SECRETS: `[${cfg.PUSH_SIGNING_SECRETS.length} secret(s)]`,
-    ADMIN_CREDENTIALS: cfg.ADMIN_CREDENTIALS ? '[set]' : '[unset]',
-    REDIS_URL: cfg.REDIS_URL.replace(/\/\/[^@/]*@/, '//[credentials]@'),
-    REDIS_PASSWORD: cfg.REDIS_PASSWORD ? '[set]' : '[unset]',
-    REDIS_SENTINEL_PASSWORD: cfg.REDIS_SENTINEL_PASSWORD ? '[set]' : '[unset]',
-  };
+  const shown: Record<string, unknown> = { ...cfg, SENDERS: cfg.SENDERS.map((s) => s.name), REDIS_URL: withoutCredentials(cfg.REDIS_URL, '[credentials]@') };
+  for (const key of SECRET_SETTINGS) {
+    const v = cfg[key];
+    shown[key] = Array.isArray(v) ? `[${v.length} set]` : v ? '[set]' : '[unset]';
+  }
+  return shown;
 }

@@ -31,9 +31,8 @@ function ping(port: number): Promise<boolean> {
   });
 }
 
-/** A private redis-server on a free loopback port, configured as BullMQ requires (noeviction). */
 /**
- * With `appendonly`, every write is fsynced before Redis answers (`appendfsync always`), so an
+ * A private redis-server on a free loopback port, configured as BullMQ requires (noeviction). With `appendonly`, every write is fsynced before Redis answers (`appendfsync always`), so an
  * acknowledged push survives even a SIGKILL of Redis or a power loss.
  */
 export async function startRedis(opts: { appendonly?: boolean; maxmemory?: string } = {}): Promise<LocalRedis> {

@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import { SECRET_SETTINGS } from '../config/secrets.js';
 
 export type { Logger };
 
@@ -20,16 +21,7 @@ export function createLogger(level: string, name = 'telematics-ingest'): Logger 
         'headers["x-api-key"]',
         '*.headers.authorization',
         '*.headers["x-api-key"]',
-        'INFLUX_TOKEN',
-        'UPSTREAM_TOKEN',
-        '*.UPSTREAM_TOKEN',
-        'PUSH_TOKENS',
-        'PUSH_SIGNING_SECRETS',
-        'ADMIN_CREDENTIALS',
-        '*.ADMIN_CREDENTIALS',
-        '*.PUSH_SIGNING_SECRETS',
-        '*.INFLUX_TOKEN',
-        '*.PUSH_TOKENS',
+        ...SECRET_SETTINGS.flatMap((key) => [key, `*.${key}`]),
       ],
       censor: '[redacted]',
     },

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { Config } from '../config/index.js';
+import { withoutCredentials } from '../config/secrets.js';
 import { keySlot } from './slots.js';
 
 /**
@@ -97,7 +98,7 @@ export function connectRedis(cfg: RedisSettings, role: RedisRole): RedisClient {
 export function redisTarget(cfg: RedisSettings): string {
   if (cfg.REDIS_CLUSTER_NODES.length > 0) return `cluster via ${cfg.REDIS_CLUSTER_NODES.join(', ')}`;
   if (cfg.REDIS_SENTINELS.length > 0) return `sentinel ${cfg.REDIS_SENTINEL_MASTER ?? 'mymaster'} via ${cfg.REDIS_SENTINELS.join(', ')}`;
-  return cfg.REDIS_URL.replace(/\/\/[^@/]*@/, '//');
+  return withoutCredentials(cfg.REDIS_URL);
 }
 
 export const isCluster = (client: RedisClient): client is Cluster => client instanceof Cluster;

@@ -93,8 +93,11 @@ it('spreads QUEUE_PARTITIONS=6 over all three masters and lands every bulk and r
   for (const r of records.slice(200)) expect((await receiver.post('/push/realtime', r)).status).toBe(202);
 
   const partitions = redisKeys(QUEUE_NAME, { partitions: 6, cluster: true }).partitions;
-  // The service's slot arithmetic is Redis's own.
-  for (const p of partitions) expect(await cluster.onNode((await cluster.masterPorts())[0]!, (n) => n.cluster('KEYSLOT', p))).toBe(keySlot(p));
+  // The service's slot arithmetic is Redis's own: its keys, and keys with odd or empty tags.
+  const odd = ['', 'a', 'a{b', '{}x', 'x{}{y}', 'a{{b}c}', 'ü{ö}', `k${'é'.repeat(40)}`, 'bull:q{p3.11}:wait', '{a}{b}'];
+  const askRedis = (key: string) => cluster.onNode(port0, (n) => n.cluster('KEYSLOT', key));
+  const port0 = (await cluster.masterPorts())[0]!;
+  for (const key of [...partitions, ...odd]) expect([key, await askRedis(key)]).toEqual([key, keySlot(key)]);
   const byMaster = await waitingByMaster(QUEUE_NAME);
   expect(byMaster.size).toBe(3);
   for (const [, { lists, jobs }] of byMaster) {

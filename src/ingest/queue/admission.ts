@@ -1,6 +1,7 @@
-import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { isCluster, mastersOf, type RedisClient } from '../../redis/connect.js';
+import { sampleEvery, type Sampler } from '../../metrics/sampler.js';
+import { queuedJobs, type Backlog } from './backlog.js';
 
 /**
  * Load shedding: when workers fall behind (queue too deep) or Redis fills up, the receiver
@@ -30,11 +31,10 @@ const REOPEN_AT = 0.8;
 
 export class Admission {
   private current: AdmissionState = { open: true };
-  private timer: NodeJS.Timeout | undefined;
-  private sampling = false;
+  private sampler: Sampler | undefined;
 
   constructor(
-    private readonly queues: readonly Queue[],
+    private readonly backlog: Backlog,
     private readonly redis: RedisClient,
     private readonly opts: AdmissionOptions,
   ) {}
@@ -45,51 +45,41 @@ export class Admission {
 
   /** Idempotent: called again on every Redis reconnect. */
   start(): void {
-    if (this.timer) return;
-    this.timer = setInterval(() => void this.sample(), this.opts.intervalMs ?? SAMPLE_INTERVAL_MS);
-    this.timer.unref();
-    void this.sample();
+    // Redis trouble shows up on the enqueue itself as a 503; a failed sample keeps the last state.
+    this.sampler ??= sampleEvery(this.opts.intervalMs ?? SAMPLE_INTERVAL_MS, async () => void (await this.sample()), { ready: () => this.redis.status === 'ready' });
   }
 
   stop(): void {
-    clearInterval(this.timer);
-    this.timer = undefined;
+    this.sampler?.stop();
+    this.sampler = undefined;
   }
 
   /** One measurement; exposed so tests and start-up need not wait for the timer. */
   async sample(): Promise<AdmissionState> {
-    if (this.sampling || this.redis.status !== 'ready') return this.current;
-    this.sampling = true;
-    try {
-      const [depths, memories] = await Promise.all([
-        Promise.all(this.queues.map((q) => q.getJobCountByTypes('wait', 'prioritized', 'delayed'))),
-        Promise.all(mastersOf(this.redis).map((node) => this.memory(node))),
-      ]);
-      const depth = depths.reduce((a, b) => a + b, 0);
-      const wasOpen = this.current.open;
-      const depthBound = wasOpen ? this.opts.maxQueuedJobs : this.opts.maxQueuedJobs * REOPEN_AT;
-      const full = memories.find((m) => m.limit > 0 && m.used >= (wasOpen ? m.limit : m.limit * REOPEN_AT));
-      if (full) {
-        this.current = {
-          open: false,
-          status: 503,
-          reason: `Redis memory${full.node} ${full.used} bytes is at its bound of ${full.limit}; retry later`,
-          retryAfterSeconds: this.opts.retryAfterSeconds,
-        };
-      } else if (depth >= depthBound) {
-        this.current = {
-          open: false,
-          status: 429,
-          reason: `${depth} jobs are waiting for workers (bound ${this.opts.maxQueuedJobs}); slow down and retry later`,
-          retryAfterSeconds: this.opts.retryAfterSeconds,
-        };
-      } else {
-        this.current = { open: true };
-      }
-    } catch {
-      // Redis trouble shows up on the enqueue itself as a 503; keep the last state.
-    } finally {
-      this.sampling = false;
+    const [backlog, memories] = await Promise.all([
+      this.backlog.read(),
+      Promise.all(mastersOf(this.redis).map((node) => this.memory(node))),
+    ]);
+    const depth = queuedJobs(backlog);
+    const wasOpen = this.current.open;
+    const depthBound = wasOpen ? this.opts.maxQueuedJobs : this.opts.maxQueuedJobs * REOPEN_AT;
+    const full = memories.find((m) => m.limit > 0 && m.used >= (wasOpen ? m.limit : m.limit * REOPEN_AT));
+    if (full) {
+      this.current = {
+        open: false,
+        status: 503,
+        reason: `Redis memory${full.node} ${full.used} bytes is at its bound of ${full.limit}; retry later`,
+        retryAfterSeconds: this.opts.retryAfterSeconds,
+      };
+    } else if (depth >= depthBound) {
+      this.current = {
+        open: false,
+        status: 429,
+        reason: `${depth} jobs are waiting for workers (bound ${this.opts.maxQueuedJobs}); slow down and retry later`,
+        retryAfterSeconds: this.opts.retryAfterSeconds,
+      };
+    } else {
+      this.current = { open: true };
     }
     return this.current;
   }

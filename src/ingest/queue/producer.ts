@@ -3,7 +3,7 @@ import { masterFor, type RedisClient } from '../../redis/connect.js';
 import type { TelemetryRecord } from '../../telemetry/record.js';
 import type { Metrics } from '../../metrics/index.js';
 import { encodeJob } from './codec.js';
-import { bullKey, partitionOf } from './keys.js';
+import { partitionOf } from './keys.js';
 import { attemptsForSpan, BACKOFF_TYPE, type RetryPolicy } from './retry.js';
 
 export const JOB_NAME = 'records';
@@ -32,6 +32,27 @@ export interface ProducerOptions {
 }
 
 const NO_RECORDS: TelemetryRecord[] = [];
+
+const asEnqueueError = (err: unknown): EnqueueError =>
+  err instanceof EnqueueError ? err : new EnqueueError(`enqueue failed: ${(err as Error)?.message ?? err}`, { cause: err });
+
+/**
+ * `sent`, or an EnqueueError once `waitMs` have passed: the caller is answered within ENQUEUE_TIMEOUT
+ * however long Redis takes (the round trip itself goes on; BullMQ ids make a late success harmless).
+ */
+async function confirmedWithin(sent: Promise<unknown>, waitMs: number, timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new EnqueueError(`Redis did not confirm the enqueue within ${timeoutMs} ms`)), waitMs);
+  });
+  try {
+    await Promise.race([sent, timeout]);
+  } catch (err) {
+    throw asEnqueueError(err);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 interface Waiter {
   records: TelemetryRecord[];
@@ -133,19 +154,12 @@ export class Producer {
       // Encoded: the records need not live through the round trip (see receive/push.ts).
       for (const w of waiters) w.records = NO_RECORDS;
     } catch (err) {
-      const e = new EnqueueError(`enqueue failed: ${(err as Error)?.message ?? err}`, { cause: err });
+      const e = asEnqueueError(err);
       for (const w of waiters) w.reject(e);
       return;
     }
 
     const waitMs = Math.max(0, this.opts.timeoutMs - (Date.now() - waiters[0]!.at));
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new EnqueueError(`Redis did not confirm the enqueue within ${this.opts.timeoutMs} ms`)),
-        waitMs,
-      );
-    });
     this.inFlight++;
     // One job (the usual case of group-committed realtime pushes) goes by `add`: a single EVALSHA.
     // `addBulk` builds an ioredis Pipeline, which copies every BullMQ script command onto itself
@@ -154,16 +168,14 @@ export class Producer {
     const sent = (jobs.length === 1 ? this.queue.add(jobs[0]!.name, jobs[0]!.data) : this.queue.addBulk(jobs))
       .then(() => this.replicated(waitMs - (performance.now() - started)))
       .then(() => this.opts.metrics?.enqueueDuration.observe((performance.now() - started) / 1000));
-    Promise.race([sent, timeout])
+    confirmedWithin(sent, waitMs, this.opts.timeoutMs)
       .then(() => {
         for (const w of waiters) w.resolve();
       })
-      .catch((err: unknown) => {
-        const e = err instanceof EnqueueError ? err : new EnqueueError(`enqueue failed: ${(err as Error)?.message ?? err}`, { cause: err });
+      .catch((e: EnqueueError) => {
         for (const w of waiters) w.reject(e);
       })
       .finally(() => {
-        clearTimeout(timer);
         this.inFlight--;
         this.flush();
         if (this.inFlight === 0 && this.pending.length === 0) for (const done of this.idle.splice(0)) done();
@@ -184,17 +196,7 @@ export class Producer {
       const chunk = records.slice(i * this.opts.maxRecordsPerJob, (i + 1) * this.opts.maxRecordsPerJob);
       jobs.push({ name: JOB_NAME, data: encodeJob(chunk), opts: { deduplication: { id: `${once.id}:${i}`, ttl: once.ttlMs } } });
     }
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new EnqueueError(`Redis did not confirm the enqueue within ${this.opts.timeoutMs} ms`)), this.opts.timeoutMs);
-    });
-    try {
-      await Promise.race([this.queue.addBulk(jobs).then(() => this.replicated(this.opts.timeoutMs)), timeout]);
-    } catch (err) {
-      throw err instanceof EnqueueError ? err : new EnqueueError(`enqueue failed: ${(err as Error)?.message ?? err}`, { cause: err });
-    } finally {
-      clearTimeout(timer);
-    }
+    await confirmedWithin(this.queue.addBulk(jobs).then(() => this.replicated(this.opts.timeoutMs)), this.opts.timeoutMs, this.opts.timeoutMs);
   }
 
   /** With `waitReplicas`, resolves once that many replicas hold every write of this connection so far. */
@@ -202,7 +204,7 @@ export class Producer {
     const want = this.opts.waitReplicas ?? 0;
     if (want === 0) return;
     // On a cluster, the master of this queue's slot: WAIT counts the writes of the connection it is sent on.
-    const master = masterFor(this.redis, bullKey(this.opts.queueName, 'id'));
+    const master = masterFor(this.redis, this.queue.toKey('id'));
     if (!master) throw new EnqueueError(`no Redis master is known for queue ${this.opts.queueName} (cluster slots refreshing); retry`);
     // Four fifths of the time left, so the answer says that replicas, not Redis itself, were missing.
     const got = await master.wait(want, Math.max(1, Math.floor(withinMs * 0.8)));

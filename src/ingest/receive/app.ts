@@ -8,7 +8,7 @@ import { acceptJson } from './contentType.js';
 import type { Delivery, PushCheck } from './delivery.js';
 import { openApiJson } from './openapi.js';
 import { receivePush, type PushHandlerOptions, type QuarantineSink, type RecordSink } from './push.js';
-import type { Sender } from './senders.js';
+import type { Sender } from '../../config/senders.js';
 
 export type { AdmissionGate } from './admission.js';
 export type { QuarantineSink, RecordSink } from './push.js';

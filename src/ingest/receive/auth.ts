@@ -3,7 +3,7 @@ import type { Context } from 'hono';
 import type { Logger } from '../../log/index.js';
 import { PushRefused } from './answer.js';
 import type { PushCheck } from './delivery.js';
-import { tokenDigest, type Sender } from './senders.js';
+import { tokenDigest, type Sender } from '../../config/senders.js';
 
 /**
  * Push authentication. The spec leaves it open; senders differ in what they can set, so a

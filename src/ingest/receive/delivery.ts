@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import type { Sender } from './senders.js';
+import type { Sender } from '../../config/senders.js';
 
 /**
  * One push as the receiver's steps know it: the delivery id every answer carries, and the sender its

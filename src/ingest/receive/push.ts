@@ -12,7 +12,7 @@ import type { SenderAuth } from './auth.js';
 import type { Delivery } from './delivery.js';
 import { deliveryIdOf, idempotencyDigest, type IdempotencyStore, type StoredAnswer } from './idempotency.js';
 import type { RateLimiter } from './rateLimit.js';
-import type { Sender } from './senders.js';
+import type { Sender } from '../../config/senders.js';
 import { verify } from '../../telemetry/signature.js';
 import type { Metrics } from '../../metrics/index.js';
 import { BodyError, readBody } from './body.js';

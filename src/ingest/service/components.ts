@@ -15,7 +15,6 @@ import type { RetryPolicy } from '../queue/retry.js';
 import type { ReceiverOptions } from '../receive/app.js';
 import { RedisIdempotency } from '../receive/idempotency.js';
 import { RateLimiter } from '../receive/rateLimit.js';
-import { parseSenders } from '../receive/senders.js';
 import type { HttpLimits, HttpTls } from './http.js';
 import type { FlattenOptions } from '../flatten/flatten.js';
 import { CoalescingSink } from '../write/coalesce.js';
@@ -59,7 +58,7 @@ export function admissionOptions(cfg: Config): AdmissionOptions {
 export function receiverOptions(cfg: Config, redis: RedisClient, log: Logger): ReceiverOptions {
   const keys = keysOf(cfg);
   return {
-    senders: cfg.PUSH_AUTH === 'none' ? undefined : parseSenders(cfg.PUSH_TOKENS, cfg.PUSH_SIGNING_SECRETS).senders,
+    senders: cfg.PUSH_AUTH === 'none' ? undefined : cfg.SENDERS,
     signatureToleranceMs: cfg.SIGNATURE_TOLERANCE,
     idempotency: cfg.IDEMPOTENCY_TTL > 0 ? new RedisIdempotency(redis, keys.idempotency, cfg.IDEMPOTENCY_TTL) : undefined,
     rateLimiter: new RateLimiter(redis, keys.rateLimit, { pushes: cfg.RATE_LIMIT_PUSHES, records: cfg.RATE_LIMIT_RECORDS }),

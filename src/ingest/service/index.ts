@@ -1,7 +1,6 @@
 import { Queue } from 'bullmq';
 import { connectRedis, redisTarget } from '../../redis/connect.js';
 import { Metrics, packageVersion } from '../../metrics/index.js';
-import { sampleQueues } from '../../metrics/sampler.js';
 import { logSummaries } from '../../metrics/summary.js';
 import { adminRoutes } from './admin.js';
 import { untilAccessible } from '../../redis/access.js';
@@ -15,6 +14,8 @@ import { startWorkers, type RunningWorkers } from './workers.js';
 
 import { adminCredentials, fleetStateFor, httpLimits, httpTls, keysOf } from './components.js';
 import { sampleFleet } from '../fleet/gauges.js';
+import { Backlog } from '../queue/backlog.js';
+import { sampleQueueGauges } from '../queue/gauges.js';
 import { fleetRoutes } from '../fleet/routes.js';
 
 export { retryPolicy } from './components.js';
@@ -45,17 +46,19 @@ export async function startService(cfg: Config, log: Logger): Promise<RunningSer
 
   const metrics = new Metrics({ version: packageVersion(), mode: cfg.SERVICE_MODE });
   metrics.quarantineMaxEntries.set(cfg.QUARANTINE_MAX_ENTRIES);
-  const receiver: RunningReceiver | undefined = cfg.SERVICE_MODE !== 'worker' ? startReceiver(cfg, redis, log, metrics) : undefined;
   const workers: RunningWorkers | undefined = cfg.SERVICE_MODE !== 'receiver' ? await startWorkers(cfg, log, metrics) : undefined;
   if (workers) checks.push(...workers.checks);
-  // Every process samples the queue gauges, so that each one's scrape alone tells the backlog.
+  // Every process samples the queue gauges, so that each one's scrape alone tells the backlog; a
+  // receiver's admission reads the same measurement.
   const keys = keysOf(cfg);
   const sampledQueues = keys.partitions.map((name) => {
     const q = new Queue(name, { connection: redis, skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK });
     q.on('error', () => {});
     return q;
   });
-  const sampler = sampleQueues(metrics, sampledQueues, redis, keys.quarantine, cfg.METRICS_SAMPLE_INTERVAL);
+  const backlog = new Backlog(sampledQueues, redis, keys.quarantine);
+  const sampler = sampleQueueGauges(metrics, backlog, cfg.METRICS_SAMPLE_INTERVAL, () => redis.status === 'ready');
+  const receiver: RunningReceiver | undefined = cfg.SERVICE_MODE !== 'worker' ? startReceiver(cfg, redis, log, metrics, backlog) : undefined;
   const fleet = fleetStateFor(cfg, redis);
   const fleetSampler = sampleFleet(metrics, fleet, cfg.SILENT_AFTER, cfg.METRICS_SAMPLE_INTERVAL);
   const summaries = cfg.LOG_SUMMARY_INTERVAL > 0 ? logSummaries(metrics, log, cfg.LOG_SUMMARY_INTERVAL) : undefined;

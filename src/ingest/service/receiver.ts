@@ -4,6 +4,7 @@ import type { Config } from '../../config/index.js';
 import type { Logger } from '../../log/index.js';
 import type { Metrics } from '../../metrics/index.js';
 import { Admission } from '../queue/admission.js';
+import type { Backlog } from '../queue/backlog.js';
 import { pushRoutes } from '../receive/app.js';
 import { admissionOptions, producerFor, quarantineFor, receiverOptions } from './components.js';
 
@@ -13,9 +14,9 @@ export interface RunningReceiver {
 }
 
 /** The push routes over a producer, the quarantine and load shedding, on the receiver's Redis connection. */
-export function startReceiver(cfg: Config, redis: RedisClient, log: Logger, metrics?: Metrics): RunningReceiver {
+export function startReceiver(cfg: Config, redis: RedisClient, log: Logger, metrics: Metrics, backlog: Backlog): RunningReceiver {
   const producer = producerFor(cfg, redis, metrics);
-  const admission = new Admission(producer.producers.map((p) => p.queue), redis, admissionOptions(cfg));
+  const admission = new Admission(backlog, redis, admissionOptions(cfg));
   redis.on('ready', () => admission.start());
   const routes = pushRoutes(producer, quarantineFor(cfg, redis, log), { ...receiverOptions(cfg, redis, log), admission, metrics });
   return {

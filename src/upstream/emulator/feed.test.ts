@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../log/index.js';
 import type { NewQuarantineEntry } from '../../ingest/queue/quarantine.js';
 import { pushRoutes } from '../../ingest/receive/app.js';
-import { parseSenders } from '../../ingest/receive/senders.js';
+import { parseSenders } from '../../config/senders.js';
 import { CAN_FIELDS } from '../../telemetry/fields.js';
 import type { TelemetryRecord } from '../../telemetry/record.js';
 import { type FeedOptions, runFeed } from './feed.js';

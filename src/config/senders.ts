@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { secretKey } from '../../telemetry/signature.js';
+import { secretKey } from '../telemetry/signature.js';
 
 /**
  * Who may push, by name, so that logs, metrics and the quarantine say which sender did what.
