@@ -1,14 +1,13 @@
 /** `telematics-deadletter`: the dead letter's commands on the one CLI framework (`src/cli`). */
-import { connectRedis, redisTarget } from '../../redis/connect.js';
 import { parse, parseTime } from '../../cli/args.js';
 import { progress } from '../../cli/progress.js';
 import { type Command, showHelp } from '../../cli/command.js';
-import { EXIT, UsageError, type ErrorClassifier } from '../../cli/exit.js';
+import { EXIT, UsageError } from '../../cli/exit.js';
 import { table } from '../../cli/format.js';
 import type { CliIO } from '../../cli/io.js';
 import type { Program } from '../../cli/program.js';
-import { ConfigError, loadConfig } from '../../config/index.js';
 import { keysOf, plausibilityFor, producerFor } from '../service/components.js';
+import { classifyToolError, TOOL_SETTINGS, withServiceRedis } from '../service/tool.js';
 import { DeadLetters, type DeadLetterItem, type ListFilter } from './index.js';
 
 const SOURCES = ['quarantine', 'failed', 'all'] as const;
@@ -30,7 +29,7 @@ const FILTER_HELP = `Filters: --source quarantine|failed|all, --stage receive|wr
   --since <date>, --until <date> (ISO 8601, epoch s or ms, or "now"), --limit N (of each source, default 1000)
 `;
 
-const SETTINGS_HELP = `Settings: REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES (required: the Redis the service uses),
+const SETTINGS_HELP = `${TOOL_SETTINGS}
   QUEUE_NAME and QUEUE_PARTITIONS (as for the service); replay judges records by TIME_MAX_AHEAD, TIME_MAX_AGE
   and PLAUSIBLE_RANGES (widen a rule for the replay of what it refused). Failed jobs are named job:<id>, or job:<partition>:<id>
   with several partitions.\n`;
@@ -66,23 +65,17 @@ function totals(items: readonly DeadLetterItem[]): string {
 }
 
 /** The dead letter of the Redis the environment names; closed when `use` settles. */
-async function withDeadLetters<T>(io: CliIO, use: (dl: DeadLetters) => Promise<T>): Promise<T> {
-  const cfg = loadConfig(io.env, 'tool');
-  const redis = connectRedis(cfg, 'tool');
-  let lastError = '';
-  redis.on('error', (err: Error) => (lastError = err.message));
-  const producer = producerFor(cfg, redis);
-  const dl = new DeadLetters(redis, keysOf(cfg), producer, { skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK }, plausibilityFor(cfg));
-  try {
-    await redis.ping().catch((err: Error) => {
-      throw new Error(`cannot reach ${redisTarget(cfg)}: ${lastError || err.message}`);
-    });
-    return await use(dl);
-  } finally {
-    await producer.close().catch(() => {});
-    await dl.close().catch(() => {});
-    redis.disconnect();
-  }
+function withDeadLetters<T>(io: CliIO, use: (dl: DeadLetters) => Promise<T>): Promise<T> {
+  return withServiceRedis(io, async (redis, cfg) => {
+    const producer = producerFor(cfg, redis);
+    const dl = new DeadLetters(redis, keysOf(cfg), producer, { skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK }, plausibilityFor(cfg));
+    try {
+      return await use(dl);
+    } finally {
+      await producer.close().catch(() => {});
+      await dl.close().catch(() => {});
+    }
+  });
 }
 
 /** Ids given, or every listed item with --all. */
@@ -191,17 +184,10 @@ const purge: Command = {
   },
 };
 
-/** Settings the operator must fix are usage errors; Redis trouble is one line, never a stack. */
-const classify: ErrorClassifier = (e) => {
-  if (e instanceof ConfigError) return { code: EXIT.usage, message: e.problems.join('; ') };
-  if (e instanceof Error) return { code: EXIT.network, message: `Redis: ${e.message}` };
-  return undefined;
-};
-
 export const DEADLETTER: Program = {
   name: 'telematics-deadletter',
   commands: [list, show, replay, purge],
-  classify,
+  classify: classifyToolError,
   help: (commands) => `Usage: telematics-deadletter <command> [options]
 
 What did not land: records the receiver or InfluxDB refused (the quarantine) and jobs that failed for good.

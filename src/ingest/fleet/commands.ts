@@ -1,34 +1,22 @@
 /** `telematics-fleet`: which vehicles report and which went silent, on the one CLI framework (`src/cli`). */
 import { parse, parseDurationFlag, parseNumber, noPositionals } from '../../cli/args.js';
 import { type Command, showHelp } from '../../cli/command.js';
-import { EXIT, type ErrorClassifier } from '../../cli/exit.js';
+import { EXIT } from '../../cli/exit.js';
 import { isoTime, table } from '../../cli/format.js';
 import type { CliIO } from '../../cli/io.js';
 import type { Program } from '../../cli/program.js';
-import { ConfigError, loadConfig, type Config } from '../../config/index.js';
-import { connectRedis, redisTarget } from '../../redis/connect.js';
+import type { Config } from '../../config/index.js';
 import { fleetStateFor } from '../service/components.js';
+import { classifyToolError, TOOL_SETTINGS, withServiceRedis } from '../service/tool.js';
 import { span } from '../plausibility/judge.js';
 import type { FleetState, VehicleSeen } from './state.js';
 
-const SETTINGS_HELP = `Settings: REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES (required: the Redis the service uses),
+const SETTINGS_HELP = `${TOOL_SETTINGS}
   QUEUE_NAME, QUEUE_PARTITIONS and SILENT_AFTER (as for the service).\n`;
 
 /** The fleet state of the Redis the environment names; closed when `use` settles. */
-async function withFleet<T>(io: CliIO, use: (fleet: FleetState, cfg: Config) => Promise<T>): Promise<T> {
-  const cfg = loadConfig(io.env, 'tool');
-  const redis = connectRedis(cfg, 'tool');
-  let lastError = '';
-  redis.on('error', (err: Error) => (lastError = err.message));
-  try {
-    await redis.ping().catch((err: Error) => {
-      throw new Error(`cannot reach ${redisTarget(cfg)}: ${lastError || err.message}`);
-    });
-    return await use(fleetStateFor(cfg, redis), cfg);
-  } finally {
-    redis.disconnect();
-  }
-}
+const withFleet = <T>(io: CliIO, use: (fleet: FleetState, cfg: Config) => Promise<T>): Promise<T> =>
+  withServiceRedis(io, (redis, cfg) => use(fleetStateFor(cfg, redis), cfg));
 
 const line = (io: CliIO, s: string) => io.stdout.write(`${s}\n`);
 
@@ -93,17 +81,10 @@ export function silentColumns(now: number) {
   ];
 }
 
-/** Settings the operator must fix are usage errors; Redis trouble is one line, never a stack. */
-const classify: ErrorClassifier = (e) => {
-  if (e instanceof ConfigError) return { code: EXIT.usage, message: e.problems.join('; ') };
-  if (e instanceof Error) return { code: EXIT.network, message: `Redis: ${e.message}` };
-  return undefined;
-};
-
 export const FLEET: Program = {
   name: 'telematics-fleet',
   commands: [status, silent],
-  classify,
+  classify: classifyToolError,
   help: (commands) => `Usage: telematics-fleet <command> [options]
 
 Which vehicles report and which went silent, from each vehicle's last-seen time (its newest record that
