@@ -118,6 +118,7 @@ const env = z.object({
   QUARANTINE_RAW_LIMIT: size.default(64 * 1_024),
   QUARANTINE_MAX_ENTRIES: int(1_000, 100_000_000).default(100_000),
   ENQUEUE_TIMEOUT: duration.default(5_000),
+  ENQUEUE_LINGER: duration.default(2),
   RETRY_AFTER: duration.default(5_000),
   QUEUE_MAX_JOBS: int(1, 100_000_000).default(100_000),
   REDIS_MEMORY_LIMIT: size.default(0),

@@ -20,10 +20,11 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-function producer(maxRecordsPerJob = 1_000): Producer {
+function producer(maxRecordsPerJob = 1_000, lingerMs = 0): Producer {
   const p = new Producer(redis, {
     queueName: `producer_${randomBytes(4).toString('hex')}`,
     maxRecordsPerJob,
+    lingerMs,
     timeoutMs: 5_000,
     retry: { spanMs: 3_600_000, baseMs: 1_000, maxMs: 60_000 },
   });
@@ -47,6 +48,28 @@ describe('Producer', () => {
     const times = jobs.flat().map((r) => r.time).sort((a, b) => a - b);
     expect(times).toEqual(Array.from({ length: 300 }, (_, i) => record(i).time));
     expect(jobs.flat().find((r) => r.time === record(5).time)).toEqual(record(5));
+  });
+
+  it('under load lingers (ENQUEUE_LINGER) to gather records into fewer jobs, losing none; idle, sends at once', async () => {
+    // Open loop, as realtime senders push: a record about every millisecond for 300 ms.
+    const stream = async (p: Producer) => {
+      const sent: Array<Promise<void>> = [];
+      for (let i = 0; i < 250; i++) {
+        sent.push(p.enqueue([record(i)]));
+        await new Promise((r) => setTimeout(r, 1));
+      }
+      await Promise.all(sent);
+      return queued(p);
+    };
+    const plain = await stream(producer(1_000, 0));
+    const lingering = await stream(producer(1_000, 8));
+    expect(lingering.length).toBeLessThan(plain.length / 2);
+    expect(lingering.flat().map((r) => r.time).sort((a, b) => a - b)).toEqual(Array.from({ length: 250 }, (_, i) => record(i).time));
+
+    const idle = producer(1_000, 200);
+    const t0 = performance.now();
+    await idle.enqueue([record(1)]);
+    expect(performance.now() - t0).toBeLessThan(150);
   });
 
   it('never makes a job larger than JOB_MAX_RECORDS', async () => {

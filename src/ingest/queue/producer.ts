@@ -29,6 +29,12 @@ export interface ProducerOptions {
   maxRecordsPerJob: number;
   timeoutMs: number;
   retry: RetryPolicy;
+  /**
+   * ENQUEUE_LINGER: under load (a round trip returned less than BUSY_WITHIN_MS ago), how long the next
+   * round trip waits for more records. Redis and the worker pay per job; realtime pushes otherwise make
+   * jobs of the few records that arrived during one round trip. An idle producer sends at once.
+   */
+  lingerMs?: number;
 }
 
 const NO_RECORDS: TelemetryRecord[] = [];
@@ -70,6 +76,9 @@ interface Waiter {
  */
 const MAX_IN_FLIGHT = 1;
 
+/** A round trip that returned this recently means pushes are arriving back to back: linger. */
+const BUSY_WITHIN_MS = 10;
+
 /**
  * Puts validated records into BullMQ in chunks, never a job per record. Records of concurrent
  * pushes share one `addBulk` round trip: those arriving in the same turn of the event loop, and
@@ -81,6 +90,10 @@ export class Producer {
   private pending: Waiter[] = [];
   private scheduled = false;
   private inFlight = 0;
+  /** When the last round trip returned (performance.now()). */
+  private lastReturnAt = -Infinity;
+  /** Closing: what is pending goes at once, no linger. */
+  private closing = false;
   private readonly idle: Array<() => void> = [];
 
   constructor(
@@ -113,14 +126,20 @@ export class Producer {
     });
   }
 
-  /** Flushes at the end of this turn of the event loop, or when a round trip in flight returns. */
+  /**
+   * Flushes at the end of this turn of the event loop, or when a round trip in flight returns; under
+   * load after the linger.
+   */
   private schedule(): void {
-    if (this.scheduled || this.inFlight >= MAX_IN_FLIGHT) return;
+    if (this.scheduled || this.inFlight >= MAX_IN_FLIGHT || this.pending.length === 0) return;
     this.scheduled = true;
-    setImmediate(() => {
+    const go = () => {
       this.scheduled = false;
       this.flush();
-    });
+    };
+    const linger = this.opts.lingerMs ?? 0;
+    if (linger > 0 && performance.now() - this.lastReturnAt < BUSY_WITHIN_MS) setTimeout(go, linger);
+    else setImmediate(go);
   }
 
   private flush(): void {
@@ -177,7 +196,9 @@ export class Producer {
       })
       .finally(() => {
         this.inFlight--;
-        this.flush();
+        this.lastReturnAt = performance.now();
+        if (this.closing) this.flush();
+        else this.schedule();
         if (this.inFlight === 0 && this.pending.length === 0) for (const done of this.idle.splice(0)) done();
       });
   }
@@ -213,6 +234,7 @@ export class Producer {
 
   /** Sends what is pending, waits for every round trip out, then closes the queue. */
   async close(): Promise<void> {
+    this.closing = true;
     this.flush();
     if (this.inFlight > 0 || this.pending.length > 0) await new Promise<void>((resolve) => this.idle.push(resolve));
     await this.queue.close();
