@@ -1,0 +1,51 @@
+/**
+ * Where a bulk record's service CPU goes, stage by stage, in one process (CPU time, so a busy machine
+ * does not inflate it): the receiver's decode, parse, validation, judgement and job encoding, and the
+ * worker's decode, flattening, fleet bookkeeping and request body. The same records as the bench's
+ * bulk phase (1000-record mixed pushes). `npx tsx test/bench/stages.ts [pushes]`
+ */
+import { loadConfig } from '../../src/config/index.js';
+import { plausibilityFor } from '../../src/ingest/service/components.js';
+import { validateRecord } from '../../src/ingest/validate/record.js';
+import { decodeJob, encodeJob } from '../../src/ingest/queue/codec.js';
+import { flattenRecords } from '../../src/ingest/flatten/flatten.js';
+import type { TelemetryRecord } from '../../src/telemetry/record.js';
+import { BenchData } from './data.js';
+import { FLATTEN } from './options.js';
+
+const PUSHES = Number(process.argv[2] ?? 100);
+const SIZE = 1_000;
+const ROUNDS = 3;
+const data = new BenchData(500);
+const plausibility = plausibilityFor(loadConfig({ PUSH_AUTH: 'none' }));
+const bodies = Array.from({ length: PUSHES }, (_, p) => Buffer.from(JSON.stringify({ bulkData: Array.from({ length: SIZE }, (_, i) => data.mixed(p * SIZE + i)) })));
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+/** CPU µs per record of `stage` over every push, after a warm-up pass; returns the stage's outputs. */
+function measure<I, O>(name: string, inputs: I[], stage: (input: I) => O, rows: Array<[string, number]>): O[] {
+  let out = inputs.map(stage);
+  const before = process.cpuUsage();
+  for (let r = 0; r < ROUNDS; r++) out = inputs.map(stage);
+  const used = process.cpuUsage(before);
+  rows.push([name, (used.user + used.system) / (ROUNDS * PUSHES * SIZE)]);
+  return out;
+}
+
+const rows: Array<[string, number]> = [];
+const texts = measure('receiver: UTF-8 decode (TextDecoder, fatal)', bodies, (b) => decoder.decode(b), rows);
+const parsed = measure('receiver: JSON.parse', texts, (t) => (JSON.parse(t) as { bulkData: unknown[] }).bulkData, rows);
+const now = Date.now();
+const valid = measure('receiver: validate (validateRecord)', parsed, (items) => items.map((i) => validateRecord(i, now)).flatMap((v) => (v.ok ? [v.record] : [])), rows);
+// judge refuses fields in place: judge fresh copies, outside the timing.
+const copies = valid.map((rs) => rs.map((r) => ({ ...r, fields: { ...r.fields } })));
+measure('receiver: judge (plausibility)', copies, (rs) => rs.map((r) => plausibility.judge(r, now)), rows);
+const jobs = measure('receiver: encode job (codec v2)', valid, (rs) => encodeJob(rs), rows);
+const decoded = measure('worker: decode job', jobs, (j) => decodeJob(j), rows);
+const flat = measure('worker: flatten to line protocol', decoded, (rs: TelemetryRecord[]) => flattenRecords(rs, FLATTEN).lines, rows);
+measure('worker: request body (join, UTF-8)', flat, (lines) => Buffer.from(lines.join('\n')), rows);
+
+const width = Math.max(...rows.map(([n]) => n.length));
+process.stdout.write(`${PUSHES} pushes of ${SIZE} mixed records, core-µs per record (${ROUNDS} rounds after a warm-up):\n`);
+for (const [n, us] of rows) process.stdout.write(`  ${n.padEnd(width)}  ${us.toFixed(2).padStart(6)}\n`);
+const sum = (p: string) => rows.filter(([n]) => n.startsWith(p)).reduce((a, [, us]) => a + us, 0);
+process.stdout.write(`  ${'receiver stages'.padEnd(width)}  ${sum('receiver').toFixed(2).padStart(6)}\n  ${'worker stages'.padEnd(width)}  ${sum('worker').toFixed(2).padStart(6)}\n`);
