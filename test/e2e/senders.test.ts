@@ -151,8 +151,8 @@ describe('rate limits', () => {
 describe('the emulator feed as a signing sender', () => {
   it('signs every delivery so that a signature-only sender is accepted, and its retries carry one webhook-id', async () => {
     const result = await runFeed({ url: svc.url, signingSecret: SIGNER_ONLY, mode: 'mixed', count: 300, bulkSize: 50, rate: Infinity, vehicles: 5, seed: 3, invalidRatio: 0 });
-    expect(result.failed).toEqual([]);
-    expect(result.rejected).toEqual([]);
-    expect(result.acknowledged.length).toBe(300);
+    expect(result.failed).toBe(0);
+    expect(result.rejected).toBe(0);
+    expect(result.acknowledged).toBe(300);
   });
 });

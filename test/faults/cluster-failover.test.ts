@@ -33,7 +33,7 @@ it('loses no acknowledged record when a master is killed under load', async () =
     return ranges.find(([from, to]) => slot >= from && slot <= to)![2]![1];
   });
 
-  const feedDone = runFeed({ url: svc.url, token: TEST_TOKEN, mode: 'mixed', rate: 300, durationMs: 8_000, bulkSize: 50, vehicles: 12, seed: 5, maxAttempts: 40, maxBackoffMs: 1_000, maxRetryAfterMs: 1_000 });
+  const feedDone = runFeed({ url: svc.url, token: TEST_TOKEN, mode: 'mixed', rate: 300, durationMs: 8_000, bulkSize: 50, vehicles: 12, seed: 5, maxAttempts: 40, maxBackoffMs: 1_000, maxRetryAfterMs: 1_000, keep: true });
   await new Promise((r) => setTimeout(r, 2_000));
   await cluster.kill(owner);
   await waitUntil(async () => !(await cluster.masterPorts()).includes(owner) && (await cluster.masterPorts()).length === 3, 20_000, 'the cluster to promote the replica');

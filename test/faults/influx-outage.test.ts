@@ -17,8 +17,8 @@ it('InfluxDB down: the receiver keeps accepting, jobs retry with backoff past ma
   await stack.influx.stopServer();
   await waitUntil(async () => (await fetch(`${worker.url}/readyz`)).status === 503, 10_000, 'worker not ready without InfluxDB');
 
-  const feed = await runFeed({ url: receiver.url, token: TOKEN, mode: 'mixed', bulkSize: 100, count: 600, rate: 300, vehicles: 8, seed: 11 });
-  expect(feed.acknowledged.length).toBe(600);
+  const feed = await runFeed({ url: receiver.url, token: TOKEN, mode: 'mixed', bulkSize: 100, count: 600, rate: 300, vehicles: 8, seed: 11, keep: true });
+  expect(feed.acknowledged).toBe(600);
   expect(feed.failedDeliveries).toBe(0);
 
   // Retries are bounded by time (RETRY_SPAN, hours), not a small count: after ~10 s of outage with
@@ -32,7 +32,7 @@ it('InfluxDB down: the receiver keeps accepting, jobs retry with backoff past ma
   expect(await countPoints(stack.influx.rawUrl, stack.db)).toBe(0);
 
   await stack.influx.startServer();
-  const r = await stack.settle(feed.acknowledged);
+  const r = await stack.settle(feed.records.acknowledged);
   expect(r).toEqual({ expected: 600, missing: [], wrong: [], extra: 0 });
   expect(await queue.getFailedCount()).toBe(0);
   await queue.close();

@@ -35,9 +35,9 @@ it('above the queue-depth bound pushes get 429 with Retry-After, and are accepte
 
   await stack.spawn('worker');
   // A sender that honours Retry-After gets everything in once the queue drains.
-  const feed = await runFeed({ url: receiver.url, token: TOKEN, mode: 'realtime', count: 20, rate: Infinity, concurrency: 2, seed: 5, maxAttempts: 10, maxRetryAfterMs: 1_000 });
-  expect(feed.acknowledged.length).toBe(20);
-  const r = await stack.settle(feed.acknowledged.concat(
+  const feed = await runFeed({ url: receiver.url, token: TOKEN, mode: 'realtime', count: 20, rate: Infinity, concurrency: 2, seed: 5, maxAttempts: 10, maxRetryAfterMs: 1_000, keep: true });
+  expect(feed.acknowledged).toBe(20);
+  const r = await stack.settle(feed.records.acknowledged.concat(
     Array.from({ length: 6 }, (_, i) => ({ vehicleno: 'LOAD-1', type: 'can', data: { time: T0 + i, soc: 50 } })),
   ));
   expect(r.missing).toEqual([]);

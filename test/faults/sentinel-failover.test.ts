@@ -56,7 +56,7 @@ afterAll(async () => {
 });
 
 it('loses no acknowledged record when the primary is killed under load', async () => {
-  const feedDone = runFeed({ url: svc.url, token: TEST_TOKEN, mode: 'mixed', rate: 300, durationMs: 8_000, bulkSize: 50, vehicles: 6, seed: 3, maxAttempts: 40, maxBackoffMs: 1_000, maxRetryAfterMs: 1_000 });
+  const feedDone = runFeed({ url: svc.url, token: TEST_TOKEN, mode: 'mixed', rate: 300, durationMs: 8_000, bulkSize: 50, vehicles: 6, seed: 3, maxAttempts: 40, maxBackoffMs: 1_000, maxRetryAfterMs: 1_000, keep: true });
   await new Promise((r) => setTimeout(r, 2_000));
   await primary.stop({ signal: 'SIGKILL' });
   await waitUntil(async () => ((await master()) ?? primary.port) !== primary.port, 20_000, 'Sentinel to promote a replica');

@@ -12,26 +12,26 @@ afterAll(async () => stack?.stop());
 
 it('SIGTERM on a receiver under load: it stops taking pushes, answers those in flight, exits in time, and every acknowledged record lands', async () => {
   const receiver = await stack.spawn('receiver');
-  const feed = runFeed({ url: receiver.url, token: TOKEN, mode: 'mixed', bulkSize: 50, durationMs: 3_000, rate: Infinity, concurrency: 8, maxAttempts: 1, seed: 21 });
+  const feed = runFeed({ url: receiver.url, token: TOKEN, mode: 'mixed', bulkSize: 50, durationMs: 3_000, rate: Infinity, concurrency: 8, maxAttempts: 1, seed: 21, keep: true });
   await new Promise((r) => setTimeout(r, 700));
   const t = Date.now();
   expect(await receiver.stop('SIGTERM')).toBe(0);
   expect(Date.now() - t).toBeLessThan(10_000);
   const result = await feed;
-  expect(result.acknowledged.length).toBeGreaterThan(0);
-  expect(result.failed.length).toBeGreaterThan(0); // pushes after the stop were refused, not half-taken
-  expect(result.unconfirmed).toEqual([]);
+  expect(result.acknowledged).toBeGreaterThan(0);
+  expect(result.failed).toBeGreaterThan(0); // pushes after the stop were refused, not half-taken
+  expect(result.unconfirmed).toBe(0);
 
   await stack.spawn('worker');
-  const r = await stack.settle(result.acknowledged);
-  expect(r).toEqual({ expected: result.acknowledged.length, missing: [], wrong: [], extra: 0 });
+  const r = await stack.settle(result.records.acknowledged);
+  expect(r).toEqual({ expected: result.acknowledged, missing: [], wrong: [], extra: 0 });
 }, 60_000);
 
 it('SIGTERM on a worker in the middle of a write: it finishes the job before it exits', async () => {
   for (const p of stack.procs) await p.stop('SIGKILL');
   const receiver = await stack.spawn('receiver');
-  const feed = await runFeed({ url: receiver.url, token: TOKEN, mode: 'bulk', bulkSize: 300, count: 300, rate: Infinity, seed: 22 });
-  expect(feed.acknowledged.length).toBe(300);
+  const feed = await runFeed({ url: receiver.url, token: TOKEN, mode: 'bulk', bulkSize: 300, count: 300, rate: Infinity, seed: 22, keep: true });
+  expect(feed.acknowledged).toBe(300);
   const before = stack.influx.front.writesStarted();
   stack.influx.front.setWriteDelay(2_000);
   const worker = await stack.spawn('worker');
@@ -39,7 +39,7 @@ it('SIGTERM on a worker in the middle of a write: it finishes the job before it 
   expect(await worker.stop('SIGTERM')).toBe(0);
   stack.influx.front.setWriteDelay(0);
   // No other worker ran: the points are there because the stopping worker finished its job.
-  const r = await reconcile(stack.influx.rawUrl, stack.db, feed.acknowledged);
+  const r = await reconcile(stack.influx.rawUrl, stack.db, feed.records.acknowledged);
   expect(r.missing).toEqual([]);
   expect(r.wrong).toEqual([]);
 }, 60_000);

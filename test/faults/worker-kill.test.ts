@@ -14,14 +14,14 @@ it('a worker killed with SIGKILL in the middle of a write: its job is taken agai
   stack.influx.front.setWriteDelay(1_500);
   const victim = await stack.spawn('worker');
 
-  const feed = await runFeed({ url: receiver.url, token: TOKEN, mode: 'bulk', bulkSize: 200, count: 1_000, rate: Infinity, vehicles: 12, seed: 7 });
-  expect(feed.acknowledged.length).toBe(1_000);
+  const feed = await runFeed({ url: receiver.url, token: TOKEN, mode: 'bulk', bulkSize: 200, count: 1_000, rate: Infinity, vehicles: 12, seed: 7, keep: true });
+  expect(feed.acknowledged).toBe(1_000);
 
   await waitUntil(async () => stack.influx.front.writesStarted() > 0, 10_000, 'a write under way');
   await victim.stop('SIGKILL');
   stack.influx.front.setWriteDelay(0);
   await stack.spawn('worker');
 
-  const r = await stack.settle(feed.acknowledged);
+  const r = await stack.settle(feed.records.acknowledged);
   expect(r).toEqual({ expected: 1_000, missing: [], wrong: [], extra: 0 });
 });

@@ -62,15 +62,15 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     const feed = await runFeed({
       url: receiver.url, token: TOKEN, mode: 'mixed', realtimeRatio: 0.5, bulkSize: 200,
       rate: opts.rate, durationMs: opts.durationMs, concurrency: 8, vehicles: opts.vehicles,
-      seed: opts.seed, maxAttempts: 30, backoffMs: 200, maxBackoffMs: 2_000,
+      seed: opts.seed, maxAttempts: 30, backoffMs: 200, maxBackoffMs: 2_000, keep: true,
     });
     stop = true;
     await chaos;
-    log(`feed done: ${feed.sent} sent, ${feed.acknowledged.length} acknowledged, ${feed.retries} retries; reconciling`);
-    const r = await stack.settle(feed.acknowledged, 120_000);
+    log(`feed done: ${feed.sent} sent, ${feed.acknowledged} acknowledged, ${feed.retries} retries; reconciling`);
+    const r = await stack.settle(feed.records.acknowledged, 120_000);
     const report: SoakReport = {
       sent: feed.sent,
-      acknowledged: feed.acknowledged.length,
+      acknowledged: feed.acknowledged,
       retries: feed.retries,
       failedDeliveries: feed.failedDeliveries,
       workerKills: kills,

@@ -8,7 +8,7 @@ import { pushRoutes } from '../../ingest/receive/app.js';
 import { parseSenders } from '../../config/senders.js';
 import { CAN_FIELDS } from '../../telemetry/fields.js';
 import type { TelemetryRecord } from '../../telemetry/record.js';
-import { type FeedOptions, runFeed } from './feed.js';
+import { type FailedRecord, type FeedOptions, type RejectedRecord, runFeed } from './feed.js';
 import type { PushRecord } from './records.js';
 
 interface Received {
@@ -73,39 +73,54 @@ const fast: Partial<FeedOptions> = { rate: Infinity, backoffMs: 5, maxBackoffMs:
 describe('bulk deliveries', () => {
   it('retries after a 503 and acknowledges the records once the receiver takes them', async () => {
     const rx = await receiver((req, n) => (n === 1 ? new Response('busy', { status: 503 }) : acceptAll(req, n)));
-    const result = await runFeed({ ...fast, url: rx.url, token: 'push-secret', count: 10, bulkSize: 10 });
+    const result = await runFeed({ ...fast, url: rx.url, token: 'push-secret', count: 10, bulkSize: 10, keep: true });
     expect(rx.requests.map((r) => r.path)).toEqual(['/push/bulk', '/push/bulk']);
     expect(rx.requests[1]?.body).toEqual(rx.requests[0]?.body);
     expect(rx.requests.map((r) => r.auth)).toEqual(['Bearer push-secret', 'Bearer push-secret']);
     expect(result.retries).toBe(1);
-    expect(result.acknowledged).toEqual(recordsOf(rx.requests[1] as Received));
-    expect(result.acknowledged).toHaveLength(10);
-    expect(result).toMatchObject({ sent: 10, deliveries: 1, failedDeliveries: 0, rejected: [], failed: [], unconfirmed: [] });
+    expect(result.records.acknowledged).toEqual(recordsOf(rx.requests[1] as Received));
+    expect(result).toMatchObject({ sent: 10, deliveries: 1, acknowledged: 10, failedDeliveries: 0, rejected: 0, failed: 0, unconfirmed: 0, errors: [], otherErrors: 0 });
   });
 
   it('acknowledges exactly the records not listed as rejected', async () => {
     const rx = await receiver((req) => ack(recordsOf(req).length, [{ index: 1, error: 'lat out of range' }, { index: 3, error: 'no time' }]));
     const acked: PushRecord[] = [];
-    const result = await runFeed({ ...fast, url: rx.url, count: 6, bulkSize: 6, onAck: (records) => acked.push(...records) });
+    const refused: RejectedRecord[] = [];
+    const result = await runFeed({
+      ...fast, url: rx.url, count: 6, bulkSize: 6, keep: true,
+      onAck: (records) => acked.push(...records),
+      onReject: (records) => refused.push(...records),
+    });
     const sent = recordsOf(rx.requests[0] as Received);
-    expect(result.acknowledged).toEqual([sent[0], sent[2], sent[4], sent[5]]);
-    expect(acked).toEqual(result.acknowledged);
-    expect(result.rejected).toEqual([
+    expect(result.records.acknowledged).toEqual([sent[0], sent[2], sent[4], sent[5]]);
+    expect(acked).toEqual(result.records.acknowledged);
+    expect(result.records.rejected).toEqual([
       { record: sent[1], injected: false, error: 'lat out of range', status: 202 },
       { record: sent[3], injected: false, error: 'no time', status: 202 },
     ]);
+    expect(refused).toEqual(result.records.rejected);
+    expect(result).toMatchObject({
+      acknowledged: 4,
+      rejected: 2,
+      rejectedInjected: 0,
+      errors: [
+        { error: 'lat out of range', outcome: 'rejected', count: 1 },
+        { error: 'no time', outcome: 'rejected', count: 1 },
+      ],
+    });
   });
 
   it('does not retry a 4xx other than 408 and 429, and reports its records rejected', async () => {
     const rx = await receiver(() => Response.json({ status: 'FAILURE', data: null, err: 'unauthorized', msg: 'bad token' }, { status: 401 }));
-    const result = await runFeed({ ...fast, url: rx.url, count: 3, bulkSize: 3 });
+    const result = await runFeed({ ...fast, url: rx.url, count: 3, bulkSize: 3, keep: true });
     expect(rx.requests).toHaveLength(1);
-    expect(result.acknowledged).toEqual([]);
-    expect(result.rejected.map((r) => [r.error, r.status])).toEqual([
+    expect(result.acknowledged).toBe(0);
+    expect(result.records.rejected.map((r) => [r.error, r.status])).toEqual([
       ['unauthorized: bad token', 401],
       ['unauthorized: bad token', 401],
       ['unauthorized: bad token', 401],
     ]);
+    expect(result).toMatchObject({ rejected: 3, errors: [{ error: 'unauthorized: bad token', outcome: 'rejected', count: 3 }] });
     expect(result.retries).toBe(0);
   });
 
@@ -114,17 +129,19 @@ describe('bulk deliveries', () => {
     const result = await runFeed({ ...fast, url: rx.url, count: 2, bulkSize: 2 });
     const [first, second] = rx.requests;
     expect((second?.at ?? 0) - (first?.at ?? 0)).toBeGreaterThanOrEqual(950);
-    expect(result.acknowledged).toHaveLength(2);
+    expect(result.acknowledged).toBe(2);
   });
 
   it('gives up after maxAttempts and reports the delivery failed', async () => {
     const rx = await receiver(() => new Response(null, { status: 503 }));
-    const result = await runFeed({ ...fast, url: rx.url, count: 2, bulkSize: 2, maxAttempts: 3 });
+    const failed: FailedRecord[] = [];
+    const result = await runFeed({ ...fast, url: rx.url, count: 2, bulkSize: 2, maxAttempts: 3, onFail: (records) => failed.push(...records) });
     expect(rx.requests).toHaveLength(3);
     expect(result.failedDeliveries).toBe(1);
     expect(result.retries).toBe(2);
-    expect(result.failed.map((f) => f.error)).toEqual(['HTTP 503', 'HTTP 503']);
-    expect(result.acknowledged).toEqual([]);
+    expect(failed.map((f) => f.error)).toEqual(['HTTP 503', 'HTTP 503']);
+    expect(result).toMatchObject({ acknowledged: 0, failed: 2, errors: [{ error: 'HTTP 503', outcome: 'failed', count: 2 }] });
+    expect(result.records).toBeUndefined();
   });
 
   it('retries a delivery that timed out', async () => {
@@ -134,7 +151,7 @@ describe('bulk deliveries', () => {
     });
     const result = await runFeed({ ...fast, url: rx.url, count: 2, bulkSize: 2, timeoutMs: 100 });
     expect(result.retries).toBe(1);
-    expect(result.acknowledged).toHaveLength(2);
+    expect(result.acknowledged).toBe(2);
   });
 
   it('reports a network error as a failed delivery', async () => {
@@ -142,21 +159,22 @@ describe('bulk deliveries', () => {
     await Promise.all(closers.splice(0).map((c) => c()));
     const result = await runFeed({ ...fast, url: rx.url, count: 1, bulkSize: 1, maxAttempts: 2 });
     expect(result.failedDeliveries).toBe(1);
-    expect(result.failed[0]?.error).toMatch(/^network error/);
+    expect(result.errors).toEqual([{ error: expect.stringMatching(/^network error/), outcome: 'failed', count: 1 }]);
   });
 
   it('counts a 2xx without the documented acknowledgement as unconfirmed, not acknowledged', async () => {
     const rx = await receiver(() => new Response('ok', { status: 200 }));
-    const result = await runFeed({ ...fast, url: rx.url, count: 4, bulkSize: 4 });
-    expect(result.acknowledged).toEqual([]);
-    expect(result.unconfirmed).toHaveLength(4);
+    const result = await runFeed({ ...fast, url: rx.url, count: 4, bulkSize: 4, keep: true });
+    expect(result.acknowledged).toBe(0);
+    expect(result.unconfirmed).toBe(4);
+    expect(result.records.unconfirmed).toHaveLength(4);
   });
 });
 
 describe('records', () => {
   it('mix vehicles and both types in a bulk, with the spec\'s shapes', async () => {
     const rx = await receiver(acceptAll);
-    const result = await runFeed({ ...fast, url: rx.url, count: 200, bulkSize: 100 });
+    const result = await runFeed({ ...fast, url: rx.url, count: 200, bulkSize: 100, keep: true });
     const sent = rx.requests.flatMap(recordsOf) as PushRecord[];
     expect(sent).toHaveLength(200);
     expect(new Set(sent.map((r) => r.vehicleno)).size).toBe(4);
@@ -171,14 +189,14 @@ describe('records', () => {
       if (r.type === 'gps') expect(Object.keys(r.data)).toEqual(['lat', 'lng', 'alti', 'speed', 'ignstatus', 'time']);
       else for (const k of Object.keys(r.data)) expect(canFields).toContain(k);
     }
-    expect(result.acknowledged).toEqual(sent);
+    expect(result.records.acknowledged).toEqual(sent);
   });
 
   it('never give one vehicle two records of a type in the same millisecond', async () => {
     const rx = await receiver(acceptAll);
     // A stopped clock: every record would get the same time without the per-vehicle guard.
-    const result = await runFeed({ ...fast, url: rx.url, count: 300, bulkSize: 100, now: () => 1_748_779_200_000 });
-    const keys = result.acknowledged.map((r) => `${r.vehicleno}/${r.type}/${r.data.time}`);
+    const result = await runFeed({ ...fast, url: rx.url, count: 300, bulkSize: 100, now: () => 1_748_779_200_000, keep: true });
+    const keys = result.records.acknowledged.map((r) => `${r.vehicleno}/${r.type}/${r.data.time}`);
     expect(new Set(keys).size).toBe(300);
   });
 
@@ -205,14 +223,15 @@ describe('realtime and mixed', () => {
         ? acceptAll(req, n)
         : Response.json({ status: 'FAILURE', data: null, err: 'invalid_record', msg: 'not a gps record' }, { status: 400 }),
     );
-    const result = await runFeed({ ...fast, url: rx.url, mode: 'realtime', count: 12 });
+    const result = await runFeed({ ...fast, url: rx.url, mode: 'realtime', count: 12, keep: true });
     expect(rx.requests).toHaveLength(12);
     expect(rx.requests.every((r) => r.path === '/push/realtime')).toBe(true);
     expect(rx.requests.every((r) => !('bulkData' in (r.body as object)))).toBe(true);
-    expect(result.acknowledged.every((r) => r.type === 'gps')).toBe(true);
-    expect(result.rejected.every((r) => r.error === 'invalid_record: not a gps record' && r.status === 400)).toBe(true);
-    expect(result.acknowledged.length + result.rejected.length).toBe(12);
-    expect(result.rejected.length).toBeGreaterThan(0);
+    expect(result.records.acknowledged.every((r) => r.type === 'gps')).toBe(true);
+    expect(result.records.rejected.every((r) => r.error === 'invalid_record: not a gps record' && r.status === 400)).toBe(true);
+    expect(result.acknowledged + result.rejected).toBe(12);
+    expect(result.rejected).toBeGreaterThan(0);
+    expect(result.errors).toEqual([{ error: 'invalid_record: not a gps record', outcome: 'rejected', count: result.rejected }]);
     expect(result.retries).toBe(0);
   });
 
@@ -220,7 +239,7 @@ describe('realtime and mixed', () => {
     const rx = await receiver(acceptAll);
     const result = await runFeed({ ...fast, url: rx.url, mode: 'mixed', count: 60, bulkSize: 10 });
     expect(new Set(rx.requests.map((r) => r.path))).toEqual(new Set(['/push/bulk', '/push/realtime']));
-    expect(result.acknowledged).toHaveLength(60);
+    expect(result.acknowledged).toBe(60);
   });
 
   it('injects invalid records at the requested ratio, and reports them separately', async () => {
@@ -239,13 +258,15 @@ describe('realtime and mixed', () => {
       });
       return ack(records.length, rejected);
     });
-    const result = await runFeed({ ...fast, url: rx.url, count: 200, bulkSize: 50, invalidRatio: 0.25 });
+    const result = await runFeed({ ...fast, url: rx.url, count: 200, bulkSize: 50, invalidRatio: 0.25, keep: true });
     expect(result.injectedInvalid).toBeGreaterThan(25);
     expect(result.injectedInvalid).toBeLessThan(75);
-    expect(result.rejected).toHaveLength(result.injectedInvalid);
-    expect(result.rejected.every((r) => r.injected)).toBe(true);
-    expect(result.acknowledgedInvalid).toEqual([]);
-    expect(result.acknowledged).toHaveLength(200 - result.injectedInvalid);
+    expect(result.rejected).toBe(result.injectedInvalid);
+    expect(result.rejectedInjected).toBe(result.injectedInvalid);
+    expect(result.records.rejected.every((r) => r.injected)).toBe(true);
+    expect(result.acknowledgedInvalid).toBe(0);
+    expect(result.acknowledged).toBe(200 - result.injectedInvalid);
+    expect(result.records.acknowledged).toHaveLength(result.acknowledged);
   });
 });
 
@@ -259,14 +280,15 @@ describe('against the project\'s receiver (src/ingest/receive)', () => {
       { senders: parseSenders(['feed:feed-token-0123456789'], []).senders, signatureToleranceMs: 300_000, bodyLimit: 5_000_000, maxRecords: 10_000, quarantineRawLimit: 10_000, retryAfterSeconds: 1, log: createLogger('silent') },
     );
     const url = await serveApp(routes);
-    const result = await runFeed({ ...fast, url, token: 'feed-token-0123456789', mode: 'mixed', count: 600, bulkSize: 50, vehicles: 20, invalidRatio: 0.1 });
+    const result = await runFeed({ ...fast, url, token: 'feed-token-0123456789', mode: 'mixed', count: 600, bulkSize: 50, vehicles: 20, invalidRatio: 0.1, keep: true });
     expect(result.injectedInvalid).toBeGreaterThan(20);
-    expect(result.acknowledgedInvalid).toEqual([]);
-    expect(result.rejected).toHaveLength(result.injectedInvalid);
-    expect(result.acknowledged).toHaveLength(600 - result.injectedInvalid);
+    expect(result.acknowledgedInvalid).toBe(0);
+    expect(result.rejected).toBe(result.injectedInvalid);
+    expect(result.rejectedInjected).toBe(result.injectedInvalid);
+    expect(result.acknowledged).toBe(600 - result.injectedInvalid);
     expect(quarantined).toHaveLength(result.injectedInvalid);
     expect(enqueued.map((r) => `${r.vehicleno}/${r.type}/${r.time}`).sort()).toEqual(
-      result.acknowledged.map((r) => `${r.vehicleno}/${r.type}/${r.data.time}`).sort(),
+      result.records.acknowledged.map((r) => `${r.vehicleno}/${r.type}/${r.data.time}`).sort(),
     );
   });
 });

@@ -6,9 +6,13 @@
  * - realtime: `POST {url}/push/realtime` with one bare record;
  * - `Authorization: Bearer <token>` when a token is given.
  * A delivery is retried on 408, 429, 5xx, a network error or a timeout, with exponential backoff and
- * Retry-After honoured, up to `maxAttempts`; any other 4xx is final. The result says exactly which
- * records the receiver acknowledged (2xx and not listed in `rejected`), so a test can reconcile them
- * against the store.
+ * Retry-After honoured, up to `maxAttempts`; any other 4xx is final.
+ *
+ * The result counts what the receiver answered (acknowledged: 2xx and not listed in `rejected`) and
+ * keeps a bounded list of distinct errors, so a feed's memory is bounded by its fleet and the
+ * deliveries in flight however long it runs. A caller that needs the records gets them per delivery
+ * (`onAck`, `onReject`, `onFail`), or all of them in the result with `keep: true` (short runs: a test
+ * that reconciles them against the store).
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
@@ -76,8 +80,18 @@ export interface FeedOptions {
   fetch?: typeof fetch;
   /** Stops the feed; deliveries cut short are reported as failed. */
   signal?: AbortSignal;
-  /** Called after each delivery with the records it got acknowledged. */
+  /**
+   * Keep every record in the result's `records` (acknowledged, rejected, failed, …). Memory then grows
+   * with the run, about 1 KB a record: for short runs whose records a test reconciles, never for a
+   * long one (count with the callbacks instead).
+   */
+  keep?: boolean;
+  /** Called after each delivery answered 2xx with the documented acknowledgement, with the records it got acknowledged. */
   onAck?: (records: PushRecord[], delivery: DeliveryInfo) => void;
+  /** Called after each delivery in which the receiver refused records (listed in `rejected`, or a final 4xx), with those. */
+  onReject?: (records: RejectedRecord[], delivery: DeliveryInfo) => void;
+  /** Called after each delivery that got no answer settling it (attempts exhausted, aborted), with its records. */
+  onFail?: (records: FailedRecord[], delivery: DeliveryInfo) => void;
   /** Called after each delivery, retried or not, with the result so far (for progress; do not keep it). */
   onProgress?: (soFar: Readonly<FeedResult>) => void;
 }
@@ -97,26 +111,62 @@ export interface FailedRecord {
   error: string;
 }
 
+/** One distinct error text of rejected or failed records, and how many records got it. */
+export interface FeedErrorCount {
+  error: string;
+  outcome: 'rejected' | 'failed';
+  count: number;
+}
+
+/** Every record of a run by outcome: only with `keep: true`. */
+export interface FeedRecords {
+  acknowledged: PushRecord[];
+  acknowledgedInvalid: unknown[];
+  rejected: RejectedRecord[];
+  failed: FailedRecord[];
+  unconfirmed: unknown[];
+}
+
+/** At most this many distinct error texts are listed in a result; the rest are counted in `otherErrors`. */
+export const MAX_DISTINCT_ERRORS = 20;
+/** An error text longer than this is cut, so that the list's size is bounded too. */
+const MAX_ERROR_LENGTH = 300;
+
+/** What a run did, in counts of records unless said otherwise. */
 export interface FeedResult {
   /** Records handed to a delivery (valid and injected invalid ones). */
   sent: number;
   deliveries: number;
   /** Valid records the receiver acknowledged: 2xx and not listed as rejected. */
-  acknowledged: PushRecord[];
-  /** Injected invalid records the receiver nevertheless acknowledged (should be empty). */
-  acknowledgedInvalid: unknown[];
+  acknowledged: number;
+  /** Injected invalid records the receiver nevertheless acknowledged (should be 0). */
+  acknowledgedInvalid: number;
   /** Records the receiver refused: listed in `rejected`, or the whole delivery answered a final 4xx. */
-  rejected: RejectedRecord[];
+  rejected: number;
+  /** Of `rejected`, the injected invalid records (`invalidRatio`): their rejection is the expected outcome. */
+  rejectedInjected: number;
   /** Records of deliveries that never got an answer that settles them (attempts exhausted, aborted). */
-  failed: FailedRecord[];
+  failed: number;
   /** Records answered 2xx with a body that is not the documented acknowledgement. */
-  unconfirmed: unknown[];
+  unconfirmed: number;
   failedDeliveries: number;
   /** Attempts beyond the first, over all deliveries. */
   retries: number;
   injectedInvalid: number;
   durationMs: number;
+  /**
+   * The distinct error texts of rejected and failed records in order of first appearance, at most
+   * MAX_DISTINCT_ERRORS, each with its count of records.
+   */
+  errors: FeedErrorCount[];
+  /** Rejected and failed records whose error text is not in `errors` (it was full). */
+  otherErrors: number;
+  /** The records themselves, only with `keep: true`. */
+  records?: FeedRecords;
 }
+
+/** The result of a feed run with `keep: true`. */
+export type KeptFeedResult = FeedResult & { records: FeedRecords };
 
 const failureSchema = envelopeSchema.pick({ err: true, msg: true });
 
@@ -155,16 +205,22 @@ export class PushFeed {
   private readonly result: FeedResult = {
     sent: 0,
     deliveries: 0,
-    acknowledged: [],
-    acknowledgedInvalid: [],
-    rejected: [],
-    failed: [],
-    unconfirmed: [],
+    acknowledged: 0,
+    acknowledgedInvalid: 0,
+    rejected: 0,
+    rejectedInjected: 0,
+    failed: 0,
+    unconfirmed: 0,
     failedDeliveries: 0,
     retries: 0,
     injectedInvalid: 0,
     durationMs: 0,
+    errors: [],
+    otherErrors: 0,
   };
+  /** `result.errors` by outcome and text. */
+  private readonly errorIndex = new Map<string, FeedErrorCount>();
+  private readonly kept: FeedRecords | undefined;
 
   constructor(private readonly config: FeedOptions) {
     const seed = config.seed ?? 1;
@@ -194,6 +250,10 @@ export class PushFeed {
     this.rng = Rng.seeded(hash32(seed, 0xfeed));
     this.now = config.now ?? Date.now;
     this.fetchFn = config.fetch ?? ((input, init) => fetch(input, init));
+    if (config.keep) {
+      this.kept = { acknowledged: [], acknowledgedInvalid: [], rejected: [], failed: [], unconfirmed: [] };
+      this.result.records = this.kept;
+    }
   }
 
   private ran = false;
@@ -206,12 +266,16 @@ export class PushFeed {
     const count = this.config.count ?? (this.config.durationMs === undefined ? 1000 : Infinity);
     const started = Date.now();
     const signal = this.config.signal;
+    // At most `concurrency` deliveries exist at once, their records included: the loop makes a
+    // delivery's records only once a slot is free, however long the others wait on a silent receiver.
     const inFlight = new Set<Promise<void>>();
+    let slotFreed: (() => void) | undefined;
+    let thrown: { error: unknown } | undefined;
     let produced = 0;
     const timeIsUp = (): boolean =>
       this.config.durationMs !== undefined && Date.now() - started >= this.config.durationMs;
 
-    while (produced < count && !signal?.aborted && !timeIsUp()) {
+    while (produced < count && !signal?.aborted && !timeIsUp() && !thrown) {
       const realtime = mode === 'realtime' || (mode === 'mixed' && this.rng.chance(this.opts.realtimeRatio));
       const n = realtime ? 1 : Math.min(bulkSize, count - produced);
       // A sender collects records as they arise and sends a bulk when it is full: the delivery is due
@@ -221,14 +285,25 @@ export class PushFeed {
         if (wait > 0 && !(await pause(wait, signal))) break;
         if (timeIsUp()) break;
       }
-      while (inFlight.size >= concurrency) await Promise.race(inFlight);
+      // One waiter, woken by whichever delivery ends (no Promise.race over long-lived promises).
+      while (inFlight.size >= concurrency) await new Promise<void>((resolve) => (slotFreed = resolve));
+      if (thrown) break;
       const items = Array.from({ length: n }, () => this.nextItem());
       produced += n;
-      const delivery = this.deliver(items, realtime ? 'realtime' : 'bulk').finally(() => inFlight.delete(delivery));
+      const delivery: Promise<void> = this.deliver(items, realtime ? 'realtime' : 'bulk')
+        .catch((error: unknown) => void (thrown ??= { error }))
+        .finally(() => {
+          inFlight.delete(delivery);
+          const wake = slotFreed;
+          slotFreed = undefined;
+          wake?.();
+        });
       inFlight.add(delivery);
     }
     await Promise.all(inFlight);
     this.result.durationMs = Date.now() - started;
+    // A callback that threw ends the run with its error.
+    if (thrown) throw thrown.error;
     return this.result;
   }
 
@@ -260,7 +335,9 @@ export class PushFeed {
     const body = JSON.stringify(kind === 'bulk' ? { bulkData: items.map((i) => i.record) } : items[0]?.record);
     let lastError = 'not attempted';
     const webhookId = `msg_${randomUUID()}`;
+    let attempts = 0;
     for (let attempt = 1; attempt <= this.opts.maxAttempts; attempt++) {
+      attempts = attempt;
       if (attempt > 1) this.result.retries += 1;
       const outcome = await this.attempt(url, body, webhookId);
       let retryAfterMs: number | undefined;
@@ -273,7 +350,11 @@ export class PushFeed {
         }
         if (!isRetryableStatus(status)) {
           const error = describeFailure(outcome.body, status);
-          for (const item of items) this.result.rejected.push({ record: item.record, injected: !item.valid, error, status });
+          this.reject(
+            items.map((item) => ({ item, error })),
+            status,
+            { kind, deliveryId: undefined, attempts: attempt },
+          );
           this.config.onProgress?.(this.result);
           return;
         }
@@ -291,13 +372,25 @@ export class PushFeed {
     }
     if (this.config.signal?.aborted) lastError = 'aborted';
     this.result.failedDeliveries += 1;
-    for (const item of items) this.result.failed.push({ record: item.record, error: lastError });
+    this.result.failed += items.length;
+    this.countError('failed', lastError, items.length);
+    if (this.kept || this.config.onFail) {
+      const failed = items.map((item) => ({ record: item.record, error: lastError }));
+      this.kept?.failed.push(...failed);
+      this.config.onFail?.(failed, { kind, deliveryId: undefined, attempts });
+    }
     this.config.onProgress?.(this.result);
   }
 
   private async attempt(url: string, body: string, webhookId: string): Promise<Attempt> {
-    const signals = [AbortSignal.timeout(this.opts.timeoutMs)];
-    if (this.config.signal) signals.push(this.config.signal);
+    // One controller an attempt, for its timeout and the run's signal, both undone when it ends: no
+    // timer outlives the attempt, and no listener stays on a long-lived signal.
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new DOMException('attempt timed out', 'TimeoutError')), this.opts.timeoutMs);
+    const outer = this.config.signal;
+    const onAbort = (): void => controller.abort(outer?.reason);
+    if (outer?.aborted) onAbort();
+    else outer?.addEventListener('abort', onAbort, { once: true });
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (this.config.token) headers.authorization = `Bearer ${this.config.token}`;
     if (this.config.signingSecret) {
@@ -305,7 +398,7 @@ export class PushFeed {
       Object.assign(headers, { 'webhook-id': webhookId, 'webhook-timestamp': String(ts), 'webhook-signature': sign(this.config.signingSecret, webhookId, ts, body) });
     }
     try {
-      const res = await this.fetchFn(url, { method: 'POST', headers, body, signal: AbortSignal.any(signals) });
+      const res = await this.fetchFn(url, { method: 'POST', headers, body, signal: controller.signal });
       const text = await res.text();
       let parsed: unknown;
       try {
@@ -316,6 +409,9 @@ export class PushFeed {
       return { kind: 'answer', status: res.status, body: parsed, retryAfterMs: parseRetryAfter(res.headers.get('retry-after')) };
     } catch (e) {
       return { kind: 'error', error: isTimeoutError(e) ? 'timeout' : `network error: ${errorText(e)}` };
+    } finally {
+      clearTimeout(timer);
+      outer?.removeEventListener('abort', onAbort);
     }
   }
 
@@ -323,23 +419,61 @@ export class PushFeed {
   private settle(items: Item[], body: unknown, status: number, info: DeliveryInfo): void {
     const ack = pushAcceptedSchema.safeParse(body);
     if (!ack.success) {
-      for (const item of items) this.result.unconfirmed.push(item.record);
+      this.result.unconfirmed += items.length;
+      this.kept?.unconfirmed.push(...items.map((i) => i.record));
       return;
     }
+    const delivery = { ...info, deliveryId: ack.data.data.deliveryId };
     const refused = new Map(ack.data.data.rejected.map((r) => [r.index, r.error]));
     const acknowledged: PushRecord[] = [];
+    const rejected: Array<{ item: Item; error: string }> = [];
     items.forEach((item, index) => {
       const error = refused.get(index);
-      if (error !== undefined) this.result.rejected.push({ record: item.record, injected: !item.valid, error, status });
+      if (error !== undefined) rejected.push({ item, error });
       else if (item.valid) acknowledged.push(item.valid);
-      else this.result.acknowledgedInvalid.push(item.record);
+      else {
+        this.result.acknowledgedInvalid += 1;
+        this.kept?.acknowledgedInvalid.push(item.record);
+      }
     });
-    this.result.acknowledged.push(...acknowledged);
-    this.config.onAck?.(acknowledged, { ...info, deliveryId: ack.data.data.deliveryId });
+    if (rejected.length > 0) this.reject(rejected, status, delivery);
+    this.result.acknowledged += acknowledged.length;
+    this.kept?.acknowledged.push(...acknowledged);
+    this.config.onAck?.(acknowledged, delivery);
+  }
+
+  /** Records the receiver refused: counted, and handed to `onReject` and `keep` when asked. */
+  private reject(refused: ReadonlyArray<{ item: Item; error: string }>, status: number, info: DeliveryInfo): void {
+    for (const { item, error } of refused) {
+      this.result.rejected += 1;
+      if (!item.valid) this.result.rejectedInjected += 1;
+      this.countError('rejected', error, 1);
+    }
+    if (!this.kept && !this.config.onReject) return;
+    const records = refused.map(({ item, error }) => ({ record: item.record, injected: !item.valid, error, status }));
+    this.kept?.rejected.push(...records);
+    this.config.onReject?.(records, info);
+  }
+
+  private countError(outcome: FeedErrorCount['outcome'], text: string, records: number): void {
+    const error = text.length > MAX_ERROR_LENGTH ? `${text.slice(0, MAX_ERROR_LENGTH - 1)}…` : text;
+    const key = `${outcome}\u0000${error}`;
+    const known = this.errorIndex.get(key);
+    if (known) known.count += records;
+    else if (this.errorIndex.size < MAX_DISTINCT_ERRORS) {
+      const entry: FeedErrorCount = { error, outcome, count: records };
+      this.errorIndex.set(key, entry);
+      this.result.errors.push(entry);
+    } else this.result.otherErrors += records;
   }
 }
 
-/** Run a feed to the end. */
+/**
+ * Run a feed to the end. The result counts records by outcome; with `keep: true` it also holds them
+ * (`records`), for short runs only.
+ */
+export function runFeed(opts: FeedOptions & { keep: true }): Promise<KeptFeedResult>;
+export function runFeed(opts: FeedOptions): Promise<FeedResult>;
 export function runFeed(opts: FeedOptions): Promise<FeedResult> {
   return new PushFeed(opts).run();
 }

@@ -3,8 +3,8 @@ export type { Emulator, EmulatorOptions, RunningEmulator, StartEmulatorOptions }
 export { ERR, type ErrCode } from './errors.js';
 export { Fleet, READING_INTERVAL_MS, SEGMENT_MS } from './fleet.js';
 export type { CanState, FleetOptions, GpsData, VehicleProfile } from './fleet.js';
-export { PushFeed, runFeed } from './feed.js';
-export type { DeliveryInfo, FailedRecord, FeedMode, FeedOptions, FeedResult, RejectedRecord } from './feed.js';
+export { MAX_DISTINCT_ERRORS, PushFeed, runFeed } from './feed.js';
+export type { DeliveryInfo, FailedRecord, FeedErrorCount, FeedMode, FeedOptions, FeedRecords, FeedResult, KeptFeedResult, RejectedRecord } from './feed.js';
 export { UNUSED_SENSOR_SENTINEL, canRecordData } from './can.js';
 export { DEFAULT_USER, EmulatorState } from './state.js';
 export type { CommandLogEntry, EmulatorUser, Fault } from './state.js';

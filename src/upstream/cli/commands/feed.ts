@@ -81,7 +81,7 @@ injected invalid ones); 3 deliveries failed (attempts exhausted) or went unconfi
     });
     const result = await runFeed({
       onProgress: (r) => {
-        soFar = { acknowledged: r.acknowledged.length, sent: r.sent, retries: r.retries, failed: r.failed.length, rejected: r.rejected.length };
+        soFar = { acknowledged: r.acknowledged, sent: r.sent, retries: r.retries, failed: r.failed, rejected: r.rejected };
       },
       url: values.url,
       ...(token ? { token } : {}),
@@ -106,23 +106,25 @@ injected invalid ones); 3 deliveries failed (attempts exhausted) or went unconfi
       { header: 'VALUE', value: ([, v]) => String(v), align: 'right' },
     ]) + summary.errors.map((e) => `error: ${e}\n`).join(''));
     if (stoppedBy) return EXIT.interrupted;
-    if (result.failedDeliveries > 0 || result.unconfirmed.length > 0) return EXIT.network;
-    if (result.rejected.some((r) => !r.injected) || result.acknowledgedInvalid.length > 0) return EXIT.failure;
+    if (result.failedDeliveries > 0 || result.unconfirmed > 0) return EXIT.network;
+    if (result.rejected > result.rejectedInjected || result.acknowledgedInvalid > 0) return EXIT.failure;
     return EXIT.ok;
   },
 };
 
 function summarise(r: FeedResult) {
-  const errors = [...new Set([...r.rejected.map((x) => x.error), ...r.failed.map((x) => x.error)])].slice(0, 10);
+  // The result lists its distinct errors by outcome, rejected ones first as before.
+  const ordered = [...r.errors.filter((e) => e.outcome === 'rejected'), ...r.errors.filter((e) => e.outcome === 'failed')];
+  const errors = [...new Set(ordered.map((e) => e.error))].slice(0, 10);
   return {
     sent: r.sent,
     deliveries: r.deliveries,
-    acknowledged: r.acknowledged.length,
-    rejected: r.rejected.length,
-    rejectedInjected: r.rejected.filter((x) => x.injected).length,
-    failed: r.failed.length,
-    unconfirmed: r.unconfirmed.length,
-    acknowledgedInvalid: r.acknowledgedInvalid.length,
+    acknowledged: r.acknowledged,
+    rejected: r.rejected,
+    rejectedInjected: r.rejectedInjected,
+    failed: r.failed,
+    unconfirmed: r.unconfirmed,
+    acknowledgedInvalid: r.acknowledgedInvalid,
     injectedInvalid: r.injectedInvalid,
     failedDeliveries: r.failedDeliveries,
     retries: r.retries,
