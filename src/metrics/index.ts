@@ -49,6 +49,11 @@ export class Metrics {
   readonly quarantineMaxEntries = this.gauge('quarantine_max_entries', 'QUARANTINE_MAX_ENTRIES: beyond it the oldest entries are dropped', []);
   readonly sampleErrors = this.counter('redis_sample_errors_total', 'Samples of the queue gauges that failed', []);
   readonly fleetVehicles = this.gauge('fleet_vehicles', 'Vehicles known: seen at least once (sampled from Redis)', []);
+  readonly connectionsShed = this.counter(
+    'http_connections_shed_total',
+    'Connections closed at HTTP_MAX_CONNECTIONS to make room: no_request (no complete request head yet, answered 408), idle (keep-alive between requests), refused (the new one, every other busy)',
+    ['reason'],
+  );
   readonly fleetSilent = this.gauge('fleet_silent_vehicles', 'Vehicles not seen for longer than a SILENT_AFTER threshold, by threshold', ['after']);
 
   constructor(info: { version: string; mode: string }) {

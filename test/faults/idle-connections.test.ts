@@ -90,6 +90,11 @@ it(`answers every push with ${IDLE} idle connections and ${TRICKLING} trickling 
     expect(openIdle).toBeLessThanOrEqual(CAP - TRICKLING);
     // One shed before its request was told so.
     expect(idle.some((i) => i.received.startsWith('HTTP/1.1 408 '))).toBe(true);
+    // And the operator sees how many were shed, and why.
+    const metrics = await (await fetch(`${svc.adminUrl}/metrics`)).text();
+    const shed = (reason: string) => Number(new RegExp(`^telematics_http_connections_shed_total\\{reason="${reason}"\\} (\\d+)$`, 'm').exec(metrics)?.[1] ?? 0);
+    expect(shed('no_request')).toBeGreaterThanOrEqual(IDLE - (CAP - TRICKLING));
+    expect(shed('refused')).toBe(0);
   } finally {
     clearInterval(drip);
   }

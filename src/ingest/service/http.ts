@@ -36,7 +36,10 @@ export interface HttpLimits {
   bodyLimit: number;
 }
 
-export async function serveHttp(app: Hono, hostname: string, port: number, limits: HttpLimits, tls?: HttpTls): Promise<RunningHttp> {
+/** Why a connection was closed at the cap (`holdConnections`). */
+export type ShedReason = 'no_request' | 'idle' | 'refused';
+
+export async function serveHttp(app: Hono, hostname: string, port: number, limits: HttpLimits, tls?: HttpTls, onShed?: (reason: ShedReason) => void): Promise<RunningHttp> {
   // Node checks request and header deadlines on this interval (30 s by default), so a slow body
   // would otherwise live up to 30 s past its deadline.
   const connectionsCheckingInterval = Math.min(1_000, limits.headersTimeoutMs);
@@ -66,7 +69,7 @@ export async function serveHttp(app: Hono, hostname: string, port: number, limit
   server.requestTimeout = limits.requestTimeoutMs;
   server.headersTimeout = headersTimeout;
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
-  const held = holdConnections(server, limits.maxConnections, Boolean(tls));
+  const held = holdConnections(server, limits.maxConnections, Boolean(tls), onShed);
   // Node answers `Expect: 100-continue` with 100 on its own; a body declared over the limit is
   // refused first instead, so the sender never starts sending it.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
@@ -121,7 +124,7 @@ interface Held {
  * A sender that sends its request as it connects is the newest waiting connection for the moment
  * its head is in flight: it is shed only if more connections arrive in that moment than were waiting before it.
  */
-function holdConnections(server: Server, max: number, tls: boolean): { requestStarted(req: IncomingMessage, res: ServerResponse): void } {
+function holdConnections(server: Server, max: number, tls: boolean, onShed: (reason: ShedReason) => void = () => {}): { requestStarted(req: IncomingMessage, res: ServerResponse): void } {
   // Insertion-ordered: the first is the one waiting longest.
   const unheaded = new Set<Held>();
   const between = new Set<Held>();
@@ -149,10 +152,15 @@ function holdConnections(server: Server, max: number, tls: boolean): { requestSt
     if (open >= max) {
       const [oldest] = unheaded;
       const [idlest] = between;
-      if (oldest) shed(oldest, true);
-      else if (idlest) shed(idlest, false);
-      else {
+      if (oldest) {
+        shed(oldest, true);
+        onShed('no_request');
+      } else if (idlest) {
+        shed(idlest, false);
+        onShed('idle');
+      } else {
         raw.destroy();
+        onShed('refused');
         return;
       }
     }

@@ -63,7 +63,7 @@ export async function startService(cfg: Config, log: Logger): Promise<RunningSer
   const fleetSampler = sampleFleet(metrics, fleet, cfg.SILENT_AFTER, cfg.METRICS_SAMPLE_INTERVAL);
   const summaries = cfg.LOG_SUMMARY_INTERVAL > 0 ? logSummaries(metrics, log, cfg.LOG_SUMMARY_INTERVAL) : undefined;
 
-  const http = await serveHttp(createApp({ push: receiver?.routes, health: healthRoutes(checks) }, log), cfg.HOST, cfg.PORT, httpLimits(cfg), httpTls(cfg));
+  const http = await serveHttp(createApp({ push: receiver?.routes, health: healthRoutes(checks) }, log), cfg.HOST, cfg.PORT, httpLimits(cfg), httpTls(cfg), (reason) => metrics.connectionsShed.inc({ reason }));
   const ui = cfg.QUEUE_UI === 'on' ? { queues: sampledQueues, credentials: adminCredentials(cfg) } : undefined;
   const admin = await serveHttp(adminRoutes(metrics, ui, { routes: fleetRoutes(fleet, cfg.SILENT_AFTER), credentials: adminCredentials(cfg), open: cfg.ADMIN_AUTH === 'none' }), cfg.ADMIN_HOST, cfg.ADMIN_PORT, httpLimits(cfg));
   log.info({ mode: cfg.SERVICE_MODE, url: http.url, admin: admin.url, redis: redisTarget(cfg), queue: cfg.QUEUE_NAME, partitions: cfg.QUEUE_PARTITIONS }, 'telematics-ingest started');
