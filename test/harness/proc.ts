@@ -5,10 +5,12 @@ import { waitUntil } from './wait.js';
 export interface ServiceProcess {
   url: string;
   child: ChildProcess;
-  /** Everything the process wrote to stdout and stderr so far. */
+  /** What the process wrote to stdout and stderr so far (the last 256 KiB at least, if it wrote more). */
   output(): string;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
+
+const OUTPUT_KEPT = 256 * 1024;
 
 /** The service as operators run it: `telematics-ingest <mode>` in its own process. */
 export async function spawnService(mode: 'all' | 'receiver' | 'worker', env: Record<string, string>): Promise<ServiceProcess> {
@@ -17,9 +19,14 @@ export async function spawnService(mode: 'all' | 'receiver' | 'worker', env: Rec
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  // The last OUTPUT_KEPT characters: a process of an hour-long soak must not grow the harness's memory.
   let out = '';
-  child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
-  child.stderr!.on('data', (b: Buffer) => (out += b.toString()));
+  const keep = (b: Buffer) => {
+    out += b.toString();
+    if (out.length > 2 * OUTPUT_KEPT) out = out.slice(-OUTPUT_KEPT);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
   const url = `http://127.0.0.1:${port}`;
   const exited = new Promise<never>((_, reject) =>
     child.once('exit', (code) => reject(new Error(`${mode} process exited with code ${code}: ${out}`))),

@@ -20,10 +20,6 @@ export interface Reconciliation {
 const key = (type: string, vehicleno: string, time: number) => `${type}|${vehicleno}|${time}`;
 
 /**
- * Every acknowledged record must be a point with exactly its values, and InfluxDB must hold no
- * other point: none missing, none duplicated. Records are assumed to carry `time` (the emulator's do).
- */
-/**
  * The README's rule, written out again here as an independent oracle: a cell temperature is not
  * stored when its sensor number is beyond no_of_temperature_sensors or its value is the -40 sentinel.
  */
@@ -34,6 +30,40 @@ export function unusedSensor(field: string, rec: SentRecord): boolean {
   return (count !== undefined && Number(m[1]) > Number(count)) || Number(rec.data[field]) === -40;
 }
 
+/** The record's key in InfluxDB: measurement (its type), vehicle, time in ms. */
+export function recordKey(r: SentRecord): string {
+  return key(r.type, r.vehicleno, Number(r.data.time));
+}
+
+/** A point's key, from a row of `SELECT *` (times as epoch ms) of `measurement`. */
+export function pointKey(measurement: string, row: Record<string, unknown>): string {
+  return key(measurement, String(row.vehicleno), Number(row.time));
+}
+
+/**
+ * What is wrong with the point stored for `rec` (a row of `SELECT *`): a value other than the one
+ * sent, an unused sensor's reading stored, a field stored that was never sent. Empty when it is right.
+ */
+export function pointProblems(rec: SentRecord, p: Record<string, unknown>): string[] {
+  const k = recordKey(rec);
+  const wrong: string[] = [];
+  for (const [f, v] of Object.entries(rec.data)) {
+    if (f === 'time') continue;
+    const stored = p[f] ?? null;
+    if (unusedSensor(f, rec)) {
+      if (stored !== null) wrong.push(`${k} ${f}: unused sensor reading ${String(v)} was stored`);
+    } else if (stored !== Number(v)) wrong.push(`${k} ${f}: sent ${String(v)}, stored ${String(stored)}`);
+  }
+  for (const [f, v] of Object.entries(p)) {
+    if (f !== 'time' && f !== 'vehicleno' && v !== null && !(f in rec.data)) wrong.push(`${k} ${f}: stored ${String(v)} but never sent`);
+  }
+  return wrong;
+}
+
+/**
+ * Every acknowledged record must be a point with exactly its values, and InfluxDB must hold no
+ * other point: none missing, none duplicated. Records are assumed to carry `time` (the emulator's do).
+ */
 export async function reconcile(rawUrl: string, db: string, acked: readonly SentRecord[]): Promise<Reconciliation> {
   // InfluxDB 1.x may show a just-written point before all its fields are visible: let writes settle.
   await new Promise((r) => setTimeout(r, 250));
@@ -49,20 +79,8 @@ export async function reconcile(rawUrl: string, db: string, acked: readonly Sent
   const wrong: string[] = [];
   for (const [k, rec] of want) {
     const p = points.get(k);
-    if (!p) {
-      missing.push(k);
-      continue;
-    }
-    for (const [f, v] of Object.entries(rec.data)) {
-      if (f === 'time') continue;
-      const stored = p[f] ?? null;
-      if (unusedSensor(f, rec)) {
-        if (stored !== null) wrong.push(`${k} ${f}: unused sensor reading ${String(v)} was stored`);
-      } else if (stored !== Number(v)) wrong.push(`${k} ${f}: sent ${String(v)}, stored ${String(stored)}`);
-    }
-    for (const [f, v] of Object.entries(p)) {
-      if (f !== 'time' && f !== 'vehicleno' && v !== null && !(f in rec.data)) wrong.push(`${k} ${f}: stored ${String(v)} but never sent`);
-    }
+    if (!p) missing.push(k);
+    else wrong.push(...pointProblems(rec, p));
   }
   let extra = 0;
   for (const k of points.keys()) if (!want.has(k)) extra++;
