@@ -189,7 +189,8 @@ export async function runSoak(opts: SoakOptions): Promise<{ report: SoakReport; 
         at: new Date(now).toISOString(),
         elapsedS: (now - feedStarted) / 1000,
         acknowledged,
-        ratePerS: now > last.at ? ((acknowledged - last.acknowledged) * 1000) / (now - last.at) : 0,
+        // The first sample has no interval behind it.
+        ratePerS: samples.length > 0 && now > last.at ? ((acknowledged - last.acknowledged) * 1000) / (now - last.at) : 0,
         accepted: metricSum(rx, 'telematics_records_accepted_total'),
         queueWaiting: metricSum(rx, 'telematics_queue_jobs', { state: 'waiting' }),
         queueActive: metricSum(rx, 'telematics_queue_jobs', { state: 'active' }),
