@@ -118,7 +118,7 @@ export function csvHeader(labels: readonly string[]): string {
   return [
     'time', 'elapsed_s', 'acknowledged', 'rate_per_s', 'accepted', 'queue_waiting', 'queue_active', 'queue_delayed',
     'redis_used_mib', 'soak_rss_mib', 'soak_heap_mib', 'checker_pending', 'verified',
-    ...labels.flatMap((l) => [`${l}_rss_mib`, `${l}_heap_mib`]),
+    ...labels.flatMap((l) => [`${l}_rss_mib`, `${l}_heap_mib`, `${l}_old_space_mib`, `${l}_major_gcs`]),
   ].join(',');
 }
 
@@ -127,7 +127,7 @@ export function csvRow(s: SoakSample, labels: readonly string[]): string {
   return [
     s.at, num(s.elapsedS), String(s.acknowledged), num(s.ratePerS, 0), num(s.accepted, 0), num(s.queueWaiting, 0), num(s.queueActive, 0), num(s.queueDelayed, 0),
     num(s.redisUsedMiB, 2), num(s.soak.rssMiB), num(s.soak.heapUsedMiB), String(s.checkerPending), String(s.verified),
-    ...labels.flatMap((l) => [num(s.procs[l]?.rssMiB ?? null), num(s.procs[l]?.heapUsedMiB ?? null)]),
+    ...labels.flatMap((l) => [num(s.procs[l]?.rssMiB ?? null), num(s.procs[l]?.heapUsedMiB ?? null), num(s.procs[l]?.oldSpaceMiB ?? null), String(s.procs[l]?.majorGcs ?? '')]),
   ].join(',');
 }
 

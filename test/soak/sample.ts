@@ -66,11 +66,19 @@ export async function scrape(adminUrl: string, timeoutMs = 5_000): Promise<PromS
 export interface ProcessSample {
   rssMiB: number | null;
   heapUsedMiB: number | null;
+  /**
+   * Old space in use and major (mark-compact) GCs so far: heap in use counts garbage until a major GC
+   * collects it, so a rise that ends at a major GC is GC timing, and one that survives it is retained.
+   */
+  oldSpaceMiB?: number | null;
+  majorGcs?: number | null;
 }
 
 export function processSample(pid: number | undefined, metrics: readonly PromSample[] | null): ProcessSample {
   const heap = metrics ? metricSum(metrics, 'nodejs_heap_size_used_bytes') : null;
-  return { rssMiB: rssMiB(pid), heapUsedMiB: heap === null ? null : heap / MiB };
+  const old = metrics ? metricSum(metrics, 'nodejs_heap_space_size_used_bytes', { space: 'old' }) : null;
+  const major = metrics ? metricSum(metrics, 'nodejs_gc_duration_seconds_count', { kind: 'major' }) : null;
+  return { rssMiB: rssMiB(pid), heapUsedMiB: heap === null ? null : heap / MiB, oldSpaceMiB: old === null ? null : old / MiB, majorGcs: major };
 }
 
 /** A field of `INFO` (e.g. used_memory) as a number. */
