@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { CAN_ALERT_FLAGS } from '../../telemetry/fields.js';
 import type { TelemetryRecord } from '../../telemetry/record.js';
 import { flattenRecords } from './flatten.js';
 import { packHealth } from './packHealth.js';
@@ -49,5 +51,48 @@ describe('pack health', () => {
     ]);
     expect(on.sources).toEqual([0, 0, 1]);
     expect(flattenRecords([r], { temperatureSentinels: [-40], packHealth: false }).lines).toHaveLength(1);
+  });
+});
+
+describe('packHealth against a plain reading of its rules', () => {
+  /** The rules written out plainly: filter, then min, max, mean, spread and counts. */
+  function reference(fields: Record<string, number>, sentinels: readonly number[]): Record<string, number> | undefined {
+    const entries = Object.entries(fields);
+    const cells = entries.filter(([k]) => /^cell_voltage_\d{2}$/.test(k) && (fields.no_of_cells === undefined || Number(k.slice(-2)) <= fields.no_of_cells)).map(([, v]) => v);
+    const temps = entries
+      .filter(([k, v]) => /^cell_temperature_\d{2}$/.test(k) && (fields.no_of_temperature_sensors === undefined || Number(k.slice(-2)) <= fields.no_of_temperature_sensors) && !sentinels.includes(v))
+      .map(([, v]) => v);
+    const flags = entries.filter(([k]) => (CAN_ALERT_FLAGS as readonly string[]).includes(k));
+    if (cells.length === 0 && temps.length === 0 && flags.length === 0) return undefined;
+    const out: Record<string, number> = {};
+    if (cells.length > 0) {
+      Object.assign(out, { cell_voltage_min: Math.min(...cells), cell_voltage_max: Math.max(...cells) });
+      out.cell_voltage_mean = cells.reduce((a, b) => a + b, 0) / cells.length;
+      out.cell_voltage_spread = out.cell_voltage_max! - out.cell_voltage_min!;
+      out.cells_reported = cells.length;
+    }
+    if (temps.length > 0) {
+      Object.assign(out, { cell_temperature_min: Math.min(...temps), cell_temperature_max: Math.max(...temps) });
+      out.cell_temperature_spread = out.cell_temperature_max! - out.cell_temperature_min!;
+      out.temperature_sensors_reported = temps.length;
+    }
+    if (flags.length > 0) out.alerts_raised = flags.filter(([, v]) => v !== 0).length;
+    return out;
+  }
+
+  it('agrees on random CAN records: any subset of cells, sensors, flags and counts', () => {
+    const names = [
+      ...Array.from({ length: 16 }, (_, i) => `cell_voltage_${String(i + 1).padStart(2, '0')}`),
+      ...Array.from({ length: 6 }, (_, i) => `cell_temperature_${String(i + 1).padStart(2, '0')}`),
+      ...CAN_ALERT_FLAGS.slice(0, 4),
+      'no_of_cells', 'no_of_temperature_sensors', 'soc', 'current',
+    ];
+    const value = fc.oneof(fc.constantFrom(0, -40, 215, 1, 3.3), fc.double({ noNaN: true, noDefaultInfinity: true, min: -100, max: 300 }), fc.integer({ min: 0, max: 20 }));
+    fc.assert(
+      fc.property(fc.dictionary(fc.constantFrom(...names), value, { maxKeys: names.length }), (fields) => {
+        expect(packHealth(fields, [-40, 215])).toEqual(reference(fields, [-40, 215]));
+      }),
+      { numRuns: 2_000 },
+    );
   });
 });

@@ -11,26 +11,23 @@ export const PACK_MEASUREMENT = 'can_pack';
 const ALERT_FLAGS: ReadonlySet<string> = new Set(CAN_ALERT_FLAGS);
 const CELL_VOLTAGE = /^cell_voltage_(\d{2})$/;
 
-/** Cell numbers by field name, looked up once per name. */
-const cellOf = new Map<string, number>();
-function cellNumber(field: string): number | undefined {
-  let n = cellOf.get(field);
-  if (n === undefined) {
+/**
+ * What a field name is to pack health, looked up once per name: a cell voltage (its cell number), a
+ * temperature sensor (its sensor number, as a negative: -1 - n), an alert flag, or nothing.
+ */
+const ALERT = 0x4000_0000;
+const OTHER = 0x4000_0001;
+const kindOf = new Map<string, number>();
+function kind(field: string): number {
+  let k = kindOf.get(field);
+  if (k === undefined) {
     const m = CELL_VOLTAGE.exec(field);
-    n = m ? Number(m[1]) : -1;
-    if (cellOf.size < 10_000) cellOf.set(field, n);
+    const sensor = m ? undefined : temperatureSensorNumber(field);
+    k = m ? Number(m[1]) : sensor !== undefined ? -1 - sensor : ALERT_FLAGS.has(field) ? ALERT : OTHER;
+    if (kindOf.size < 10_000) kindOf.set(field, k);
   }
-  return n < 0 ? undefined : n;
+  return k;
 }
-
-interface Range {
-  n: number;
-  min: number;
-  max: number;
-  sum: number;
-}
-const add = (r: Range | undefined, v: number): Range =>
-  r ? { n: r.n + 1, min: Math.min(r.min, v), max: Math.max(r.max, v), sum: r.sum + v } : { n: 1, min: v, max: v, sum: v };
 
 /**
  * The record's pack-health fields, or undefined when it carries none of their inputs. Cells count
@@ -40,41 +37,46 @@ const add = (r: Range | undefined, v: number): Range =>
 export function packHealth(fields: Readonly<Record<string, number>>, temperatureSentinels: readonly number[]): Record<string, number> | undefined {
   const cellCount = fields.no_of_cells;
   const sensorCount = fields.no_of_temperature_sensors;
-  let cells: Range | undefined;
-  let temps: Range | undefined;
+  // Plain accumulators, no object per value: this runs for every CAN record.
+  let cells = 0, cellMin = 0, cellMax = 0, cellSum = 0;
+  let temps = 0, tempMin = 0, tempMax = 0;
   let alertFlags = 0;
   let alertsRaised = 0;
   for (const key in fields) {
+    const k = kind(key);
+    if (k === OTHER) continue;
     const v = fields[key]!;
-    const cell = cellNumber(key);
-    if (cell !== undefined) {
-      if (cellCount === undefined || cell <= cellCount) cells = add(cells, v);
-      continue;
-    }
-    const sensor = temperatureSensorNumber(key);
-    if (sensor !== undefined) {
-      if ((sensorCount === undefined || sensor <= sensorCount) && !temperatureSentinels.includes(v)) temps = add(temps, v);
-      continue;
-    }
-    if (ALERT_FLAGS.has(key)) {
+    if (k === ALERT) {
       alertFlags++;
       if (v !== 0) alertsRaised++;
+    } else if (k >= 0) {
+      if (cellCount !== undefined && k > cellCount) continue;
+      cellMin = cells === 0 ? v : Math.min(cellMin, v);
+      cellMax = cells === 0 ? v : Math.max(cellMax, v);
+      cellSum += v;
+      cells++;
+    } else {
+      const sensor = -1 - k;
+      if ((sensorCount !== undefined && sensor > sensorCount) || temperatureSentinels.includes(v)) continue;
+      tempMin = temps === 0 ? v : Math.min(tempMin, v);
+      tempMax = temps === 0 ? v : Math.max(tempMax, v);
+      temps++;
     }
   }
-  if (!cells && !temps && alertFlags === 0) return undefined;
+  if (cells === 0 && temps === 0 && alertFlags === 0) return undefined;
   const out: Record<string, number> = {};
-  if (cells) {
-    out.cell_voltage_min = cells.min;
-    out.cell_voltage_max = cells.max;
-    out.cell_voltage_mean = cells.sum / cells.n;
-    out.cell_voltage_spread = cells.max - cells.min;
-    out.cells_reported = cells.n;
+  if (cells > 0) {
+    out.cell_voltage_min = cellMin;
+    out.cell_voltage_max = cellMax;
+    out.cell_voltage_mean = cellSum / cells;
+    out.cell_voltage_spread = cellMax - cellMin;
+    out.cells_reported = cells;
   }
-  if (temps) {
-    out.cell_temperature_min = temps.min;
-    out.cell_temperature_max = temps.max;
-    out.cell_temperature_spread = temps.max - temps.min;
-    out.temperature_sensors_reported = temps.n;
+  if (temps > 0) {
+    out.cell_temperature_min = tempMin;
+    out.cell_temperature_max = tempMax;
+    out.cell_temperature_spread = tempMax - tempMin;
+    out.temperature_sensors_reported = temps;
   }
   if (alertFlags > 0) out.alerts_raised = alertsRaised;
   return out;
