@@ -10,13 +10,14 @@
  * Exits 1 when a target is missed or the feed fails.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { writeFileSync, mkdirSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseDurationFlag } from '../../src/cli/args.js';
 import { success } from '../../src/telemetry/envelope.js';
+import { rssMiB } from './sample.js';
 
 const { values } = parseArgs({
   options: {
@@ -59,10 +60,6 @@ child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
 child.stderr.resume();
 const exited = new Promise<number>((r) => child.on('exit', (code) => r(code ?? 1)));
 
-const rssMiB = (pid: number): number => {
-  const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
-};
 interface Sample { atS: number; rssMiB: number; records: number; rate: number }
 const samples: Sample[] = [];
 const t0 = Date.now();
@@ -72,7 +69,7 @@ const timer = setInterval(() => {
   const atS = (Date.now() - t0) / 1000;
   const records = acked - last;
   last = acked;
-  const s = { atS, rssMiB: rssMiB(child.pid!), records, rate: records / (everyMs / 1000) };
+  const s = { atS, rssMiB: rssMiB(child.pid) ?? NaN, records, rate: records / (everyMs / 1000) };
   samples.push(s);
   say(`${atS.toFixed(0)} s: feed RSS ${s.rssMiB.toFixed(0)} MiB, ${Math.round(s.rate)} records/s acknowledged`);
 }, everyMs);

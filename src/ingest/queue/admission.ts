@@ -54,8 +54,8 @@ export class Admission {
     this.sampler = undefined;
   }
 
-  /** One measurement; exposed so tests and start-up need not wait for the timer. */
-  async sample(): Promise<AdmissionState> {
+  /** One measurement: the backlog (fresh) and every master's memory. */
+  private async sample(): Promise<AdmissionState> {
     const [backlog, memories] = await Promise.all([
       this.backlog.read(),
       Promise.all(mastersOf(this.redis).map((node) => this.memory(node))),

@@ -28,7 +28,7 @@ export class Backlog {
   private pending: Promise<BacklogSample> | undefined;
 
   constructor(
-    readonly queues: readonly Queue[],
+    private readonly queues: readonly Queue[],
     private readonly redis: RedisClient,
     private readonly quarantineKey: string,
   ) {}
