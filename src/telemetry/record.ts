@@ -15,6 +15,24 @@ export interface TelemetryRecord {
   fields: Record<string, number>;
 }
 
+/** What the fleet's last-seen state learns from a stored record: whose, when, and where for a gps one. */
+export interface Sighting {
+  vehicleno: string;
+  type: RecordType;
+  time: number;
+  lat?: number;
+  lng?: number;
+}
+
+export function sightingOf(r: TelemetryRecord): Sighting {
+  const s: Sighting = { vehicleno: r.vehicleno, type: r.type, time: r.time };
+  if (r.type === 'gps' && r.fields.lat !== undefined && r.fields.lng !== undefined) {
+    s.lat = r.fields.lat;
+    s.lng = r.fields.lng;
+  }
+  return s;
+}
+
 export const RECORD_TYPES = ['gps', 'can'] as const;
 export type RecordType = (typeof RECORD_TYPES)[number];
 

@@ -7,9 +7,8 @@
 import { loadConfig } from '../../src/config/index.js';
 import { plausibilityFor } from '../../src/ingest/service/components.js';
 import { validateRecord } from '../../src/ingest/validate/record.js';
-import { decodeJob, encodeJob } from '../../src/ingest/queue/codec.js';
-import { flattenRecords } from '../../src/ingest/flatten/flatten.js';
-import type { TelemetryRecord } from '../../src/telemetry/record.js';
+import { encodePointsJob, jobRows } from '../../src/ingest/queue/codec.js';
+import { readRows, rowsOf } from '../../src/ingest/flatten/points.js';
 import { BenchData } from './data.js';
 import { FLATTEN } from './options.js';
 
@@ -31,21 +30,22 @@ function measure<I, O>(name: string, inputs: I[], stage: (input: I) => O, rows: 
   return out;
 }
 
-const rows: Array<[string, number]> = [];
-const texts = measure('receiver: UTF-8 decode (TextDecoder, fatal)', bodies, (b) => decoder.decode(b), rows);
-const parsed = measure('receiver: JSON.parse', texts, (t) => (JSON.parse(t) as { bulkData: unknown[] }).bulkData, rows);
+const rows_: Array<[string, number]> = [];
+const texts = measure('receiver: UTF-8 decode (TextDecoder, fatal)', bodies, (b) => decoder.decode(b), rows_);
+const parsed = measure('receiver: JSON.parse', texts, (t) => (JSON.parse(t) as { bulkData: unknown[] }).bulkData, rows_);
 const now = Date.now();
-const valid = measure('receiver: validate (validateRecord)', parsed, (items) => items.map((i) => validateRecord(i, now)).flatMap((v) => (v.ok ? [v.record] : [])), rows);
+const valid = measure('receiver: validate (validateRecord)', parsed, (items) => items.map((i) => validateRecord(i, now)).flatMap((v) => (v.ok ? [v.record] : [])), rows_);
 // judge refuses fields in place: judge fresh copies, outside the timing.
 const copies = valid.map((rs) => rs.map((r) => ({ ...r, fields: { ...r.fields } })));
-measure('receiver: judge (plausibility)', copies, (rs) => rs.map((r) => plausibility.judge(r, now)), rows);
-const jobs = measure('receiver: encode job (codec v2)', valid, (rs) => encodeJob(rs), rows);
-const decoded = measure('worker: decode job', jobs, (j) => decodeJob(j), rows);
-const flat = measure('worker: flatten to line protocol', decoded, (rs: TelemetryRecord[]) => flattenRecords(rs, FLATTEN).lines, rows);
-measure('worker: request body (join, UTF-8)', flat, (lines) => Buffer.from(lines.join('\n')), rows);
+measure('receiver: judge (plausibility)', copies, (rs) => rs.map((r) => plausibility.judge(r, now)), rows_);
+const rows = measure('receiver: flatten into rows', valid, (rs) => rowsOf(rs, FLATTEN), rows_);
+const jobs = measure('receiver: encode job (codec v3)', rows, (r) => encodePointsJob([{ rows: r, from: 0, to: r.records }]), rows_);
+const bytes = measure('worker: job rows (inflate)', jobs, (j) => jobRows(j)!, rows_);
+const flat = measure('worker: lines from rows', bytes, (b) => readRows(b).lines, rows_);
+measure('worker: request body (join, UTF-8)', flat, (lines) => Buffer.from(lines.join('\n')), rows_);
 
-const width = Math.max(...rows.map(([n]) => n.length));
+const width = Math.max(...rows_.map(([n]) => n.length));
 process.stdout.write(`${PUSHES} pushes of ${SIZE} mixed records, core-µs per record (${ROUNDS} rounds after a warm-up):\n`);
-for (const [n, us] of rows) process.stdout.write(`  ${n.padEnd(width)}  ${us.toFixed(2).padStart(6)}\n`);
-const sum = (p: string) => rows.filter(([n]) => n.startsWith(p)).reduce((a, [, us]) => a + us, 0);
+for (const [n, us] of rows_) process.stdout.write(`  ${n.padEnd(width)}  ${us.toFixed(2).padStart(6)}\n`);
+const sum = (p: string) => rows_.filter(([n]) => n.startsWith(p)).reduce((a, [, us]) => a + us, 0);
 process.stdout.write(`  ${'receiver stages'.padEnd(width)}  ${sum('receiver').toFixed(2).padStart(6)}\n  ${'worker stages'.padEnd(width)}  ${sum('worker').toFixed(2).padStart(6)}\n`);

@@ -46,7 +46,7 @@ function sensorNumber(field: string): number {
 /** Escaped tag values by vehicle number: a fleet's few thousand plates are escaped once each. */
 const escapedTags = new Map<string, string>();
 
-function tag(vehicleno: string): string {
+export function tagOf(vehicleno: string): string {
   let t = escapedTags.get(vehicleno);
   if (t === undefined) {
     t = escapeTag(vehicleno);
@@ -63,6 +63,12 @@ function tag(vehicleno: string): string {
  */
 const parts: string[] = [];
 
+/** Whether `name`'s reading is an unused temperature sensor's, in a CAN record reporting `sensors` of them. */
+export function isUnusedSensor(name: string, value: number, sensors: number | undefined, sentinels: readonly number[]): boolean {
+  const n = sensorNumber(name);
+  return n !== NOT_A_SENSOR && ((sensors !== undefined && n > sensors) || sentinels.includes(value));
+}
+
 export function flattenRecord(record: TelemetryRecord, opts: FlattenOptions): Flattened {
   const values = record.fields;
   const can = record.type === 'can';
@@ -72,18 +78,15 @@ export function flattenRecord(record: TelemetryRecord, opts: FlattenOptions): Fl
   parts.length = 0;
   for (const key in values) {
     const value = values[key]!;
-    if (can) {
-      const n = sensorNumber(key);
-      if (n !== NOT_A_SENSOR && ((count !== undefined && n > count) || sentinels.includes(value))) {
-        (dropped ??= []).push(key);
-        continue;
-      }
+    if (can && isUnusedSensor(key, value, count, sentinels)) {
+      (dropped ??= []).push(key);
+      continue;
     }
     // Field keys were restricted at validation to letters, digits and _, so need no escaping.
     parts.push(`${key}=${formatFloat(value)}`);
   }
   if (parts.length === 0) return { line: undefined, dropped: dropped ?? [] };
-  const line = `${record.type},vehicleno=${tag(record.vehicleno)} ${parts.join(',')} ${record.time}`;
+  const line = `${record.type},vehicleno=${tagOf(record.vehicleno)} ${parts.join(',')} ${record.time}`;
   parts.length = 0;
   return { line, dropped: dropped ?? [] };
 }
@@ -113,7 +116,7 @@ export function flattenRecords(records: readonly TelemetryRecord[], opts: Flatte
     if (opts.packHealth && record.type === 'can') {
       const pack = packHealth(record.fields, opts.temperatureSentinels);
       if (pack) {
-        lines.push(`${PACK_MEASUREMENT},vehicleno=${tag(record.vehicleno)} ${Object.entries(pack).map(([k, v]) => `${k}=${formatFloat(v)}`).join(',')} ${record.time}`);
+        lines.push(`${PACK_MEASUREMENT},vehicleno=${tagOf(record.vehicleno)} ${Object.entries(pack).map(([k, v]) => `${k}=${formatFloat(v)}`).join(',')} ${record.time}`);
         sources.push(i);
       }
     }

@@ -8,6 +8,13 @@ import { CAN_ALERT_FLAGS, temperatureSensorNumber } from '../../telemetry/fields
  */
 export const PACK_MEASUREMENT = 'can_pack';
 
+/** The fields of a can_pack point, in the order they are written. */
+export const PACK_NAMES = [
+  'cell_voltage_min', 'cell_voltage_max', 'cell_voltage_mean', 'cell_voltage_spread', 'cells_reported',
+  'cell_temperature_min', 'cell_temperature_max', 'cell_temperature_spread', 'temperature_sensors_reported',
+  'alerts_raised',
+] as const;
+
 const ALERT_FLAGS: ReadonlySet<string> = new Set(CAN_ALERT_FLAGS);
 const CELL_VOLTAGE = /^cell_voltage_(\d{2})$/;
 

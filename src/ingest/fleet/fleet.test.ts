@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { influxQL } from '../../devstack/influxd.js';
-import type { TelemetryRecord } from '../../telemetry/record.js';
+import type { Sighting } from '../../telemetry/record.js';
 import { InfluxSink } from '../write/influx.js';
 import { writeStatusChanges, type SilentAfter } from './changes.js';
 import { FleetState, fleetKeys } from './state.js';
@@ -19,8 +19,8 @@ const THRESHOLDS: SilentAfter[] = [
   { label: '1h', ms: HOUR },
 ];
 
-const gps = (vehicleno: string, time: number, lat = 12.5, lng = 77.5): TelemetryRecord => ({ vehicleno, type: 'gps', time, fields: { lat, lng, alti: 1, speed: 1, ignstatus: 1 } });
-const can = (vehicleno: string, time: number): TelemetryRecord => ({ vehicleno, type: 'can', time, fields: { soc: 50 } });
+const gps = (vehicleno: string, time: number, lat = 12.5, lng = 77.5): Sighting => ({ vehicleno, type: 'gps', time, lat, lng });
+const can = (vehicleno: string, time: number): Sighting => ({ vehicleno, type: 'can', time });
 
 let redis: Redis;
 let db: string;

@@ -1,5 +1,5 @@
 import type { RedisClient } from '../../redis/connect.js';
-import type { TelemetryRecord } from '../../telemetry/record.js';
+import type { Sighting } from '../../telemetry/record.js';
 
 /**
  * Each vehicle's last-seen time and last position, kept in Redis beside its partition's queue (the
@@ -66,13 +66,13 @@ export class FleetState {
   }
 
   /** Records what one job of `partition` wrote: one round trip, whatever the number of records. */
-  async record(partition: number, records: readonly TelemetryRecord[]): Promise<void> {
+  async record(partition: number, records: readonly Sighting[]): Promise<void> {
     const newest = new Map<string, number>();
     const positions = new Map<string, { time: number; lat: number; lng: number }>();
     for (const r of records) {
       const t = newest.get(r.vehicleno);
       if (t === undefined || r.time > t) newest.set(r.vehicleno, r.time);
-      const { lat, lng } = r.fields;
+      const { lat, lng } = r;
       if (r.type !== 'gps' || lat === undefined || lng === undefined) continue;
       const p = positions.get(r.vehicleno);
       if (p === undefined || r.time >= p.time) positions.set(r.vehicleno, { time: r.time, lat, lng });

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { CAN_FIELDS, GPS_FIELDS } from '../../telemetry/fields.js';
 import type { TelemetryRecord } from '../../telemetry/record.js';
-import { decodeJob, encodeJob, jobRecordCount, V2_NAMES, type JobPayloadV1 } from './codec.js';
+import { decodeJob, encodeJob, encodePointsJob, jobRecordCount, V2_NAMES, type JobPayloadV1 } from './codec.js';
+import { recordsOf, rowsOf } from '../flatten/points.js';
 import { mulberry32 } from '../../upstream/emulator/prng.js';
 
 /** What BullMQ does to job data: JSON text in Redis, parsed again by the worker. */
@@ -140,7 +141,8 @@ describe('job payload v2', () => {
   });
 
   it('refuses payloads it does not know, naming the version', () => {
-    expect(() => decodeJob({ v: 3 })).toThrow('unknown job payload version 3');
+    expect(() => decodeJob({ v: 4 })).toThrow('unknown job payload version 4');
+    expect(() => decodeJob({ v: 3 })).toThrow('job payload v3: no rows');
     expect(() => decodeJob(null)).toThrow('unknown job payload version');
     // [vehiclenos, types, names, vehicle, counts, fieldIdx, times, columns, specials]
     expect(() => decodeJob({ v: 2, n: 1, c: [['V'], [], [], [0], [0], [], [1, T], [], []] })).toThrow(/record 0 is malformed/);
@@ -162,5 +164,44 @@ describe('job payload v1 (queued by earlier releases)', () => {
     ];
     const v1: JobPayloadV1 = { v: 1, records };
     expect(decodeJob(throughRedis(v1))).toEqual(records);
+  });
+});
+
+describe('job payload v3 (points as rows)', () => {
+  const opts = { temperatureSentinels: [-40], packHealth: true };
+  const records = (n: number, seed: number): TelemetryRecord[] => {
+    const rnd = mulberry32(seed);
+    return Array.from({ length: n }, (_, i) => {
+      const fields = Object.create(null) as Record<string, number>;
+      const names = i % 2 ? GPS_FIELDS : CAN_FIELDS;
+      for (const name of names) if (rnd() < 0.7) fields[name] = Number((rnd() * 100).toFixed(3));
+      fields.soc = 50;
+      return { vehicleno: PLATES[i % 5]!, type: i % 2 ? 'gps' : 'can', time: T + i, fields };
+    });
+  };
+
+  it('carries a small job as text and a large one deflated, and both decode to the records the rows hold', () => {
+    for (const [n, form] of [[3, 't'], [2_000, 'z']] as const) {
+      const want = records(n, n);
+      const rows = rowsOf(want, opts);
+      const job = throughRedis(encodePointsJob([{ rows, from: 0, to: n }])) as Record<string, unknown>;
+      expect(job.v).toBe(3);
+      expect(typeof job[form]).toBe('string');
+      expect(jobRecordCount(job)).toBe(n);
+      expect(decodeJob(job)).toEqual(recordsOf(rows));
+      expect(decodeJob(job).map((r) => r.time)).toEqual(want.map((r) => r.time));
+    }
+  });
+
+  it('takes any runs of several pushes\' rows, in order, and counts their unused sensors', () => {
+    const a = records(10, 1);
+    a[0]!.fields.cell_temperature_01 = -40;
+    const b = records(7, 2);
+    const ra = rowsOf(a, opts);
+    const rb = rowsOf(b, opts);
+    const job = throughRedis(encodePointsJob([{ rows: ra, from: 0, to: 4 }, { rows: rb, from: 2, to: 7 }])) as { n: number; d: number };
+    expect(job.n).toBe(9);
+    expect(job.d).toBe(1);
+    expect(decodeJob(job)).toEqual([...recordsOf(ra).slice(0, 4), ...recordsOf(rb).slice(2, 7)]);
   });
 });

@@ -1,5 +1,7 @@
 import { deflateRawSync, inflateRawSync, constants as zlib } from 'node:zlib';
 import type { TelemetryRecord } from '../../telemetry/record.js';
+import { FIELD_DICTIONARY } from '../../telemetry/fields.js';
+import { recordsOfRows, type PointRows } from '../flatten/points.js';
 
 /**
  * The payload of one job: a chunk of validated records. Versioned so workers of a newer
@@ -45,7 +47,20 @@ export interface JobPayloadV2 {
   /** The columnar array as JSON, raw-deflated, base64. */
   z?: string;
 }
-export type JobPayload = JobPayloadV1 | JobPayloadV2;
+/**
+ * v3: the records' points, already flattened by the receiver, as rows (src/ingest/flatten/points.ts):
+ * `{v: 3, n, d, t}` with the rows as text, or `{v: 3, n, d, z}` raw-deflated and base64-encoded. A
+ * worker copies their bytes into its request; nothing is decoded into records. `d`: fields left out
+ * as unused sensors.
+ */
+export interface JobPayloadV3 {
+  v: 3;
+  n: number;
+  d: number;
+  t?: string;
+  z?: string;
+}
+export type JobPayload = JobPayloadV1 | JobPayloadV2 | JobPayloadV3;
 
 type Name = number | string;
 type Special = [number, number, string];
@@ -61,31 +76,8 @@ type Columnar = [
   specials: Special[],
 ];
 
-/**
- * Field names a v2 payload may refer to by number: the spec's, frozen here as they were when v2
- * was made. Never reorder or remove; new names need no entry (they travel as strings).
- */
-export const V2_NAMES: readonly string[] = Object.freeze([
-  'lat', 'lng', 'alti', 'speed', 'ignstatus', 'time',
-  'allow_charging', 'allow_discharging', 'battery_voltage', 'current', 'power', 'soc', 'soh',
-  'battery_capacity', 'charge_cycle', 'chemistry', 'load_status', 'bms_id',
-  'bat_id_1', 'bat_id_2', 'bat_id_3', 'bat_id_4', 'bat_id_5', 'bat_id_6', 'bat_id_7', 'bat_id_8',
-  'bat_id_9', 'bat_id_10', 'bat_id_11', 'bat_id_12', 'bat_id_13', 'bat_id_14', 'bat_id_15', 'bat_id_16',
-  'no_of_cells', 'no_of_temperature_sensors',
-  'cell_voltage_01', 'cell_voltage_02', 'cell_voltage_03', 'cell_voltage_04', 'cell_voltage_05',
-  'cell_voltage_06', 'cell_voltage_07', 'cell_voltage_08', 'cell_voltage_09', 'cell_voltage_10',
-  'cell_voltage_11', 'cell_voltage_12', 'cell_voltage_13', 'cell_voltage_14', 'cell_voltage_15',
-  'cell_voltage_16',
-  'cell_temperature_01', 'cell_temperature_02', 'cell_temperature_03', 'cell_temperature_04',
-  'cell_temperature_05', 'cell_temperature_06',
-  'alert', 'alert_board_over_temp', 'alert_board_under_temp', 'alert_cell_conn_broken',
-  'alert_cell_diff_fault_battery_is_disbalanced', 'alert_cell_over_voltage_charged',
-  'alert_cell_under_voltage_discharged', 'alert_over_current_charging', 'alert_over_current_cont_charging',
-  'alert_over_current_discharging', 'alert_over_temp',
-  'alert_pack_ov_fault_total_pack_voltage_is_higher_than_set_threshold',
-  'alert_prl_fault_fault_in_battery_connected_in_parallel', 'alert_short_circuit', 'alert_thermal_runaway',
-  'alert_under_temp',
-]);
+/** Field names a v2 payload may refer to by number (the frozen dictionary of `telemetry/fields.ts`). */
+export const V2_NAMES: readonly string[] = FIELD_DICTIONARY;
 const V2_INDEX = new Map(V2_NAMES.map((n, i) => [n, i]));
 
 /**
@@ -250,9 +242,45 @@ export function encodeJob(records: TelemetryRecord[]): JobPayloadV2 {
   return { v: 2, n: records.length, z: deflateRawSync(JSON.stringify(c), DEFLATE).toString('base64') };
 }
 
-/** The records of a job payload of any version this release knows. */
+/** Records `from`..`to` of some rows: what one job takes of a push (or of several). */
+export interface RowsPart {
+  rows: PointRows;
+  from: number;
+  to: number;
+}
+
+/** A job of the rows of `parts`, in order. */
+export function encodePointsJob(parts: readonly RowsPart[]): JobPayloadV3 {
+  let n = 0, d = 0, size = 0;
+  for (const { rows, from, to } of parts) {
+    n += to - from;
+    for (let i = from; i < to; i++) d += rows.dropped[i]!;
+    const [a, b] = rows.span(from, to);
+    size += b - a;
+  }
+  const bytes = Buffer.allocUnsafe(size);
+  let at = 0;
+  for (const { rows, from, to } of parts) {
+    const [a, b] = rows.span(from, to);
+    at += rows.buf.copy(bytes, at, a, b);
+  }
+  return size < DEFLATE_FROM ? { v: 3, n, d, t: bytes.toString('utf8') } : { v: 3, n, d, z: deflateRawSync(bytes, DEFLATE).toString('base64') };
+}
+
+/** The rows of a v3 payload, or undefined for an older version. */
+export function jobRows(data: unknown): Buffer | undefined {
+  const p = data as Partial<JobPayloadV3> | null;
+  if (!p || p.v !== 3) return undefined;
+  if (typeof p.z === 'string') return inflateRawSync(Buffer.from(p.z, 'base64'));
+  if (typeof p.t === 'string') return Buffer.from(p.t, 'utf8');
+  throw new Error('job payload v3: no rows');
+}
+
+/** The records of a job payload of any version this release knows (v3: as the rows hold them, flattened). */
 export function decodeJob(data: unknown): TelemetryRecord[] {
   const p = data as { v?: unknown; records?: unknown; n?: number; c?: unknown; z?: unknown } | null;
+  const rows = jobRows(data);
+  if (rows) return recordsOfRows(rows);
   if (p && p.v === 1 && Array.isArray(p.records)) return p.records as TelemetryRecord[];
   if (p && p.v === 2) {
     if (typeof p.z === 'string') {
@@ -266,7 +294,7 @@ export function decodeJob(data: unknown): TelemetryRecord[] {
 
 /** How many records a payload holds, without decoding them when it says so itself. */
 export function jobRecordCount(data: unknown): number {
-  const p = data as Partial<JobPayloadV2> | null;
-  if (p && p.v === 2 && typeof p.n === 'number') return p.n;
+  const p = data as Partial<JobPayloadV2 | JobPayloadV3> | null;
+  if (p && (p.v === 2 || p.v === 3) && typeof p.n === 'number') return p.n;
   return decodeJob(data).length;
 }

@@ -24,6 +24,7 @@ function producer(maxRecordsPerJob = 1_000, lingerMs = 0): Producer {
   const p = new Producer(redis, {
     queueName: `producer_${randomBytes(4).toString('hex')}`,
     maxRecordsPerJob,
+    flatten: { temperatureSentinels: [] },
     lingerMs,
     timeoutMs: 5_000,
     retry: { spanMs: 3_600_000, baseMs: 1_000, maxMs: 60_000 },
@@ -123,7 +124,7 @@ describe('PartitionedProducer', () => {
     // A connection that is closed: that partition's enqueue fails at once, as when its master is gone.
     const closed = new Redis(inject('redisUrl'), { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: true });
     const healthy = producer();
-    const broken = new Producer(closed, { queueName: `producer_${randomBytes(4).toString('hex')}`, maxRecordsPerJob: 1_000, timeoutMs: 5_000, retry: { spanMs: 3_600_000, baseMs: 1_000, maxMs: 60_000 } });
+    const broken = new Producer(closed, { queueName: `producer_${randomBytes(4).toString('hex')}`, maxRecordsPerJob: 1_000, flatten: { temperatureSentinels: [] }, timeoutMs: 5_000, retry: { spanMs: 3_600_000, baseMs: 1_000, maxMs: 60_000 } });
     const pp = new PartitionedProducer([healthy, broken]);
     const records = Array.from({ length: 40 }, (_, i) => record(i));
     expect(new Set(records.map((r) => partitionOf(r.vehicleno, 2)))).toEqual(new Set([0, 1]));

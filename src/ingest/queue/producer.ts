@@ -2,7 +2,9 @@ import { Queue } from 'bullmq';
 import { masterFor, type RedisClient } from '../../redis/connect.js';
 import type { TelemetryRecord } from '../../telemetry/record.js';
 import type { Metrics } from '../../metrics/index.js';
-import { encodeJob } from './codec.js';
+import { encodePointsJob, type RowsPart } from './codec.js';
+import { PointRows, rowsOf } from '../flatten/points.js';
+import type { FlattenOptions } from '../flatten/flatten.js';
 import { partitionOf } from './keys.js';
 import { attemptsForSpan, BACKOFF_TYPE, type RetryPolicy } from './retry.js';
 
@@ -27,6 +29,8 @@ export interface ProducerOptions {
    */
   waitReplicas?: number;
   maxRecordsPerJob: number;
+  /** How records given as records (a dead letter's replay) are flattened into rows: the receiver's rules. */
+  flatten: FlattenOptions;
   timeoutMs: number;
   retry: RetryPolicy;
   /**
@@ -37,7 +41,7 @@ export interface ProducerOptions {
   lingerMs?: number;
 }
 
-const NO_RECORDS: TelemetryRecord[] = [];
+const NO_ROWS = new PointRows(0);
 
 const asEnqueueError = (err: unknown): EnqueueError =>
   err instanceof EnqueueError ? err : new EnqueueError(`enqueue failed: ${(err as Error)?.message ?? err}`, { cause: err });
@@ -61,7 +65,7 @@ async function confirmedWithin(sent: Promise<unknown>, waitMs: number, timeoutMs
 }
 
 interface Waiter {
-  records: TelemetryRecord[];
+  rows: PointRows;
   /** When the caller asked; its promise settles within ENQUEUE_TIMEOUT of this. */
   at: number;
   resolve: () => void;
@@ -87,6 +91,7 @@ const BUSY_WITHIN_MS = 10;
  */
 export class Producer {
   readonly queue: Queue;
+  readonly flatten: FlattenOptions;
   private pending: Waiter[] = [];
   private scheduled = false;
   private inFlight = 0;
@@ -100,6 +105,7 @@ export class Producer {
     private readonly redis: RedisClient,
     private readonly opts: ProducerOptions,
   ) {
+    this.flatten = opts.flatten;
     this.queue = new Queue(opts.queueName, {
       connection: redis,
       skipVersionCheck: opts.skipVersionCheck ?? false,
@@ -116,12 +122,17 @@ export class Producer {
   }
 
   enqueue(records: TelemetryRecord[]): Promise<void> {
-    if (records.length === 0) return Promise.resolve();
+    return this.enqueueRows(rowsOf(records, this.opts.flatten));
+  }
+
+  /** Flattened records (the receiver's rows); settles once Redis holds them. */
+  enqueueRows(rows: PointRows): Promise<void> {
+    if (rows.records === 0) return Promise.resolve();
     if (this.redis.status !== 'ready') {
       return Promise.reject(new EnqueueError(`Redis is not reachable (connection ${this.redis.status})`));
     }
     return new Promise<void>((resolve, reject) => {
-      this.pending.push({ records, at: Date.now(), resolve, reject });
+      this.pending.push({ rows, at: Date.now(), resolve, reject });
       this.schedule();
     });
   }
@@ -157,21 +168,11 @@ export class Producer {
       if (waiters.length === 0) return;
     }
 
-    const jobs: Array<{ name: string; data: ReturnType<typeof encodeJob> }> = [];
+    const jobs: Array<{ name: string; data: ReturnType<typeof encodePointsJob> }> = [];
     try {
-      let chunk: TelemetryRecord[] = [];
-      for (const w of waiters) {
-        for (const r of w.records) {
-          chunk.push(r);
-          if (chunk.length === this.opts.maxRecordsPerJob) {
-            jobs.push({ name: JOB_NAME, data: encodeJob(chunk) });
-            chunk = [];
-          }
-        }
-      }
-      if (chunk.length > 0) jobs.push({ name: JOB_NAME, data: encodeJob(chunk) });
-      // Encoded: the records need not live through the round trip (see receive/push.ts).
-      for (const w of waiters) w.records = NO_RECORDS;
+      for (const data of chunked(waiters.map((w) => w.rows), this.opts.maxRecordsPerJob)) jobs.push({ name: JOB_NAME, data });
+      // Encoded: the rows need not live through the round trip (see receive/push.ts).
+      for (const w of waiters) w.rows = NO_ROWS;
     } catch (err) {
       const e = asEnqueueError(err);
       for (const w of waiters) w.reject(e);
@@ -209,14 +210,14 @@ export class Producer {
    * a retried delivery enqueues nothing however its retry races the first. Not group-committed: the
    * id belongs to this delivery's jobs alone.
    */
-  async enqueueOnce(records: TelemetryRecord[], once: { id: string; ttlMs: number }): Promise<void> {
-    if (records.length === 0) return;
+  enqueueOnce(records: TelemetryRecord[], once: { id: string; ttlMs: number }): Promise<void> {
+    return this.enqueueRowsOnce(rowsOf(records, this.opts.flatten), once);
+  }
+
+  async enqueueRowsOnce(rows: PointRows, once: { id: string; ttlMs: number }): Promise<void> {
+    if (rows.records === 0) return;
     if (this.redis.status !== 'ready') throw new EnqueueError(`Redis is not reachable (connection ${this.redis.status})`);
-    const jobs = [];
-    for (let i = 0; i * this.opts.maxRecordsPerJob < records.length; i++) {
-      const chunk = records.slice(i * this.opts.maxRecordsPerJob, (i + 1) * this.opts.maxRecordsPerJob);
-      jobs.push({ name: JOB_NAME, data: encodeJob(chunk), opts: { deduplication: { id: `${once.id}:${i}`, ttl: once.ttlMs } } });
-    }
+    const jobs = chunked([rows], this.opts.maxRecordsPerJob).map((data, i) => ({ name: JOB_NAME, data, opts: { deduplication: { id: `${once.id}:${i}`, ttl: once.ttlMs } } }));
     await confirmedWithin(this.queue.addBulk(jobs).then(() => this.replicated(this.opts.timeoutMs)), this.opts.timeoutMs, this.opts.timeoutMs);
   }
 
@@ -241,6 +242,28 @@ export class Producer {
   }
 }
 
+/** The records of `all`, in order, as jobs of at most `max` records each. */
+function chunked(all: readonly PointRows[], max: number): Array<ReturnType<typeof encodePointsJob>> {
+  const jobs: Array<ReturnType<typeof encodePointsJob>> = [];
+  let parts: RowsPart[] = [];
+  let count = 0;
+  for (const rows of all) {
+    for (let from = 0; from < rows.records; ) {
+      const to = Math.min(rows.records, from + max - count);
+      parts.push({ rows, from, to });
+      count += to - from;
+      from = to;
+      if (count === max) {
+        jobs.push(encodePointsJob(parts));
+        parts = [];
+        count = 0;
+      }
+    }
+  }
+  if (count > 0) jobs.push(encodePointsJob(parts));
+  return jobs;
+}
+
 /**
  * The producers of all partitions as one: a push's records go to their vehicles' partitions
  * (QUEUE_PARTITIONS), each with its own group commit, and the push is confirmed only once every
@@ -249,27 +272,44 @@ export class Producer {
 export class PartitionedProducer {
   constructor(readonly producers: readonly Producer[]) {}
 
+  get partitions(): number {
+    return this.producers.length;
+  }
+
   enqueue(records: TelemetryRecord[]): Promise<void> {
-    if (this.producers.length === 1) return this.producers[0]!.enqueue(records);
-    return this.each(records, (p, part) => p.enqueue(part));
+    return this.enqueueRows(this.rowsOf(records));
   }
 
   /** Each partition deduplicates its own share: a retry after a partial failure enqueues only what is missing. */
   enqueueOnce(records: TelemetryRecord[], once: { id: string; ttlMs: number }): Promise<void> {
-    if (this.producers.length === 1) return this.producers[0]!.enqueueOnce(records, once);
-    return this.each(records, (p, part) => p.enqueueOnce(part, once));
+    return this.enqueueRowsOnce(this.rowsOf(records), once);
+  }
+
+  /** `rows[i]`: the rows of partition i's vehicles (partitionOf). */
+  enqueueRows(rows: readonly PointRows[]): Promise<void> {
+    if (this.producers.length === 1) return this.producers[0]!.enqueueRows(rows[0]!);
+    return this.each(rows, (p, part) => p.enqueueRows(part));
+  }
+
+  enqueueRowsOnce(rows: readonly PointRows[], once: { id: string; ttlMs: number }): Promise<void> {
+    if (this.producers.length === 1) return this.producers[0]!.enqueueRowsOnce(rows[0]!, once);
+    return this.each(rows, (p, part) => p.enqueueRowsOnce(part, once));
   }
 
   async close(): Promise<void> {
     await Promise.all(this.producers.map((p) => p.close()));
   }
 
-  private async each(records: TelemetryRecord[], send: (p: Producer, part: TelemetryRecord[]) => Promise<void>): Promise<void> {
+  private rowsOf(records: readonly TelemetryRecord[]): PointRows[] {
     const n = this.producers.length;
     const parts: TelemetryRecord[][] = Array.from({ length: n }, () => []);
     for (const r of records) parts[partitionOf(r.vehicleno, n)]!.push(r);
+    return parts.map((part, i) => rowsOf(part, this.producers[i]!.flatten));
+  }
+
+  private async each(rows: readonly PointRows[], send: (p: Producer, part: PointRows) => Promise<void>): Promise<void> {
     const sent: Array<Promise<void>> = [];
-    for (let i = 0; i < n; i++) if (parts[i]!.length > 0) sent.push(send(this.producers[i]!, parts[i]!));
+    for (let i = 0; i < this.producers.length; i++) if (rows[i] && rows[i]!.records > 0) sent.push(send(this.producers[i]!, rows[i]!));
     // allSettled: a partition's failure is answered only once the others settled, so no round trip outlives the push.
     const outcomes = await Promise.allSettled(sent);
     const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');

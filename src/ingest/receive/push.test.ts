@@ -1,3 +1,4 @@
+import { recordsOf } from '../flatten/points.js';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../log/index.js';
 import { Metrics } from '../../metrics/index.js';
@@ -12,9 +13,9 @@ function receiver() {
   const quarantined: NewQuarantineEntry[] = [];
   const metrics = new Metrics({ version: 'test', mode: 'receiver' });
   const routes = pushRoutes(
-    { enqueue: async (r) => void enqueued.push(...r), enqueueOnce: async (r) => void enqueued.push(...r) },
+    { partitions: 1, enqueueRows: async (rows) => void enqueued.push(...rows.flatMap(recordsOf)), enqueueRowsOnce: async (rows) => void enqueued.push(...rows.flatMap(recordsOf)) },
     { add: async (e) => void quarantined.push(...e) },
-    { senders: undefined, signatureToleranceMs: 300_000, bodyLimit: 1_000_000, maxRecords: 1_000, quarantineRawLimit: 10_000, retryAfterSeconds: 1, log: createLogger('silent'), metrics },
+    { senders: undefined, signatureToleranceMs: 300_000, bodyLimit: 1_000_000, maxRecords: 1_000, quarantineRawLimit: 10_000, flatten: { temperatureSentinels: [] }, retryAfterSeconds: 1, log: createLogger('silent'), metrics },
   );
   const post = (path: string, body: string | Uint8Array<ArrayBuffer>, headers: Record<string, string> = {}) =>
     routes.request(path, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });

@@ -2,11 +2,11 @@ import type { Context } from 'hono';
 import type { Logger } from '../../log/index.js';
 import type { RefusedFieldAnswer, RejectedRecord } from '../../telemetry/envelope.js';
 import { splitPush, type PushShape } from '../../telemetry/push.js';
-import type { TelemetryRecord } from '../../telemetry/record.js';
 import { quarantineEntry, type NewQuarantineEntry, type QuarantineOrigin } from '../queue/quarantine.js';
-import { validateRecord, type ValidationResult, type ValidationRule } from '../validate/record.js';
 import type { Plausibility } from '../plausibility/judge.js';
-import { boundedJson } from '../../telemetry/json.js';
+import type { FlattenOptions } from '../flatten/flatten.js';
+import type { PointRows } from '../flatten/points.js';
+import { RecordSorter } from './sort.js';
 import { acceptedBody, answerAccepted, PushRefused, refusalAnswer } from './answer.js';
 import type { SenderAuth } from './auth.js';
 import type { Delivery } from './delivery.js';
@@ -17,11 +17,13 @@ import { verify } from '../../telemetry/signature.js';
 import type { Metrics } from '../../metrics/index.js';
 import { BodyError, readBody } from './body.js';
 
-/** What the receiver needs from the queue stage; the real ones are Producer and Quarantine. */
+/** What the receiver needs from the queue stage; the real ones are PartitionedProducer and Quarantine. */
 export interface RecordSink {
-  enqueue(records: TelemetryRecord[]): Promise<void>;
+  /** QUEUE_PARTITIONS: `rows[i]` holds the records of partition i's vehicles. */
+  readonly partitions: number;
+  enqueueRows(rows: readonly PointRows[]): Promise<void>;
   /** At most once within `ttlMs` for one delivery `id` (a retried keyed delivery enqueues nothing). */
-  enqueueOnce(records: TelemetryRecord[], once: { id: string; ttlMs: number }): Promise<void>;
+  enqueueRowsOnce(rows: readonly PointRows[], once: { id: string; ttlMs: number }): Promise<void>;
 }
 export interface QuarantineSink {
   add(entries: readonly NewQuarantineEntry[]): Promise<void>;
@@ -42,15 +44,10 @@ export interface PushHandlerOptions {
   quarantineRawLimit: number;
   /** What cannot be true is refused (TIME_MAX_AHEAD, TIME_MAX_AGE, PLAUSIBLE_RANGES); undefined judges nothing. */
   plausibility?: Plausibility;
+  /** The flattening rules (CAN_TEMP_SENTINELS, PACK_HEALTH): records are queued as points. */
+  flatten: FlattenOptions;
   log: Logger;
 }
-
-/**
- * Rejected records of one push that get their own reason in the answer and their own quarantine
- * entry; beyond them the answer names each by index only, and the whole body is kept once. A push of
- * ten thousand bad records thus costs a bounded answer and a bounded quarantine.
- */
-export const REJECTED_IN_DETAIL = 100;
 
 // Invalid UTF-8 is refused rather than replaced: two plates differing in one bad byte would
 // otherwise merge into one series.
@@ -95,15 +92,17 @@ export async function receivePush(
   }
   if (opts.rateLimiter?.enabled) await takeTokens(opts.rateLimiter, intake.sender, items.length);
 
-  const sorted = sortRecords(items, text, intake, opts);
-  if (opts.metrics) countRecords(opts.metrics, items.length, intake.receivedAt, sorted);
-  const enqueued = digest === undefined ? records.enqueue(sorted.valid) : records.enqueueOnce(sorted.valid, { id: digest, ttlMs: opts.idempotency!.ttlMs });
+  const sorted = new RecordSorter(intake, { ...opts, partitions: records.partitions });
+  for (let i = 0; i < items.length; i++) sorted.item(i, items[i]);
+  sorted.finish(() => text);
+  if (opts.metrics) sorted.count(opts.metrics, items.length);
+  const enqueued = digest === undefined ? records.enqueueRows(sorted.rows) : records.enqueueRowsOnce(sorted.rows, { id: digest, ttlMs: opts.idempotency!.ttlMs });
   // Only counts and what is answered or quarantined cross the wait, in `outcome`: the parsed push and
-  // its records are then garbage as soon as the producer has encoded them, not kept through the Redis
+  // its rows are then garbage as soon as the producer has encoded them, not kept through the Redis
   // round trip (fewer survivors for each young-generation collection, which otherwise copies and
   // promotes every push in flight).
   const { rejected, refusedFields, fieldsRefused, held } = sorted;
-  const outcome: Outcome = { bulk: push.bulk, accepted: sorted.valid.length, total: items.length, rejected, refusedFields, fieldsRefused, held };
+  const outcome: Outcome = { bulk: push.bulk, accepted: sorted.accepted, total: items.length, rejected, refusedFields, fieldsRefused, held };
   return answerOnceStored(enqueued, outcome, digest, intake, quarantine, opts);
 }
 
@@ -246,111 +245,12 @@ function replayed(answer: StoredAnswer, deliveryId: string, replay = true): Resp
   return new Response(answer.body, { status: answer.status, headers });
 }
 
-/** The error of a rejected record beyond the first REJECTED_IN_DETAIL: short, since there may be thousands; the reasons are in the quarantine. */
-const BEYOND_DETAIL = 'invalid';
-
 /** The sender of pushes when authentication is off. */
 const ANONYMOUS = 'anonymous';
-
-/** What one push's records became: queued, refused whole, or queued with fields refused; and what the quarantine keeps. */
-interface SortedRecords {
-  valid: TelemetryRecord[];
-  rejected: RejectedRecord[];
-  /** Refused fields in detail (those of the first REJECTED_IN_DETAIL records that had any). */
-  refusedFields: RefusedFieldAnswer[];
-  /** Refused fields in all, and the records they were in. */
-  fieldsRefused: { fields: number; records: number };
-  held: NewQuarantineEntry[];
-  /** The rule each invalid record broke, for the metrics. */
-  invalid: ValidationRule[];
-  /** Plausibility refusals by rule and scope, for the metrics. */
-  implausible: Array<{ rule: string; scope: 'record' | 'field' }>;
-}
-
-/**
- * Each record validated, then judged: a record refused whole is listed in `rejected` and kept in the
- * quarantine as sent; a record with refused fields is queued without them, and kept whole in the
- * quarantine too, so that a replay (once the rule or the device is fixed) stores the rest identically
- * and the refused fields beside it. Past REJECTED_IN_DETAIL of either, the whole push (`text`) is
- * kept once instead.
- */
-function sortRecords(items: readonly unknown[], text: string, intake: Intake, opts: PushHandlerOptions): SortedRecords {
-  const { receivedAt } = intake;
-  const out: SortedRecords = { valid: [], rejected: [], refusedFields: [], fieldsRefused: { fields: 0, records: 0 }, held: [], invalid: [], implausible: [] };
-  const keep = (i: number, reason: string) => {
-    const { text: raw, truncated } = boundedJson(items[i], opts.quarantineRawLimit);
-    out.held.push({ ...quarantineEntry(intake.originOf(), i, reason, raw), truncated });
-  };
-  const reject = (i: number, error: string, rule?: string) => {
-    if (out.rejected.length >= REJECTED_IN_DETAIL) {
-      out.rejected.push({ index: i, error: BEYOND_DETAIL, ...(rule ? { rule } : {}) });
-      return;
-    }
-    out.rejected.push({ index: i, error, ...(rule ? { rule } : {}) });
-    keep(i, error);
-  };
-  for (let i = 0; i < items.length; i++) {
-    const r = validated(items[i], receivedAt);
-    if (!r.ok) {
-      out.invalid.push(r.rule);
-      reject(i, r.error);
-      continue;
-    }
-    const judged = opts.plausibility?.judge(r.record, receivedAt);
-    if (judged === undefined || (judged.ok && judged.refused.length === 0)) {
-      out.valid.push(r.record);
-      continue;
-    }
-    if (!judged.ok) {
-      out.implausible.push({ rule: judged.rule, scope: 'record' });
-      reject(i, judged.error, judged.rule);
-      continue;
-    }
-    out.valid.push(r.record);
-    for (const f of judged.refused) out.implausible.push({ rule: f.rule, scope: 'field' });
-    out.fieldsRefused.fields += judged.refused.length;
-    if (++out.fieldsRefused.records > REJECTED_IN_DETAIL) continue;
-    for (const f of judged.refused) out.refusedFields.push({ index: i, ...f });
-    keep(i, `implausible field(s) not stored: ${judged.refused.map((f) => `data.${f.field}: ${f.error}`).join('; ')}`);
-  }
-  const moreRejected = out.rejected.length - REJECTED_IN_DETAIL;
-  const moreRefused = out.fieldsRefused.records - REJECTED_IN_DETAIL;
-  if (moreRejected > 0 || moreRefused > 0) {
-    const why = [
-      moreRejected > 0 ? `${moreRejected} more rejected record(s), from index ${out.rejected[REJECTED_IN_DETAIL]!.index}` : '',
-      moreRefused > 0 ? `${moreRefused} more record(s) with implausible fields` : '',
-    ].filter(Boolean);
-    out.held.push(quarantineEntry(intake.originOf(), -1, `${why.join('; ')}; the whole push is kept here`, text, opts.quarantineRawLimit));
-  }
-  return out;
-}
 
 /** A realtime push's one record refused: 400, as invalid or as implausible. */
 function realtimeRefusal(r: RejectedRecord): PushRefused {
   return r.rule === undefined
     ? new PushRefused(400, 'invalid_record', `invalid record (quarantined): ${r.error}`)
     : new PushRefused(400, 'implausible_record', `implausible record (quarantined): ${r.error}`);
-}
-
-function countRecords(m: Metrics, received: number, receivedAt: number, sorted: SortedRecords): void {
-  m.recordsReceived.inc(received);
-  let gps = 0;
-  for (const r of sorted.valid) {
-    if (r.type === 'gps') gps++;
-    // A CAN record stamped on receipt says nothing of how late the sender is.
-    if (r.time !== receivedAt) m.lateness.observe({ type: r.type }, Math.max(0, receivedAt - r.time) / 1000);
-  }
-  if (gps > 0) m.recordsAccepted.inc({ type: 'gps' }, gps);
-  if (sorted.valid.length > gps) m.recordsAccepted.inc({ type: 'can' }, sorted.valid.length - gps);
-  for (const rule of sorted.invalid) m.recordsRejected.inc({ reason: rule });
-  for (const x of sorted.implausible) m.implausible.inc(x);
-}
-
-/** A record's verdict; whatever goes wrong while judging it is that record's fault, never a 5xx. */
-function validated(item: unknown, receivedAt: number): ValidationResult {
-  try {
-    return validateRecord(item, receivedAt);
-  } catch (err) {
-    return { ok: false, rule: 'other', error: `could not be validated: ${err instanceof Error ? err.message : String(err)}` };
-  }
 }

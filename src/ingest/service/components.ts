@@ -42,7 +42,7 @@ export function retryPolicy(cfg: Config): RetryPolicy {
 }
 
 export function producerOptions(cfg: Config, queueName: string): ProducerOptions {
-  return { queueName, maxRecordsPerJob: cfg.JOB_MAX_RECORDS, timeoutMs: cfg.ENQUEUE_TIMEOUT, lingerMs: cfg.ENQUEUE_LINGER, retry: retryPolicy(cfg), skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK, waitReplicas: cfg.REDIS_WAIT_REPLICAS };
+  return { queueName, maxRecordsPerJob: cfg.JOB_MAX_RECORDS, flatten: flattenOptions(cfg), timeoutMs: cfg.ENQUEUE_TIMEOUT, lingerMs: cfg.ENQUEUE_LINGER, retry: retryPolicy(cfg), skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK, waitReplicas: cfg.REDIS_WAIT_REPLICAS };
 }
 
 /** One producer per partition, as one. */
@@ -66,6 +66,7 @@ export function receiverOptions(cfg: Config, redis: RedisClient, log: Logger): R
     maxRecords: cfg.MAX_RECORDS_PER_PUSH,
     quarantineRawLimit: cfg.QUARANTINE_RAW_LIMIT,
     plausibility: plausibilityFor(cfg),
+    flatten: flattenOptions(cfg),
     retryAfterSeconds: retryAfterSeconds(cfg),
     log,
   };

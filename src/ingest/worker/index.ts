@@ -3,7 +3,7 @@ import type { RedisClient } from '../../redis/connect.js';
 import type { Logger } from '../../log/index.js';
 import type { Metrics } from '../../metrics/index.js';
 import type { PointSink } from '../write/sink.js';
-import type { TelemetryRecord } from '../../telemetry/record.js';
+import type { Sighting } from '../../telemetry/record.js';
 import type { FlattenOptions } from '../flatten/flatten.js';
 import { retryDelay, type RetryPolicy } from '../queue/retry.js';
 import type { Quarantine } from '../queue/quarantine.js';
@@ -24,7 +24,7 @@ export interface WorkerOptions {
   flatten: FlattenOptions;
   sink: PointSink;
   /** Told each job's records once the store holds them (the fleet's last-seen state). */
-  written?: (records: readonly TelemetryRecord[]) => Promise<void>;
+  written?: (records: readonly Sighting[]) => Promise<void>;
   log: Logger;
   metrics?: Metrics | undefined;
   skipVersionCheck?: boolean;

@@ -1,8 +1,9 @@
 import { UnrecoverableError, type Job } from 'bullmq';
-import { decodeJob } from '../queue/codec.js';
+import { decodeJob, jobRows } from '../queue/codec.js';
 import { quarantineEntry, type NewQuarantineEntry } from '../queue/quarantine.js';
-import { asPushRecord, type TelemetryRecord } from '../../telemetry/record.js';
+import { asPushRecord, sightingOf, type Sighting, type TelemetryRecord } from '../../telemetry/record.js';
 import { flattenRecords, type FlattenOptions } from '../flatten/flatten.js';
+import { readRows, recordsOfRows, type ReadPoints } from '../flatten/points.js';
 import { PartialWriteError, type PointSink, type RefusedLine } from '../write/sink.js';
 
 export interface ProcessResult {
@@ -22,7 +23,7 @@ export interface ProcessorOptions {
   /** Where points the store refuses go, with the store's error; resolves once stored. */
   quarantine: (entries: NewQuarantineEntry[]) => Promise<void>;
   /** Told the job's records once the store holds them (the fleet's last-seen state); a throw retries the job. */
-  written?: (records: readonly TelemetryRecord[]) => Promise<void>;
+  written?: (records: readonly Sighting[]) => Promise<void>;
   now?: () => number;
 }
 
@@ -34,8 +35,11 @@ export interface ProcessorOptions {
 export function createProcessor(opts: ProcessorOptions): (job: Job) => Promise<ProcessResult> {
   const now = opts.now ?? Date.now;
   return async (job) => {
-    const records = decodeJob(job.data);
-    const batch = flattenRecords(records, opts.flatten);
+    const rows = jobRows(job.data);
+    // A job of an older release holds records, flattened here; a v3 job's points were flattened by the receiver.
+    const batch: ReadPoints & { dropped?: number } = rows ? readRows(rows) : pointsOf(decodeJob(job.data), opts.flatten);
+    const d = (job.data as { d?: unknown }).d;
+    const droppedFields = batch.dropped ?? (typeof d === 'number' ? d : 0);
     let refused: readonly RefusedLine[] = [];
     try {
       await opts.sink.write(batch.lines);
@@ -50,6 +54,8 @@ export function createProcessor(opts: ProcessorOptions): (job: Job) => Promise<P
     }
     if (refused.length > 0) {
       const at = now();
+      // Only now are records rebuilt from the rows: a refused point is kept as its record, for replay.
+      const records = rows ? recordsOfRows(rows) : decodeJob(job.data);
       await opts.quarantine(
         refused.map(({ line, error }) => {
           const index = batch.sources[line]!;
@@ -58,15 +64,28 @@ export function createProcessor(opts: ProcessorOptions): (job: Job) => Promise<P
         }),
       );
     }
-    await opts.written?.(records);
+    await opts.written?.(batch.sightings);
     const pointsBy: Record<string, number> = {};
     const refusedAt = new Set(refused.map((r) => r.line));
     for (let i = 0; i < batch.lines.length; i++) {
       if (refusedAt.has(i)) continue;
-      const line = batch.lines[i]!;
-      const measurement = line.slice(0, line.indexOf(','));
+      const measurement = batch.measurements[i]!;
       pointsBy[measurement] = (pointsBy[measurement] ?? 0) + 1;
     }
-    return { records: records.length, points: batch.lines.length - refused.length, droppedFields: batch.droppedFields, refused: refused.length, pointsBy };
+    return { records: batch.records, points: batch.lines.length - refused.length, droppedFields, refused: refused.length, pointsBy };
+  };
+}
+
+/** The points of an older job's records, as a v3 job's rows would give them. */
+function pointsOf(records: readonly TelemetryRecord[], flatten: FlattenOptions): ReadPoints & { dropped: number } {
+  const f = flattenRecords(records, flatten);
+  return {
+    lines: f.lines,
+    sources: f.sources,
+    measurements: f.lines.map((line) => line.slice(0, line.indexOf(','))),
+    records: records.length,
+    emptyRecords: f.emptyRecords,
+    sightings: records.map(sightingOf),
+    dropped: f.droppedFields,
   };
 }

@@ -1,3 +1,4 @@
+import { recordsOf as recordsOfRows } from '../../ingest/flatten/points.js';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
@@ -275,9 +276,9 @@ describe('against the project\'s receiver (src/ingest/receive)', () => {
     const enqueued: TelemetryRecord[] = [];
     const quarantined: NewQuarantineEntry[] = [];
     const routes = pushRoutes(
-      { enqueue: async (records) => void enqueued.push(...records), enqueueOnce: async (records) => void enqueued.push(...records) },
+      { partitions: 1, enqueueRows: async (rows) => void enqueued.push(...rows.flatMap(recordsOfRows)), enqueueRowsOnce: async (rows) => void enqueued.push(...rows.flatMap(recordsOfRows)) },
       { add: async (entries) => void quarantined.push(...entries) },
-      { senders: parseSenders(['feed:feed-token-0123456789'], []).senders, signatureToleranceMs: 300_000, bodyLimit: 5_000_000, maxRecords: 10_000, quarantineRawLimit: 10_000, retryAfterSeconds: 1, log: createLogger('silent') },
+      { senders: parseSenders(['feed:feed-token-0123456789'], []).senders, signatureToleranceMs: 300_000, bodyLimit: 5_000_000, maxRecords: 10_000, quarantineRawLimit: 10_000, flatten: { temperatureSentinels: [] }, retryAfterSeconds: 1, log: createLogger('silent') },
     );
     const url = await serveApp(routes);
     const result = await runFeed({ ...fast, url, token: 'feed-token-0123456789', mode: 'mixed', count: 600, bulkSize: 50, vehicles: 20, invalidRatio: 0.1, keep: true });

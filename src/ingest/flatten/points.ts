@@ -1,0 +1,459 @@
+import type { RecordType, Sighting, TelemetryRecord } from '../../telemetry/record.js';
+import { FIELD_DICTIONARY } from '../../telemetry/fields.js';
+import { formatFloat } from '../../telemetry/lineProtocol.js';
+import { isUnusedSensor, tagOf, type FlattenOptions } from './flatten.js';
+import { PACK_MEASUREMENT, PACK_NAMES, packHealth } from './packHealth.js';
+
+/**
+ * Points as a job carries them (payload v3, queue/codec.ts): each record already flattened by the
+ * receiver, its field values as the text line protocol writes, so a worker copies bytes into its
+ * request and never decodes a record. One row a line:
+ *
+ *   <t><time> <mask>:<value>,<value>,…[;<name>=<value>,…] <tag>   a record's point; t: g (gps), c (can)
+ *   p<mask>:<value>,…                                           the can_pack point of the record above
+ *
+ * - mask: which names of the dictionary (FIELD_DICTIONARY; PACK_NAMES for `p`) the point has, six a
+ *   character of MASK_DIGITS, lowest first, trailing zero characters left out; the values follow in
+ *   dictionary order, each as `formatFloat` writes it.
+ * - names outside the dictionary follow `;`, in the record's order.
+ * - tag: the vehicleno escaped as a tag value, to the end of the row (a plate has no control character).
+ * - a record whose every field was an unused sensor has a row with no value, and no point.
+ *
+ * The order of fields in a line is the dictionary's, not the sender's: InfluxDB stores fields by name.
+ * This file is the format's one home: `PointRows` and `writeRecord` write it (and the receiver's
+ * one-pass scanner, src/ingest/scan/, held to writeRecord by its fuzz test), `readRows` reads it.
+ */
+
+export const MASK_DIGITS = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_';
+const MASK_CODE = new Uint8Array(MASK_DIGITS.length);
+const MASK_VALUE = new Int8Array(128).fill(-1);
+for (let i = 0; i < MASK_DIGITS.length; i++) {
+  MASK_CODE[i] = MASK_DIGITS.charCodeAt(i);
+  MASK_VALUE[MASK_DIGITS.charCodeAt(i)] = i;
+}
+
+export const DICTIONARY_INDEX: ReadonlyMap<string, number> = new Map(FIELD_DICTIONARY.map((n, i) => [n, i]));
+const PACK_INDEX: ReadonlyMap<string, number> = new Map(PACK_NAMES.map((n, i) => [n, i]));
+
+const NL = 10, SPACE = 32, COMMA = 44, COLON = 58, SEMI = 59, EQ = 61;
+export const ROW_GPS = 103; // g
+export const ROW_CAN = 99; // c
+export const ROW_PACK = 112; // p
+
+/** The rows of some records, as bytes, with where each record's rows end. */
+export class PointRows {
+  buf: Buffer;
+  len = 0;
+  /** Offset after each record's rows (its point and its can_pack point). */
+  readonly ends: number[] = [];
+  /** Fields left out of each record as unused temperature sensors. */
+  readonly dropped: number[] = [];
+
+  constructor(capacity = 4096) {
+    this.buf = Buffer.allocUnsafe(capacity);
+  }
+
+  get records(): number {
+    return this.ends.length;
+  }
+
+  /** Room for `n` more bytes. */
+  reserve(n: number): void {
+    if (this.len + n <= this.buf.length) return;
+    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.len + n));
+    this.buf.copy(next, 0, 0, this.len);
+    this.buf = next;
+  }
+
+  byte(c: number): void {
+    this.reserve(1);
+    this.buf[this.len++] = c;
+  }
+
+  /** A string of one-byte characters (numbers, names, ASCII tags). */
+  latin1(s: string): void {
+    this.reserve(s.length);
+    this.len += this.buf.write(s, this.len, 'latin1');
+  }
+
+  utf8(s: string): void {
+    this.reserve(Buffer.byteLength(s));
+    this.len += this.buf.write(s, this.len, 'utf8');
+  }
+
+  /** Bytes `from`..`to` of `src`. */
+  copy(src: Uint8Array, from: number, to: number): void {
+    const n = to - from;
+    this.reserve(n);
+    const buf = this.buf;
+    let at = this.len;
+    // Values and names are a few bytes: a loop beats a native call's overhead.
+    if (n < 32) for (let i = from; i < to; i++) buf[at++] = src[i]!;
+    else buf.set(src.subarray(from, to), at);
+    this.len += n;
+  }
+
+  /** The mask of the names whose bits are set in `bits` (one entry per six names). */
+  mask(bits: ArrayLike<number>, groups: number): void {
+    let last = groups - 1;
+    while (last >= 0 && bits[last] === 0) last--;
+    this.reserve(last + 1);
+    for (let g = 0; g <= last; g++) this.buf[this.len++] = MASK_CODE[bits[g]!]!;
+  }
+
+  endRecord(dropped: number): void {
+    this.ends.push(this.len);
+    this.dropped.push(dropped);
+  }
+
+  /** Bytes from the start of record `from` to the end of record `to - 1`. */
+  span(from: number, to: number): [number, number] {
+    return [from === 0 ? 0 : this.ends[from - 1]!, to === 0 ? 0 : this.ends[to - 1]!];
+  }
+}
+
+export const MASK_GROUPS = Math.ceil(FIELD_DICTIONARY.length / 6);
+const PACK_GROUPS = Math.ceil(PACK_NAMES.length / 6);
+
+// Reused: writing a record is synchronous.
+const bits = new Uint8Array(MASK_GROUPS);
+const texts: Array<string | undefined> = new Array<string | undefined>(FIELD_DICTIONARY.length).fill(undefined);
+const packBits = new Uint8Array(PACK_GROUPS);
+const packTexts: string[] = new Array<string>(PACK_NAMES.length).fill('');
+
+/**
+ * A valid, judged record's rows: its point, and its can_pack point with PACK_HEALTH. The flattening
+ * rules are flatten.ts's (`isUnusedSensor`, `packHealth`), in the row format above.
+ */
+export function writeRecord(rows: PointRows, r: TelemetryRecord, opts: FlattenOptions): void {
+  const fields = r.fields;
+  const can = r.type === 'can';
+  const sensors = can ? fields.no_of_temperature_sensors : undefined;
+  let dropped = 0;
+  let extras: string | undefined;
+  bits.fill(0);
+  for (const name in fields) {
+    const value = fields[name]!;
+    if (can && isUnusedSensor(name, value, sensors, opts.temperatureSentinels)) {
+      dropped++;
+      continue;
+    }
+    const i = DICTIONARY_INDEX.get(name);
+    if (i === undefined) extras = `${extras === undefined ? ';' : `${extras},`}${name}=${formatFloat(value)}`;
+    else {
+      bits[(i / 6) | 0]! |= 1 << i % 6;
+      texts[i] = formatFloat(value);
+    }
+  }
+  rows.byte(can ? ROW_CAN : ROW_GPS);
+  rows.latin1(String(r.time));
+  rows.byte(SPACE);
+  rows.mask(bits, MASK_GROUPS);
+  rows.byte(COLON);
+  let first = true;
+  for (let g = 0; g < MASK_GROUPS; g++) {
+    const b = bits[g]!;
+    if (b === 0) continue;
+    for (let k = 0; k < 6; k++) {
+      if ((b & (1 << k)) === 0) continue;
+      const i = g * 6 + k;
+      if (!first) rows.byte(COMMA);
+      first = false;
+      rows.latin1(texts[i]!);
+      texts[i] = undefined;
+    }
+  }
+  if (extras !== undefined) rows.latin1(extras);
+  rows.byte(SPACE);
+  rows.utf8(tagOf(r.vehicleno));
+  rows.byte(NL);
+  if (can && opts.packHealth) writePack(rows, packHealth(fields, opts.temperatureSentinels));
+  rows.endRecord(dropped);
+}
+
+/** The `p` row of a record's pack-health fields (none when it has no inputs). */
+export function writePack(rows: PointRows, pack: Readonly<Record<string, number>> | undefined): void {
+  if (pack === undefined) return;
+  packBits.fill(0);
+  for (const name in pack) {
+    const i = PACK_INDEX.get(name)!;
+    packBits[(i / 6) | 0]! |= 1 << i % 6;
+    packTexts[i] = formatFloat(pack[name]!);
+  }
+  rows.byte(ROW_PACK);
+  rows.mask(packBits, PACK_GROUPS);
+  rows.byte(COLON);
+  let first = true;
+  for (let i = 0; i < PACK_NAMES.length; i++) {
+    if ((packBits[(i / 6) | 0]! & (1 << i % 6)) === 0) continue;
+    if (!first) rows.byte(COMMA);
+    first = false;
+    rows.latin1(packTexts[i]!);
+  }
+  rows.byte(NL);
+}
+
+/** Records as rows (the dead letter's replay, tests). */
+export function rowsOf(records: readonly TelemetryRecord[], opts: FlattenOptions): PointRows {
+  const rows = new PointRows();
+  for (const r of records) writeRecord(rows, r, opts);
+  return rows;
+}
+
+// ---- reading -------------------------------------------------------------------------------
+
+const KEY_BYTES = FIELD_DICTIONARY.map((n) => Buffer.from(`${n}=`, 'latin1'));
+const PACK_KEY_BYTES = PACK_NAMES.map((n) => Buffer.from(`${n}=`, 'latin1'));
+const MEASUREMENT_BYTES: Record<number, Buffer> = {
+  [ROW_GPS]: Buffer.from('gps,vehicleno=', 'latin1'),
+  [ROW_CAN]: Buffer.from('can,vehicleno=', 'latin1'),
+  [ROW_PACK]: Buffer.from(`${PACK_MEASUREMENT},vehicleno=`, 'latin1'),
+};
+
+/** What a worker writes from a job's rows, and what it tells the fleet. */
+export interface ReadPoints {
+  lines: string[];
+  /** `sources[i]`: the record `lines[i]` was made from. */
+  sources: number[];
+  /** Points by measurement. */
+  measurements: string[];
+  records: number;
+  emptyRecords: number;
+  sightings: Sighting[];
+}
+
+/** Where one row's parts are, found by `parseRow`. */
+interface Row {
+  kind: number;
+  timeFrom: number;
+  timeTo: number;
+  maskFrom: number;
+  valuesFrom: number;
+  /** End of the dictionary values (`;` or the space before the tag). */
+  valuesTo: number;
+  /** After `;`, to the space before the tag; empty when there are none. */
+  extrasFrom: number;
+  extrasTo: number;
+  tagFrom: number;
+  tagTo: number;
+  /** After the row's newline. */
+  next: number;
+}
+
+const row: Row = { kind: 0, timeFrom: 0, timeTo: 0, maskFrom: 0, valuesFrom: 0, valuesTo: 0, extrasFrom: 0, extrasTo: 0, tagFrom: 0, tagTo: 0, next: 0 };
+
+function malformed(at: number): Error {
+  return new Error(`job payload v3: malformed row at byte ${at}`);
+}
+
+function parseRow(b: Uint8Array, p: number, end: number): Row {
+  const kind = b[p]!;
+  row.kind = kind;
+  let i = p + 1;
+  if (kind === ROW_PACK) {
+    row.timeFrom = row.timeTo = i;
+  } else if (kind === ROW_GPS || kind === ROW_CAN) {
+    row.timeFrom = i;
+    while (i < end && b[i] !== SPACE) i++;
+    row.timeTo = i++;
+  } else throw malformed(p);
+  row.maskFrom = i;
+  while (i < end && b[i] !== COLON) i++;
+  if (i >= end) throw malformed(p);
+  row.valuesFrom = ++i;
+  while (i < end && b[i] !== SEMI && b[i] !== SPACE && b[i] !== NL) i++;
+  row.valuesTo = i;
+  if (b[i] === SEMI) {
+    row.extrasFrom = ++i;
+    while (i < end && b[i] !== SPACE && b[i] !== NL) i++;
+  } else row.extrasFrom = i;
+  row.extrasTo = i;
+  if (kind === ROW_PACK) {
+    row.tagFrom = row.tagTo = i;
+  } else {
+    if (b[i] !== SPACE) throw malformed(p);
+    row.tagFrom = ++i;
+    while (i < end && b[i] !== NL) i++;
+    row.tagTo = i;
+  }
+  if (b[i] !== NL) throw malformed(p);
+  row.next = i + 1;
+  return row;
+}
+
+/** A line is built here, then taken as a string: one copy, where joining strings would leave ropes. */
+let scratch = Buffer.allocUnsafe(16_384);
+let at = 0;
+function put(src: Uint8Array, from: number, to: number): void {
+  const n = to - from;
+  if (at + n > scratch.length) {
+    const next = Buffer.allocUnsafe(Math.max(scratch.length * 2, at + n));
+    scratch.copy(next, 0, 0, at);
+    scratch = next;
+  }
+  if (n < 32) for (let i = from; i < to; i++) scratch[at++] = src[i]!;
+  else {
+    scratch.set(src.subarray(from, to), at);
+    at += n;
+  }
+}
+function putByte(c: number): void {
+  if (at + 1 > scratch.length) put(new Uint8Array([c]), 0, 1);
+  else scratch[at++] = c;
+}
+
+/** The fields of a row, `name=value,…`, put into the line; calls `each(i, from, to)` per dictionary value. */
+function putFields(b: Uint8Array, r: Row, keys: readonly Buffer[], each?: (i: number, from: number, to: number) => void): number {
+  let v = r.valuesFrom;
+  let count = 0;
+  for (let m = r.maskFrom; b[m] !== COLON; m++) {
+    const group = MASK_VALUE[b[m]!]!;
+    if (group < 0) throw malformed(m);
+    if (group === 0) continue;
+    for (let k = 0; k < 6; k++) {
+      if ((group & (1 << k)) === 0) continue;
+      const i = (m - r.maskFrom) * 6 + k;
+      const key = keys[i];
+      if (key === undefined || v >= r.valuesTo + 1) throw malformed(m);
+      let e = v;
+      while (e < r.valuesTo && b[e] !== COMMA) e++;
+      if (count++ > 0) putByte(COMMA);
+      put(key, 0, key.length);
+      put(b, v, e);
+      each?.(i, v, e);
+      v = e + 1;
+    }
+  }
+  if (v < r.valuesTo) throw malformed(v);
+  if (r.extrasTo > r.extrasFrom) {
+    if (count++ > 0) putByte(COMMA);
+    put(b, r.extrasFrom, r.extrasTo);
+  }
+  return count;
+}
+
+const LAT = DICTIONARY_INDEX.get('lat')!;
+const LNG = DICTIONARY_INDEX.get('lng')!;
+
+/** Plates by their escaped tag text, for the fleet's sightings. */
+const platesByTag = new Map<string, string>();
+function plateOf(tag: string): string {
+  let v = platesByTag.get(tag);
+  if (v === undefined) {
+    v = unescapeTag(tag);
+    if (platesByTag.size >= 10_000) platesByTag.clear();
+    platesByTag.set(tag, v);
+  }
+  return v;
+}
+
+/** escapeTag undone: validation refuses the plates where this would be ambiguous (unrepresentableTag). */
+export function unescapeTag(tag: string): string {
+  return tag.includes('\\') ? tag.replace(/\\([,= ])/g, '$1') : tag;
+}
+
+function isAscii(b: Uint8Array, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) if (b[i]! >= 0x80) return false;
+  return true;
+}
+
+/** Every line of a job's rows, by copying bytes; with the records' sightings for the fleet. */
+export function readRows(b: Buffer): ReadPoints {
+  const out: ReadPoints = { lines: [], sources: [], measurements: [], records: 0, emptyRecords: 0, sightings: [] };
+  const end = b.length;
+  let p = 0;
+  let record = -1;
+  let tagFrom = 0, tagTo = 0, timeFrom = 0, timeTo = 0, ascii = true;
+  let lat: [number, number] | undefined, lng: [number, number] | undefined;
+  const position = (i: number, from: number, to: number) => {
+    if (i === LAT) lat = [from, to];
+    else if (i === LNG) lng = [from, to];
+  };
+  while (p < end) {
+    const r = parseRow(b, p, end);
+    if (r.kind !== ROW_PACK) {
+      record++;
+      tagFrom = r.tagFrom;
+      tagTo = r.tagTo;
+      timeFrom = r.timeFrom;
+      timeTo = r.timeTo;
+      ascii = isAscii(b, tagFrom, tagTo);
+    } else if (record < 0) throw malformed(p);
+    at = 0;
+    const m = MEASUREMENT_BYTES[r.kind]!;
+    put(m, 0, m.length);
+    put(b, tagFrom, tagTo);
+    putByte(SPACE);
+    lat = lng = undefined;
+    const gps = r.kind === ROW_GPS;
+    const fields = putFields(b, r, r.kind === ROW_PACK ? PACK_KEY_BYTES : KEY_BYTES, gps ? position : undefined);
+    if (r.kind !== ROW_PACK) {
+      const tag = b.toString(ascii ? 'latin1' : 'utf8', tagFrom, tagTo);
+      const s: Sighting = { vehicleno: plateOf(tag), type: gps ? 'gps' : 'can', time: Number(b.toString('latin1', timeFrom, timeTo)) };
+      if (lat && lng) {
+        s.lat = Number(b.toString('latin1', lat[0], lat[1]));
+        s.lng = Number(b.toString('latin1', lng[0], lng[1]));
+      }
+      out.sightings.push(s);
+    }
+    if (fields === 0) {
+      if (r.kind !== ROW_PACK) out.emptyRecords++;
+    } else {
+      putByte(SPACE);
+      put(b, timeFrom, timeTo);
+      out.lines.push(scratch.toString(ascii ? 'latin1' : 'utf8', 0, at));
+      out.sources.push(record);
+      out.measurements.push(r.kind === ROW_GPS ? 'gps' : r.kind === ROW_CAN ? 'can' : PACK_MEASUREMENT);
+    }
+    p = r.next;
+  }
+  out.records = record + 1;
+  return out;
+}
+
+/** The records some rows hold (tests, and what a receiver's sink is handed). */
+export function recordsOf(rows: PointRows): TelemetryRecord[] {
+  return recordsOfRows(rows.buf.subarray(0, rows.len));
+}
+
+/** The records of a job's rows, as pushed fields (the dead letter shows and replays them; a refused point is quarantined as its record). */
+export function recordsOfRows(b: Uint8Array): TelemetryRecord[] {
+  const out: TelemetryRecord[] = [];
+  const end = b.length;
+  let p = 0;
+  while (p < end) {
+    const r = parseRow(b, p, end);
+    p = r.next;
+    if (r.kind === ROW_PACK) continue;
+    const fields = Object.create(null) as Record<string, number>;
+    putFieldsInto(b, r, fields);
+    const type: RecordType = r.kind === ROW_GPS ? 'gps' : 'can';
+    const tag = Buffer.from(b.buffer, b.byteOffset + r.tagFrom, r.tagTo - r.tagFrom).toString('utf8');
+    out.push({ vehicleno: unescapeTag(tag), type, time: Number(latin1(b, r.timeFrom, r.timeTo)), fields });
+  }
+  return out;
+}
+
+function latin1(b: Uint8Array, from: number, to: number): string {
+  return Buffer.from(b.buffer, b.byteOffset + from, to - from).toString('latin1');
+}
+
+function putFieldsInto(b: Uint8Array, r: Row, fields: Record<string, number>): void {
+  let v = r.valuesFrom;
+  for (let m = r.maskFrom; b[m] !== COLON; m++) {
+    const group = MASK_VALUE[b[m]!]!;
+    for (let k = 0; k < 6; k++) {
+      if ((group & (1 << k)) === 0) continue;
+      let e = v;
+      while (e < r.valuesTo && b[e] !== COMMA) e++;
+      fields[FIELD_DICTIONARY[(m - r.maskFrom) * 6 + k]!] = Number(latin1(b, v, e));
+      v = e + 1;
+    }
+  }
+  if (r.extrasTo > r.extrasFrom) {
+    for (const pair of latin1(b, r.extrasFrom, r.extrasTo).split(',')) {
+      const eq = pair.indexOf('=');
+      fields[pair.slice(0, eq)] = Number(pair.slice(eq + 1));
+    }
+  }
+}
