@@ -9,6 +9,8 @@ import { plausibilityFor } from '../../src/ingest/service/components.js';
 import { validateRecord } from '../../src/ingest/validate/record.js';
 import { encodePointsJob, jobRows } from '../../src/ingest/queue/codec.js';
 import { readRows, rowsOf } from '../../src/ingest/flatten/points.js';
+import { RecordSorter } from '../../src/ingest/receive/sort.js';
+import { scanPush } from '../../src/ingest/scan/scan.js';
 import { BenchData } from './data.js';
 import { FLATTEN } from './options.js';
 
@@ -31,6 +33,8 @@ function measure<I, O>(name: string, inputs: I[], stage: (input: I) => O, rows: 
 }
 
 const rows_: Array<[string, number]> = [];
+/** The scanner's row, apart: it replaces the general path's decode, parse, validate, judge and flatten. */
+const scanRows: Array<[string, number]> = [];
 const texts = measure('receiver: UTF-8 decode (TextDecoder, fatal)', bodies, (b) => decoder.decode(b), rows_);
 const parsed = measure('receiver: JSON.parse', texts, (t) => (JSON.parse(t) as { bulkData: unknown[] }).bulkData, rows_);
 const now = Date.now();
@@ -39,6 +43,14 @@ const valid = measure('receiver: validate (validateRecord)', parsed, (items) => 
 const copies = valid.map((rs) => rs.map((r) => ({ ...r, fields: { ...r.fields } })));
 measure('receiver: judge (plausibility)', copies, (rs) => rs.map((r) => plausibility.judge(r, now)), rows_);
 const rows = measure('receiver: flatten into rows', valid, (rs) => rowsOf(rs, FLATTEN), rows_);
+// The receiver's own path: one pass from the bytes to the rows (the four stages above, for plain records).
+const facts = { receivedAt: now, originOf: () => ({ deliveryId: '', sender: '', receivedAt: now, route: '', stage: 'receive' as const }) };
+const scanned = measure('receiver: scan (bytes to rows, one pass)', bodies, (b) => {
+  const sorter = new RecordSorter(facts, { plausibility, flatten: FLATTEN, quarantineRawLimit: 1_000, partitions: 1 });
+  if (!scanPush(b, 'bulk', sorter, { plausibility, flatten: FLATTEN, receivedAt: now }) || sorter.accepted !== SIZE) throw new Error('the scanner declined a bench push');
+  return sorter.rows[0]!;
+}, scanRows);
+for (let i = 0; i < PUSHES; i++) if (!scanned[i]!.buf.subarray(0, scanned[i]!.len).equals(rows[i]!.buf.subarray(0, rows[i]!.len))) throw new Error(`push ${i}: the scanner's rows differ from the general path's`);
 const jobs = measure('receiver: encode job (codec v3)', rows, (r) => encodePointsJob([{ rows: r, from: 0, to: r.records }]), rows_);
 const bytes = measure('worker: job rows (inflate)', jobs, (j) => jobRows(j)!, rows_);
 const flat = measure('worker: lines from rows', bytes, (b) => readRows(b).lines, rows_);
@@ -48,4 +60,7 @@ const width = Math.max(...rows_.map(([n]) => n.length));
 process.stdout.write(`${PUSHES} pushes of ${SIZE} mixed records, core-µs per record (${ROUNDS} rounds after a warm-up):\n`);
 for (const [n, us] of rows_) process.stdout.write(`  ${n.padEnd(width)}  ${us.toFixed(2).padStart(6)}\n`);
 const sum = (p: string) => rows_.filter(([n]) => n.startsWith(p)).reduce((a, [, us]) => a + us, 0);
+const general = ['decode', 'JSON.parse', 'validate', 'judge', 'flatten'].reduce((a, k) => a + rows_.find(([n]) => n.includes(k))![1], 0);
+process.stdout.write(`  ${scanRows[0]![0].padEnd(width)}  ${scanRows[0]![1].toFixed(2).padStart(6)}  (the general path's decode to flatten: ${general.toFixed(2)})\n`);
+process.stdout.write(`  ${'receiver stages, scanning'.padEnd(width)}  ${(sum('receiver') - general + scanRows[0]![1]).toFixed(2).padStart(6)}\n`);
 process.stdout.write(`  ${'receiver stages'.padEnd(width)}  ${sum('receiver').toFixed(2).padStart(6)}\n  ${'worker stages'.padEnd(width)}  ${sum('worker').toFixed(2).padStart(6)}\n`);

@@ -47,7 +47,7 @@ export class Plausibility {
    * `record.fields` in place (the record was made for this push by validate/).
    */
   judge(record: TelemetryRecord, receivedAt: number): Judgement {
-    const timeProblem = this.judgeTime(record.time, receivedAt);
+    const timeProblem = this.timeProblem(record.time, receivedAt);
     if (timeProblem) return { ok: false, ...timeProblem, refused: [] };
     let refused: RefusedField[] | undefined;
     const { fields } = record;
@@ -60,13 +60,8 @@ export class Plausibility {
       delete fields.lat;
       delete fields.lng;
     }
-    const names = this.byName[record.type];
     for (const field in fields) {
-      let rule = names.get(field);
-      if (rule === undefined) {
-        rule = ruleFor(this.opts.rules, record.type, field) ?? NO_RULE;
-        if (names.size < NAMES_KEPT) names.set(field, rule);
-      }
+      const rule = this.ruleOf(record.type, field);
       if (rule === NO_RULE) continue;
       const value = fields[field]!;
       if (value >= rule.min && value <= rule.max && (!rule.integer || Number.isInteger(value))) continue;
@@ -79,7 +74,19 @@ export class Plausibility {
     return { ok: false, rule: rules[0]!, error: `no field left to store: ${refused.map((r) => `data.${r.field}: ${r.error}`).join('; ')}`, refused };
   }
 
-  private judgeTime(time: number, now: number): { rule: string; error: string } | undefined {
+  /** The range rule of a field name (null: unchecked), looked up once per name. */
+  ruleOf(type: RecordType, field: string): RangeRule | null {
+    const names = this.byName[type];
+    let rule = names.get(field);
+    if (rule === undefined) {
+      rule = ruleFor(this.opts.rules, type, field) ?? NO_RULE;
+      if (names.size < NAMES_KEPT) names.set(field, rule);
+    }
+    return rule;
+  }
+
+  /** Why a record's time cannot be true at `now`, or undefined. */
+  timeProblem(time: number, now: number): { rule: string; error: string } | undefined {
     const { maxAheadMs, maxAgeMs } = this.opts;
     if (maxAheadMs > 0 && time - now > maxAheadMs) {
       return {

@@ -7,6 +7,7 @@ import type { Plausibility } from '../plausibility/judge.js';
 import type { FlattenOptions } from '../flatten/flatten.js';
 import type { PointRows } from '../flatten/points.js';
 import { RecordSorter } from './sort.js';
+import { scanPush } from '../scan/scan.js';
 import { acceptedBody, answerAccepted, PushRefused, refusalAnswer } from './answer.js';
 import type { SenderAuth } from './auth.js';
 import type { Delivery } from './delivery.js';
@@ -81,28 +82,41 @@ export async function receivePush(
     if (first) return replayed(first, delivery.deliveryId);
   }
 
-  const push = decodePush(bytes, shape);
-  if (!push.ok) {
-    await intake.keepWhole(push.raw, push.refusal.message);
-    throw push.refusal;
+  // The scanner reads plainly valid records straight into rows; the rest of the push it hands to the
+  // general path (parse, validate, judge, flatten) record by record, or whole when it is not a push it reads.
+  let sorted = new RecordSorter(intake, { ...opts, partitions: records.partitions });
+  const scanned = scanPush(bytes, shape, sorted, { plausibility: opts.plausibility, flatten: opts.flatten, receivedAt: intake.receivedAt });
+  let general: { text: string; items: unknown[] } | undefined;
+  let bulk: boolean, total: number;
+  if (scanned) ({ bulk, count: total } = scanned);
+  else {
+    const push = decodePush(bytes, shape);
+    if (!push.ok) {
+      await intake.keepWhole(push.raw, push.refusal.message);
+      throw push.refusal;
+    }
+    general = push;
+    ({ bulk, items: { length: total } } = push);
   }
-  const { text, items } = push;
-  if (items.length > opts.maxRecords) {
-    throw new PushRefused(413, 'too_many_records', `push of ${items.length} records exceeds MAX_RECORDS_PER_PUSH (${opts.maxRecords}); split it`);
+  if (total > opts.maxRecords) {
+    throw new PushRefused(413, 'too_many_records', `push of ${total} records exceeds MAX_RECORDS_PER_PUSH (${opts.maxRecords}); split it`);
   }
-  if (opts.rateLimiter?.enabled) await takeTokens(opts.rateLimiter, intake.sender, items.length);
+  if (opts.rateLimiter?.enabled) await takeTokens(opts.rateLimiter, intake.sender, total);
 
-  const sorted = new RecordSorter(intake, { ...opts, partitions: records.partitions });
-  for (let i = 0; i < items.length; i++) sorted.item(i, items[i]);
-  sorted.finish(() => text);
-  if (opts.metrics) sorted.count(opts.metrics, items.length);
+  if (general) {
+    sorted = new RecordSorter(intake, { ...opts, partitions: records.partitions });
+    for (let i = 0; i < total; i++) sorted.item(i, general.items[i]);
+  }
+  const text = general?.text;
+  sorted.finish(() => text ?? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
+  if (opts.metrics) sorted.count(opts.metrics, total);
   const enqueued = digest === undefined ? records.enqueueRows(sorted.rows) : records.enqueueRowsOnce(sorted.rows, { id: digest, ttlMs: opts.idempotency!.ttlMs });
   // Only counts and what is answered or quarantined cross the wait, in `outcome`: the parsed push and
   // its rows are then garbage as soon as the producer has encoded them, not kept through the Redis
   // round trip (fewer survivors for each young-generation collection, which otherwise copies and
   // promotes every push in flight).
   const { rejected, refusedFields, fieldsRefused, held } = sorted;
-  const outcome: Outcome = { bulk: push.bulk, accepted: sorted.accepted, total: items.length, rejected, refusedFields, fieldsRefused, held };
+  const outcome: Outcome = { bulk, accepted: sorted.accepted, total, rejected, refusedFields, fieldsRefused, held };
   return answerOnceStored(enqueued, outcome, digest, intake, quarantine, opts);
 }
 

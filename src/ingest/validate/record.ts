@@ -142,7 +142,7 @@ const vehicleno = z
  * The rules of a GPS record's core fields, in the order zod reports them and writes them: one table
  * for the zod schema and the plain path. Every other parameter (all of CAN's) is dynamic: kept when numeric.
  */
-const GPS_CORE: ReadonlyArray<{ key: GpsField; min?: number; max?: number; flag?: boolean }> = [
+export const GPS_CORE: ReadonlyArray<{ key: GpsField; min?: number; max?: number; flag?: boolean }> = [
   { key: 'lat', min: -90, max: 90 },
   { key: 'lng', min: -180, max: 180 },
   { key: 'alti' },

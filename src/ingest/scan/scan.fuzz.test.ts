@@ -1,0 +1,220 @@
+import { describe, expect, it } from 'vitest';
+import { CAN_FIELDS, GPS_FIELDS } from '../../telemetry/fields.js';
+import { splitPush, type PushShape } from '../../telemetry/push.js';
+import { Plausibility } from '../plausibility/judge.js';
+import { rangeRules } from '../plausibility/rules.js';
+import { RecordSorter, type PushFacts } from '../receive/sort.js';
+import type { QuarantineOrigin } from '../queue/quarantine.js';
+import { mulberry32 } from '../../upstream/emulator/prng.js';
+import { scanPush } from './scan.js';
+
+/*
+ * The scanner against the general path it stands in for: JSON.parse of the whole body, splitPush,
+ * then each record validated (validateRecord), judged (Plausibility) and flattened (writeRecord), as
+ * receive/push.ts does when the scanner declines. On random pushes written as text, with every turn
+ * of JSON and of the record rules that the scanner must either read as the general path does or hand
+ * over (number spellings, escapes, duplicate keys, __proto__, nulls, strings and booleans for numbers,
+ * nesting, invalid UTF-8, implausible values), both must give byte for byte the same rows, the same
+ * answer (rejected records, refused fields, counts) and the same quarantine entries.
+ */
+const NOW = Date.UTC(2026, 10, 25, 12);
+const ORIGIN: QuarantineOrigin = { deliveryId: 'd', sender: 's', receivedAt: NOW, route: '/push', stage: 'receive' };
+const facts: PushFacts = { receivedAt: NOW, originOf: () => ORIGIN };
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+type Verdict = { refused: string } | { bulk: boolean; count: number; sorted: RecordSorter };
+
+function generalPath(bytes: Uint8Array, shape: PushShape, sorter: RecordSorter): Verdict {
+  let text: string;
+  try {
+    text = decoder.decode(bytes);
+  } catch {
+    return { refused: 'invalid_text' };
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return { refused: 'invalid_json' };
+  }
+  const push = splitPush(body, shape);
+  if (!push.ok) return { refused: 'invalid_shape' };
+  push.items.forEach((item, i) => sorter.item(i, item));
+  sorter.finish(() => text);
+  return { bulk: push.bulk, count: push.items.length, sorted: sorter };
+}
+
+/** What a sender and an operator see of a sorted push, and the rows' bytes. */
+function seen(v: Verdict): unknown {
+  if ('refused' in v) return v;
+  const s = v.sorted;
+  return {
+    bulk: v.bulk,
+    count: v.count,
+    rows: s.rows.map((r) => r.buf.toString('latin1', 0, r.len)),
+    ends: s.rows.map((r) => r.ends),
+    dropped: s.rows.map((r) => r.dropped),
+    accepted: [s.accepted, s.acceptedGps],
+    late: s.late,
+    rejected: s.rejected,
+    refusedFields: s.refusedFields,
+    fieldsRefused: s.fieldsRefused,
+    held: s.held,
+    invalid: s.invalid,
+    implausible: s.implausible,
+  };
+}
+
+// ---- pushes as text ------------------------------------------------------------------------------
+
+type Rnd = () => number;
+const pick = <T,>(rnd: Rnd, xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
+const sp = (rnd: Rnd): string => (rnd() < 0.85 ? '' : pick(rnd, [' ', '\n', '\t ', '\r\n  ']));
+
+const NUMBER_TEXTS = [
+  '0', '-0', '0.0', '-0.0', '1', '12', '12.5', '12.50', '3.412', '-17.25', '100', '1e5', '1E5', '1.5e-3', '2e+2', '1e400', '-1e400',
+  '0.000001', '0.0000001', '0.00000123', '123456789012345', '1234567890123456', '12345678901234567890', '0.1234567890123456',
+  '0.30000000000000004', '5e-324', '1.7976931348623157e308', '9007199254740993', '4.35', '-40', '85', '101', '150', '-5', '0.5',
+];
+const BAD_VALUES = ['"12.5"', '" 7 "', '"x"', 'true', 'false', '[]', '{}', '[1,2]', '{"a":1}', '"1e400"', '""', '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]'];
+const PLATES = [
+  '"KA01AB1234"', '"MH12 XY 9876"', '"a,b=c d"', '" lead"', '"trail "', '"x"', `"${'y'.repeat(128)}"`, `"${'y'.repeat(129)}"`, '""', '"   "',
+  '"Ünïcødé"', '"\\u004bA01"', '"a\\"b"', '"back\\\\slash"', '"end\\\\"', '"tab\\there"', '"del\u007f"', '"\\u0001ctl"', '7', 'null', '["KA01"]',
+];
+const PLAIN_PLATES = ['"KA01AB1234"', '"MH12 XY 9876"', '"a,b=c d"', '"KA02CD5678"', '"TN09=EF"'];
+
+function numberText(rnd: Rnd, name: string, hostile: boolean): string {
+  if (!hostile || rnd() < 0.6) {
+    // What a real device sends: values within the field's usual range.
+    if (name === 'lat') return (rnd() * 40 - 10).toFixed(pick(rnd, [0, 2, 4, 6]));
+    if (name === 'lng') return (rnd() * 100 - 20).toFixed(pick(rnd, [0, 3, 6]));
+    if (name.startsWith('cell_voltage')) return (3 + rnd()).toFixed(pick(rnd, [1, 3, 4]));
+    if (name.startsWith('cell_temperature')) return rnd() < 0.2 ? '-40' : (20 + rnd() * 20).toFixed(1);
+    if (name.startsWith('alert') || name === 'ignstatus' || name.startsWith('allow')) return pick(rnd, ['0', '1']);
+    if (name === 'no_of_temperature_sensors') return String(Math.floor(rnd() * 7));
+    if (name === 'no_of_cells') return String(Math.floor(rnd() * 17));
+    if (name === 'soc' || name === 'soh') return (rnd() * 100).toFixed(pick(rnd, [0, 1, 2]));
+    return String(Math.round(rnd() * 3e4) / 100);
+  }
+  return pick(rnd, NUMBER_TEXTS);
+}
+
+function timeText(rnd: Rnd): string {
+  const r = rnd();
+  if (r < 0.7) return String(NOW - Math.floor(rnd() * 3_600_000));
+  return pick(rnd, [
+    'null', String(Math.floor(NOW / 1000)), `${NOW - 5}.0`, `${NOW}.5`, '1.7641e12', String(NOW + 3_600_000), String(NOW - 1024 * 7 * 86_400_000),
+    '"' + String(NOW) + '"', '99999999999', '9200000000001', 'true', String(NOW - 100 * 86_400_000),
+  ]);
+}
+
+function record(rnd: Rnd, hostile: boolean): string {
+  const type = rnd() < 0.5 ? 'gps' : 'can';
+  const names: string[] = [];
+  if (type === 'gps') names.push(...GPS_FIELDS.filter(() => !hostile || rnd() < 0.95));
+  else names.push(...CAN_FIELDS.filter(() => rnd() < 0.4));
+  if (hostile && rnd() < 0.2) names.push(pick(rnd, ['new_param', 'soc', 'lat', '__proto__', 'cell_temperature_07', '_x', '9x', 'time', 'So\\u0063']));
+  if (rnd() < 0.1) names.splice(Math.floor(rnd() * names.length), 0, pick(rnd, CAN_FIELDS));
+  const members = names.map((n) => {
+    const value = hostile && rnd() < 0.05 ? pick(rnd, BAD_VALUES) : hostile && rnd() < 0.04 ? 'null' : numberText(rnd, n, hostile);
+    return `${sp(rnd)}"${n}"${sp(rnd)}:${sp(rnd)}${value}`;
+  });
+  if (type === 'gps' || rnd() < 0.8) members.splice(Math.floor(rnd() * (members.length + 1)), 0, `"time":${sp(rnd)}${hostile && rnd() < 0.3 ? timeText(rnd) : String(NOW - Math.floor(rnd() * 3_600_000))}`);
+  const parts = [
+    `"vehicleno":${sp(rnd)}${hostile && rnd() < 0.3 ? pick(rnd, PLATES) : pick(rnd, PLAIN_PLATES)}`,
+    `"type":${sp(rnd)}${hostile && rnd() < 0.05 ? pick(rnd, ['"GPS"', '"x"', '1', 'null']) : `"${type}"`}`,
+    `"data":${sp(rnd)}${hostile && rnd() < 0.03 ? pick(rnd, ['[]', 'null', '"x"']) : `{${members.join(',')}${sp(rnd)}}`}`,
+  ];
+  if (hostile && rnd() < 0.05) parts.splice(Math.floor(rnd() * 3), 1);
+  if (hostile && rnd() < 0.05) parts.push(pick(rnd, ['"extra":1', '"vehicleno":"DUP1"', '"__proto__":{"x":1}', '"bulkData":[]', '"type":"can"']));
+  for (let i = parts.length - 1; i > 0; i--) {
+    if (rnd() < 0.3) {
+      const j = Math.floor(rnd() * (i + 1));
+      [parts[i], parts[j]] = [parts[j]!, parts[i]!];
+    }
+  }
+  return `{${sp(rnd)}${parts.join(`,${sp(rnd)}`)}${sp(rnd)}}`;
+}
+
+function push(rnd: Rnd, hostile: boolean): { text: string; shape: PushShape } {
+  const shape = pick(rnd, ['any', 'any', 'bulk', 'realtime'] as const);
+  if (rnd() < 0.3) return { text: record(rnd, hostile), shape };
+  const items = Array.from({ length: Math.floor(rnd() * 30) }, () => (hostile && rnd() < 0.03 ? pick(rnd, ['1', '"x"', 'null', '[]', '[{"a":1}]']) : record(rnd, hostile)));
+  let text = `{${sp(rnd)}"bulkData"${sp(rnd)}:${sp(rnd)}[${items.join(`,${sp(rnd)}`)}]${sp(rnd)}}`;
+  if (hostile && rnd() < 0.15) {
+    text = pick(rnd, [
+      () => text.replace(/}$/, ',"other":1}'),
+      () => text.replace(/^\{/, '{"x":[1],'),
+      () => text.replace(/]\s*}$/, ',]}'),
+      () => text.slice(0, Math.floor(rnd() * text.length)),
+      () => `\ufeff${text}`,
+      () => `${text} x`,
+      () => text.replace(/"bulkData"/, '"bulkData":5,"bulkData"'),
+      () => text.replace(/:\s*(\d)/, ': 0$1'),
+      () => text.replace(/\d\.\d/, '1.'),
+    ])();
+  }
+  return { text, shape };
+}
+
+function bytesOf(rnd: Rnd, text: string, hostile: boolean): Uint8Array {
+  const b = Buffer.from(text, 'utf8');
+  if (!hostile || rnd() > 0.03 || b.length === 0) return b;
+  // Invalid UTF-8 somewhere: a lone continuation byte, a truncated sequence, an overlong form.
+  const at = Math.floor(rnd() * b.length);
+  const bad = pick(rnd, [[0x80], [0xc3], [0xc0, 0x80], [0xed, 0xa0, 0x80], [0xff]]);
+  return Buffer.concat([b.subarray(0, at), Buffer.from(bad), b.subarray(at)]);
+}
+
+describe('the scanner (scan.ts) against the general path', () => {
+  const plausibility = new Plausibility({ maxAheadMs: 15 * 60_000, maxAgeMs: 90 * 86_400_000, ...rangeRules([]) });
+  const setups = [
+    { partitions: 1, flatten: { temperatureSentinels: [-40] }, plausibility },
+    { partitions: 3, flatten: { temperatureSentinels: [-40, 0], packHealth: true }, plausibility },
+    { partitions: 1, flatten: { temperatureSentinels: [] }, plausibility: undefined },
+  ];
+
+  it('gives the same rows, answers and quarantine on random and hostile pushes, and reads most plain records itself', () => {
+    let plain = 0;
+    let records = 0;
+    let declined = 0;
+    for (let n = 0; n < 6_000; n++) {
+      const rnd = mulberry32(n + 1);
+      const hostile = n % 3 !== 0;
+      const { text, shape } = push(rnd, hostile);
+      const bytes = bytesOf(rnd, text, hostile);
+      const setup = setups[n % setups.length]!;
+      const opts = { ...setup, quarantineRawLimit: 300 };
+      const want = generalPath(bytes, shape, new RecordSorter(facts, opts));
+
+      const sorter = new RecordSorter(facts, opts);
+      let stored = 0;
+      const counting = Object.assign(Object.create(sorter) as RecordSorter, {
+        stored: (type: 'gps' | 'can', time: number) => {
+          stored++;
+          sorter.stored(type, time);
+        },
+        item: (i: number, item: unknown) => sorter.item(i, item),
+      });
+      const scanned = scanPush(bytes, shape, counting, { plausibility: setup.plausibility, flatten: setup.flatten, receivedAt: NOW });
+      let got: Verdict;
+      if (scanned) {
+        sorter.finish(() => text);
+        got = { ...scanned, sorted: sorter };
+        if (!hostile) {
+          plain += stored;
+          records += scanned.count;
+        }
+      } else {
+        declined++;
+        got = generalPath(bytes, shape, new RecordSorter(facts, opts));
+      }
+      if (JSON.stringify(seen(got)) !== JSON.stringify(seen(want))) {
+        expect({ n, shape, text: text.slice(0, 2000), ...(seen(got) as object) }).toEqual({ n, shape, text: text.slice(0, 2000), ...(seen(want) as object) });
+      }
+    }
+    // The benign third: plain records are read by the scanner, not handed over.
+    expect(plain / records).toBeGreaterThan(0.9);
+    expect(declined).toBeGreaterThan(100);
+  });
+});
