@@ -25,7 +25,7 @@ import { PACK_MEASUREMENT, PACK_NAMES, packHealth } from './packHealth.js';
  */
 
 export const MASK_DIGITS = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_';
-const MASK_CODE = new Uint8Array(MASK_DIGITS.length);
+export const MASK_CODE = new Uint8Array(MASK_DIGITS.length);
 const MASK_VALUE = new Int8Array(128).fill(-1);
 for (let i = 0; i < MASK_DIGITS.length; i++) {
   MASK_CODE[i] = MASK_DIGITS.charCodeAt(i);
@@ -284,10 +284,10 @@ function parseRow(b: Uint8Array, p: number, end: number): Row {
 /** A line is built here, then taken as a string: one copy, where joining strings would leave ropes. */
 let scratch = Buffer.allocUnsafe(16_384);
 let at = 0;
-function put(src: Uint8Array, from: number, to: number): void {
+function put(src: Uint8Array, from: number, to: number, room = 0): void {
   const n = to - from;
-  if (at + n > scratch.length) {
-    const next = Buffer.allocUnsafe(Math.max(scratch.length * 2, at + n));
+  if (at + n + room > scratch.length) {
+    const next = Buffer.allocUnsafe(Math.max(scratch.length * 2, at + n + room));
     scratch.copy(next, 0, 0, at);
     scratch = next;
   }
@@ -304,6 +304,11 @@ function putByte(c: number): void {
 
 /** The fields of a row, `name=value,…`, put into the line; calls `each(i, from, to)` per dictionary value. */
 function putFields(b: Uint8Array, r: Row, keys: readonly Buffer[], each?: (i: number, from: number, to: number) => void): number {
+  // Room for the longest line this row can make: its values and extras, and every name of the dictionary.
+  const room = r.extrasTo - r.valuesFrom + KEYS_LENGTH + 1;
+  if (at + room > scratch.length) put(EMPTY, 0, 0, room);
+  const out = scratch;
+  let w = at;
   let v = r.valuesFrom;
   let count = 0;
   for (let m = r.maskFrom; b[m] !== COLON; m++) {
@@ -315,22 +320,24 @@ function putFields(b: Uint8Array, r: Row, keys: readonly Buffer[], each?: (i: nu
       const i = (m - r.maskFrom) * 6 + k;
       const key = keys[i];
       if (key === undefined || v >= r.valuesTo + 1) throw malformed(m);
+      if (count++ > 0) out[w++] = COMMA;
+      for (let j = 0; j < key.length; j++) out[w++] = key[j]!;
       let e = v;
-      while (e < r.valuesTo && b[e] !== COMMA) e++;
-      if (count++ > 0) putByte(COMMA);
-      put(key, 0, key.length);
-      put(b, v, e);
+      for (let c = b[e]; e < r.valuesTo && c !== COMMA; c = b[++e]) out[w++] = c!;
       each?.(i, v, e);
       v = e + 1;
     }
   }
   if (v < r.valuesTo) throw malformed(v);
+  at = w;
   if (r.extrasTo > r.extrasFrom) {
     if (count++ > 0) putByte(COMMA);
     put(b, r.extrasFrom, r.extrasTo);
   }
   return count;
 }
+const KEYS_LENGTH = [...KEY_BYTES, ...PACK_KEY_BYTES].reduce((n, k) => n + k.length + 1, 0);
+const EMPTY = new Uint8Array(0);
 
 const LAT = DICTIONARY_INDEX.get('lat')!;
 const LNG = DICTIONARY_INDEX.get('lng')!;

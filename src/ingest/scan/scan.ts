@@ -6,7 +6,7 @@ import type { PushShape } from '../../telemetry/push.js';
 import { VEHICLENO_MAX, type RecordType } from '../../telemetry/record.js';
 import type { FlattenOptions } from '../flatten/flatten.js';
 import { packHealth } from '../flatten/packHealth.js';
-import { MASK_GROUPS, ROW_CAN, ROW_GPS, writePack, type PointRows } from '../flatten/points.js';
+import { MASK_CODE, MASK_GROUPS, ROW_CAN, ROW_GPS, writePack, type PointRows } from '../flatten/points.js';
 import type { Plausibility } from '../plausibility/judge.js';
 import type { RangeRule } from '../plausibility/rules.js';
 import { partitionOf } from '../queue/keys.js';
@@ -76,9 +76,9 @@ function fnv(b: Uint8Array, from: number, to: number): number {
   return h >>> 0;
 }
 
-/** The dictionary index of the name in bytes `from`..`to`, or -1. */
-function nameIndex(b: Uint8Array, from: number, to: number): number {
-  const i = byHash.get(fnv(b, from, to));
+/** The dictionary index of the name in bytes `from`..`to` whose hash is `h`, or -1. */
+function nameIndex(b: Uint8Array, from: number, to: number, h: number): number {
+  const i = byHash.get(h);
   if (i === undefined || i < 0) return -1;
   const name = DICT_BYTES[i]!;
   if (name.length !== to - from) return -1;
@@ -329,15 +329,21 @@ function plainRecord(b: Buffer, at: number, sink: ScanSink, opts: ScanOptions): 
           if (b[p] !== QUOTE) return NOT_JSON;
           const nameFrom = p + 1;
           q = nameFrom;
-          while (b[q] !== QUOTE && b[q] !== BACKSLASH && b[q] !== undefined) q++;
-          if (b[q] !== QUOTE) return NOT_PLAIN;
-          const f = nameIndex(b, nameFrom, q);
+          // The name's hash as it is read (fnv's).
+          let h = 0x811c9dc5;
+          let c = b[q];
+          while (c !== QUOTE && c !== BACKSLASH && c !== undefined) {
+            h = Math.imul(h ^ c, 0x01000193);
+            c = b[++q];
+          }
+          if (c !== QUOTE) return NOT_PLAIN;
+          const f = nameIndex(b, nameFrom, q, h >>> 0);
           if (f < 0 || seenAt[f] === stamp) return NOT_PLAIN;
           seenAt[f] = stamp;
           p = ws(b, q + 1);
           if (b[p] !== COLON) return NOT_JSON;
           p = ws(b, p + 1);
-          const c = b[p];
+          c = b[p];
           if (c === 0x6e) {
             // null: a parameter not received, left out; a null time is a CAN record's stamp (gps: general path).
             if (b[p + 1] !== 0x75 || b[p + 2] !== 0x6c || b[p + 3] !== 0x6c) return NOT_JSON;
@@ -381,7 +387,6 @@ function plainRecord(b: Buffer, at: number, sink: ScanSink, opts: ScanOptions): 
   const end = p + 1;
   if (plateFrom < 0 || type === undefined || !dataSeen) return NOT_PLAIN;
   const gps = type === 'gps';
-  const present = (f: number) => numberAt[f] === stamp;
 
   // Validation: the record's time, and a gps record's core fields.
   let time: number;
@@ -398,7 +403,7 @@ function plainRecord(b: Buffer, at: number, sink: ScanSink, opts: ScanOptions): 
   const fields = n - (timeAt >= 0 ? 1 : 0);
   if (gps) {
     for (const r of CORE) {
-      if (!present(r.index)) return NOT_PLAIN;
+      if (numberAt[r.index] !== stamp) return NOT_PLAIN;
       const v = values[slot[r.index]!]!;
       if (r.min !== undefined && r.max !== undefined && !(v >= r.min && v <= r.max)) return NOT_PLAIN;
     }
@@ -425,7 +430,7 @@ function plainRecord(b: Buffer, at: number, sink: ScanSink, opts: ScanOptions): 
   bits.fill(0);
   let droppedCount = 0;
   const sentinels = opts.flatten.temperatureSentinels;
-  const sensors = !gps && present(NO_OF_SENSORS) ? values[slot[NO_OF_SENSORS]!] : undefined;
+  const sensors = !gps && numberAt[NO_OF_SENSORS] === stamp ? values[slot[NO_OF_SENSORS]!] : undefined;
   for (let k = 0; k < n; k++) {
     const f = order[k]!;
     if (f === TIME) continue;
@@ -436,37 +441,43 @@ function plainRecord(b: Buffer, at: number, sink: ScanSink, opts: ScanOptions): 
     }
     bits[(f / 6) | 0]! |= 1 << f % 6;
   }
-  rows.byte(gps ? ROW_GPS : ROW_CAN);
-  if (timeText !== undefined) rows.latin1(timeText);
-  else if (texts[timeAt] !== undefined) rows.latin1(texts[timeAt]!);
-  else rows.copy(b, from[timeAt]!, to[timeAt]!);
-  rows.byte(SPACE);
-  rows.mask(bits, MASK_GROUPS);
-  rows.byte(COLON);
+  // The row is written with a local cursor: it is never longer than the record's own text, but for a
+  // stamped time, the mask, escapes in the tag and a few characters per value that formatFloat lengthens.
+  rows.reserve(end - at + 64 + 2 * (plateTo - plateFrom) + 4 * n);
+  const buf = rows.buf;
+  let w = rows.len;
+  buf[w++] = gps ? ROW_GPS : ROW_CAN;
+  if (timeText !== undefined) w = putText(buf, timeText, w);
+  else if (texts[timeAt] !== undefined) w = putText(buf, texts[timeAt]!, w);
+  else for (let i = from[timeAt]!; i < to[timeAt]!; i++) buf[w++] = b[i]!;
+  buf[w++] = SPACE;
+  let last = MASK_GROUPS - 1;
+  while (last >= 0 && bits[last] === 0) last--;
+  for (let g = 0; g <= last; g++) buf[w++] = MASK_CODE[bits[g]!]!;
+  buf[w++] = COLON;
   let first = true;
-  for (let g = 0; g < MASK_GROUPS; g++) {
+  for (let g = 0; g <= last; g++) {
     const m = bits[g]!;
     if (m === 0) continue;
     for (let k = 0; k < 6; k++) {
       if ((m & (1 << k)) === 0) continue;
       const s = slot[g * 6 + k]!;
-      if (!first) rows.byte(COMMA);
+      if (!first) buf[w++] = COMMA;
       first = false;
       const text = texts[s];
-      if (text !== undefined) rows.latin1(text);
-      else rows.copy(b, from[s]!, to[s]!);
+      if (text !== undefined) w = putText(buf, text, w);
+      else for (let i = from[s]!, e = to[s]!; i < e; i++) buf[w++] = b[i]!;
     }
   }
-  rows.byte(SPACE);
+  buf[w++] = SPACE;
   // The tag: the plate with commas, equals signs and spaces escaped.
-  rows.reserve(2 * (plateTo - plateFrom));
-  const buf = rows.buf;
   for (let i = plateFrom; i < plateTo; i++) {
     const c = b[i]!;
-    if (c === COMMA || c === 61 || c === SPACE) buf[rows.len++] = BACKSLASH;
-    buf[rows.len++] = c;
+    if (c === COMMA || c === 61 || c === SPACE) buf[w++] = BACKSLASH;
+    buf[w++] = c;
   }
-  rows.byte(10);
+  buf[w++] = 10;
+  rows.len = w;
   if (!gps && opts.flatten.packHealth) {
     // Pack health sums in the record's order, as for a record of the general path.
     const record = Object.create(null) as Record<string, number>;
@@ -479,6 +490,12 @@ function plainRecord(b: Buffer, at: number, sink: ScanSink, opts: ScanOptions): 
   rows.endRecord(droppedCount);
   sink.stored(type, time);
   return end;
+}
+
+/** A number's text (ASCII) into `buf` at `w`; returns the end. */
+function putText(buf: Buffer, text: string, w: number): number {
+  for (let i = 0; i < text.length; i++) buf[w++] = text.charCodeAt(i);
+  return w;
 }
 
 /** Record `i` at `p`: written plainly, or parsed for the general path. Returns its end, or NOT_JSON. */
