@@ -53,6 +53,17 @@ describe('a push with a number beyond a double', () => {
     });
     expect(enqueued).toEqual([]);
     expect(quarantined.map((e) => e.reason)).toEqual(['data.soc: expected a finite number or numeric string, got a number out of range of a double (read as Infinity)']);
+    expect(quarantined[0]!.raw).toBe(`{"vehicleno":"V","type":"can","data":{"time":${T},"soc":1e400}}`);
+  });
+
+  it('in a bulk push, is quarantined as sent (not with null for the value), and the records beside it are stored', async () => {
+    const { post, enqueued, quarantined } = receiver();
+    const bad = `{"vehicleno":"V", "type":"can", "data":{"time":${T}, "soc":1e400, "soh":98}}`;
+    const res = await post('/push/bulk', `{"bulkData":[{"vehicleno":"W","type":"can","data":{"time":${T},"soc":50.5}},${bad}]}`);
+    expect(res.status).toBe(202);
+    expect(await res.json()).toMatchObject({ data: { accepted: 1, rejected: [{ index: 1 }] } });
+    expect(enqueued.map((r) => [r.vehicleno, r.fields.soc])).toEqual([['W', 50.5]]);
+    expect(quarantined.map((e) => [e.index, e.raw, e.truncated])).toEqual([[1, bad, false]]);
   });
 });
 

@@ -105,7 +105,9 @@ export async function receivePush(
 
   if (general) {
     sorted = new RecordSorter(intake, { ...opts, partitions: records.partitions });
-    for (let i = 0; i < total; i++) sorted.item(i, general.items[i]);
+    // A realtime push is its record: the quarantine keeps its text as sent.
+    if (!bulk) sorted.item(0, general.items[0], general.text.trim());
+    else for (let i = 0; i < total; i++) sorted.item(i, general.items[i]);
   }
   const text = general?.text;
   sorted.finish(() => text ?? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));

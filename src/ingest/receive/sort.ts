@@ -79,20 +79,20 @@ export class RecordSorter {
     if (time !== this.push.receivedAt) this.late[type].push(Math.max(0, this.push.receivedAt - time) / 1000);
   }
 
-  /** Record `i` of the push, parsed. */
-  item(i: number, item: unknown): void {
+  /** Record `i` of the push, parsed; `text`, when known, is what the quarantine keeps of it (as sent). */
+  item(i: number, item: unknown, text?: string): void {
     const { receivedAt } = this.push;
     const r = validated(item, receivedAt);
     if (!r.ok) {
       this.invalid.push(r.rule);
-      this.reject(i, item, r.error);
+      this.reject(i, item, text, r.error);
       return;
     }
     const record = r.record;
     const judged = this.opts.plausibility?.judge(record, receivedAt);
     if (judged !== undefined && !judged.ok) {
       this.implausible.push({ rule: judged.rule, scope: 'record' });
-      this.reject(i, item, judged.error, judged.rule);
+      this.reject(i, item, text, judged.error, judged.rule);
       return;
     }
     writeRecord(this.rowsFor(record.vehicleno), record, this.opts.flatten);
@@ -102,7 +102,7 @@ export class RecordSorter {
     this.fieldsRefused.fields += judged.refused.length;
     if (++this.fieldsRefused.records > REJECTED_IN_DETAIL) return;
     for (const f of judged.refused) this.refusedFields.push({ index: i, ...f });
-    this.keep(i, item, `implausible field(s) not stored: ${judged.refused.map((f) => `data.${f.field}: ${f.error}`).join('; ')}`);
+    this.keep(i, item, text, `implausible field(s) not stored: ${judged.refused.map((f) => `data.${f.field}: ${f.error}`).join('; ')}`);
   }
 
   /** After the last record: past REJECTED_IN_DETAIL, the whole push kept once. */
@@ -132,18 +132,27 @@ export class RecordSorter {
     for (const x of this.implausible) m.implausible.inc(x);
   }
 
-  private keep(i: number, item: unknown, reason: string): void {
+  /**
+   * A record kept for replay: its own text when known, so a value JSON cannot carry as parsed (1e400)
+   * is kept as sent; else its JSON, at bounded cost.
+   */
+  private keep(i: number, item: unknown, text: string | undefined, reason: string): void {
+    const origin = this.push.originOf();
+    if (text !== undefined) {
+      this.held.push(quarantineEntry(origin, i, reason, text, this.opts.quarantineRawLimit));
+      return;
+    }
     const { text: raw, truncated } = boundedJson(item, this.opts.quarantineRawLimit);
-    this.held.push({ ...quarantineEntry(this.push.originOf(), i, reason, raw), truncated });
+    this.held.push({ ...quarantineEntry(origin, i, reason, raw), truncated });
   }
 
-  private reject(i: number, item: unknown, error: string, rule?: string): void {
+  private reject(i: number, item: unknown, text: string | undefined, error: string, rule?: string): void {
     if (this.rejected.length >= REJECTED_IN_DETAIL) {
       this.rejected.push({ index: i, error: BEYOND_DETAIL, ...(rule ? { rule } : {}) });
       return;
     }
     this.rejected.push({ index: i, error, ...(rule ? { rule } : {}) });
-    this.keep(i, item, error);
+    this.keep(i, item, text, error);
   }
 }
 

@@ -29,8 +29,8 @@ export interface ScanSink {
   readonly rows: readonly PointRows[];
   /** A record the scanner validated, judged and wrote. */
   stored(type: RecordType, time: number): void;
-  /** Record `i`, parsed, for the general path. */
-  item(i: number, item: unknown): void;
+  /** Record `i`, parsed, for the general path, with its own text. */
+  item(i: number, item: unknown, text: string): void;
 }
 
 export interface ScanOptions {
@@ -508,13 +508,14 @@ function record(b: Buffer, p: number, i: number, sink: ScanSink, opts: ScanOptio
   } else if (!general) return NOT_JSON;
   const end = skipValue(b, p);
   if (end < 0) return NOT_JSON;
+  const text = b.toString('utf8', p, end);
   let item: unknown;
   try {
-    item = JSON.parse(b.toString('utf8', p, end));
+    item = JSON.parse(text);
   } catch {
     return NOT_JSON;
   }
-  sink.item(i, item);
+  sink.item(i, item, text);
   return end;
 }
 
