@@ -20,71 +20,105 @@ const CELL_VOLTAGE = /^cell_voltage_(\d{2})$/;
 
 /**
  * What a field name is to pack health, looked up once per name: a cell voltage (its cell number), a
- * temperature sensor (its sensor number, as a negative: -1 - n), an alert flag, or nothing.
+ * temperature sensor (its sensor number, as a negative: -1 - n), an alert flag, or nothing (PACK_OTHER).
  */
 const ALERT = 0x4000_0000;
-const OTHER = 0x4000_0001;
+export const PACK_OTHER = 0x4000_0001;
 const kindOf = new Map<string, number>();
-function kind(field: string): number {
+export function packKind(field: string): number {
   let k = kindOf.get(field);
   if (k === undefined) {
     const m = CELL_VOLTAGE.exec(field);
     const sensor = m ? undefined : temperatureSensorNumber(field);
-    k = m ? Number(m[1]) : sensor !== undefined ? -1 - sensor : ALERT_FLAGS.has(field) ? ALERT : OTHER;
+    k = m ? Number(m[1]) : sensor !== undefined ? -1 - sensor : ALERT_FLAGS.has(field) ? ALERT : PACK_OTHER;
     if (kindOf.size < 10_000) kindOf.set(field, k);
   }
   return k;
 }
 
 /**
- * The record's pack-health fields, or undefined when it carries none of their inputs. Cells count
- * when numbered within `no_of_cells` (when sent); temperatures after the unused-sensor rule
- * (numbered within `no_of_temperature_sensors`, and not a sentinel value).
+ * One record's pack health, accumulated field by field in the record's order (`add`, with the name's
+ * `packKind`): plain numbers, no object per value, since this runs for every CAN record. Cells count
+ * when numbered within `no_of_cells` (when sent); temperatures after the unused-sensor rule (numbered
+ * within `no_of_temperature_sensors`, and not a sentinel value).
  */
-export function packHealth(fields: Readonly<Record<string, number>>, temperatureSentinels: readonly number[]): Record<string, number> | undefined {
-  const cellCount = fields.no_of_cells;
-  const sensorCount = fields.no_of_temperature_sensors;
-  // Plain accumulators, no object per value: this runs for every CAN record.
-  let cells = 0, cellMin = 0, cellMax = 0, cellSum = 0;
-  let temps = 0, tempMin = 0, tempMax = 0;
-  let alertFlags = 0;
-  let alertsRaised = 0;
-  for (const key in fields) {
-    const k = kind(key);
-    if (k === OTHER) continue;
-    const v = fields[key]!;
+export class PackHealth {
+  private cells = 0; private cellMin = 0; private cellMax = 0; private cellSum = 0;
+  private temps = 0; private tempMin = 0; private tempMax = 0;
+  private alertFlags = 0; private alertsRaised = 0;
+  private cellCount: number | undefined;
+  private sensorCount: number | undefined;
+  private sentinels: readonly number[] = [];
+
+  start(cellCount: number | undefined, sensorCount: number | undefined, sentinels: readonly number[]): this {
+    this.cells = this.cellMin = this.cellMax = this.cellSum = 0;
+    this.temps = this.tempMin = this.tempMax = 0;
+    this.alertFlags = this.alertsRaised = 0;
+    this.cellCount = cellCount;
+    this.sensorCount = sensorCount;
+    this.sentinels = sentinels;
+    return this;
+  }
+
+  add(k: number, v: number): void {
+    if (k === PACK_OTHER) return;
     if (k === ALERT) {
-      alertFlags++;
-      if (v !== 0) alertsRaised++;
+      this.alertFlags++;
+      if (v !== 0) this.alertsRaised++;
     } else if (k >= 0) {
-      if (cellCount !== undefined && k > cellCount) continue;
-      cellMin = cells === 0 ? v : Math.min(cellMin, v);
-      cellMax = cells === 0 ? v : Math.max(cellMax, v);
-      cellSum += v;
-      cells++;
+      if (this.cellCount !== undefined && k > this.cellCount) return;
+      this.cellMin = this.cells === 0 ? v : Math.min(this.cellMin, v);
+      this.cellMax = this.cells === 0 ? v : Math.max(this.cellMax, v);
+      this.cellSum += v;
+      this.cells++;
     } else {
       const sensor = -1 - k;
-      if ((sensorCount !== undefined && sensor > sensorCount) || temperatureSentinels.includes(v)) continue;
-      tempMin = temps === 0 ? v : Math.min(tempMin, v);
-      tempMax = temps === 0 ? v : Math.max(tempMax, v);
-      temps++;
+      if ((this.sensorCount !== undefined && sensor > this.sensorCount) || this.sentinels.includes(v)) return;
+      this.tempMin = this.temps === 0 ? v : Math.min(this.tempMin, v);
+      this.tempMax = this.temps === 0 ? v : Math.max(this.tempMax, v);
+      this.temps++;
     }
   }
-  if (cells === 0 && temps === 0 && alertFlags === 0) return undefined;
+
+  /**
+   * The point's fields: `out[i]` is the value of PACK_NAMES[i]; returns the bit mask of those it has
+   * (0: the record carried none of the inputs, and gets no point).
+   */
+  values(out: Float64Array): number {
+    let mask = 0;
+    if (this.cells > 0) {
+      out[0] = this.cellMin;
+      out[1] = this.cellMax;
+      out[2] = this.cellSum / this.cells;
+      out[3] = this.cellMax - this.cellMin;
+      out[4] = this.cells;
+      mask |= 0b11111;
+    }
+    if (this.temps > 0) {
+      out[5] = this.tempMin;
+      out[6] = this.tempMax;
+      out[7] = this.tempMax - this.tempMin;
+      out[8] = this.temps;
+      mask |= 0b1_1110_0000;
+    }
+    if (this.alertFlags > 0) {
+      out[9] = this.alertsRaised;
+      mask |= 1 << 9;
+    }
+    return mask;
+  }
+}
+
+const acc = new PackHealth();
+const got = new Float64Array(PACK_NAMES.length);
+
+/** The record's pack-health fields, or undefined when it carries none of their inputs. */
+export function packHealth(fields: Readonly<Record<string, number>>, temperatureSentinels: readonly number[]): Record<string, number> | undefined {
+  acc.start(fields.no_of_cells, fields.no_of_temperature_sensors, temperatureSentinels);
+  for (const key in fields) acc.add(packKind(key), fields[key]!);
+  const mask = acc.values(got);
+  if (mask === 0) return undefined;
   const out: Record<string, number> = {};
-  if (cells > 0) {
-    out.cell_voltage_min = cellMin;
-    out.cell_voltage_max = cellMax;
-    out.cell_voltage_mean = cellSum / cells;
-    out.cell_voltage_spread = cellMax - cellMin;
-    out.cells_reported = cells;
-  }
-  if (temps > 0) {
-    out.cell_temperature_min = tempMin;
-    out.cell_temperature_max = tempMax;
-    out.cell_temperature_spread = tempMax - tempMin;
-    out.temperature_sensors_reported = temps;
-  }
-  if (alertFlags > 0) out.alerts_raised = alertsRaised;
+  for (let i = 0; i < PACK_NAMES.length; i++) if (mask & (1 << i)) out[PACK_NAMES[i]!] = got[i]!;
   return out;
 }

@@ -2,7 +2,7 @@ import type { RecordType, Sighting, TelemetryRecord } from '../../telemetry/reco
 import { FIELD_DICTIONARY } from '../../telemetry/fields.js';
 import { formatFloat } from '../../telemetry/lineProtocol.js';
 import { isUnusedSensor, tagOf, type FlattenOptions } from './flatten.js';
-import { PACK_MEASUREMENT, PACK_NAMES, packHealth } from './packHealth.js';
+import { PACK_MEASUREMENT, PACK_NAMES, PackHealth, packKind } from './packHealth.js';
 
 /**
  * Points as a job carries them (payload v3, queue/codec.ts): each record already flattened by the
@@ -113,13 +113,12 @@ export class PointRows {
 }
 
 export const MASK_GROUPS = Math.ceil(FIELD_DICTIONARY.length / 6);
-const PACK_GROUPS = Math.ceil(PACK_NAMES.length / 6);
 
 // Reused: writing a record is synchronous.
 const bits = new Uint8Array(MASK_GROUPS);
 const texts: Array<string | undefined> = new Array<string | undefined>(FIELD_DICTIONARY.length).fill(undefined);
-const packBits = new Uint8Array(PACK_GROUPS);
-const packTexts: string[] = new Array<string>(PACK_NAMES.length).fill('');
+const pack = new PackHealth();
+const packValues = new Float64Array(PACK_NAMES.length);
 
 /**
  * A valid, judged record's rows: its point, and its can_pack point with PACK_HEALTH. The flattening
@@ -167,28 +166,27 @@ export function writeRecord(rows: PointRows, r: TelemetryRecord, opts: FlattenOp
   rows.byte(SPACE);
   rows.utf8(tagOf(r.vehicleno));
   rows.byte(NL);
-  if (can && opts.packHealth) writePack(rows, packHealth(fields, opts.temperatureSentinels));
+  if (can && opts.packHealth) {
+    pack.start(fields.no_of_cells, fields.no_of_temperature_sensors, opts.temperatureSentinels);
+    for (const name in fields) pack.add(packKind(name), fields[name]!);
+    writePack(rows, pack);
+  }
   rows.endRecord(dropped);
 }
 
-/** The `p` row of a record's pack-health fields (none when it has no inputs). */
-export function writePack(rows: PointRows, pack: Readonly<Record<string, number>> | undefined): void {
-  if (pack === undefined) return;
-  packBits.fill(0);
-  for (const name in pack) {
-    const i = PACK_INDEX.get(name)!;
-    packBits[(i / 6) | 0]! |= 1 << i % 6;
-    packTexts[i] = formatFloat(pack[name]!);
-  }
+/** The `p` row of a record's pack health (none when the record had none of its inputs). */
+export function writePack(rows: PointRows, acc: PackHealth): void {
+  const mask = acc.values(packValues);
+  if (mask === 0) return;
   rows.byte(ROW_PACK);
-  rows.mask(packBits, PACK_GROUPS);
+  for (let rest = mask; rest !== 0; rest >>= 6) rows.byte(MASK_CODE[rest & 63]!);
   rows.byte(COLON);
   let first = true;
   for (let i = 0; i < PACK_NAMES.length; i++) {
-    if ((packBits[(i / 6) | 0]! & (1 << i % 6)) === 0) continue;
+    if ((mask & (1 << i)) === 0) continue;
     if (!first) rows.byte(COMMA);
     first = false;
-    rows.latin1(packTexts[i]!);
+    rows.latin1(formatFloat(packValues[i]!));
   }
   rows.byte(NL);
 }

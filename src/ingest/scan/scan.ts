@@ -5,7 +5,7 @@ import { EPOCH_MS_MAX, SECONDS_THRESHOLD } from '../../telemetry/numbers.js';
 import type { PushShape } from '../../telemetry/push.js';
 import { VEHICLENO_MAX, type RecordType } from '../../telemetry/record.js';
 import type { FlattenOptions } from '../flatten/flatten.js';
-import { packHealth } from '../flatten/packHealth.js';
+import { PackHealth, packKind } from '../flatten/packHealth.js';
 import { MASK_CODE, MASK_GROUPS, ROW_CAN, ROW_GPS, writePack, type PointRows } from '../flatten/points.js';
 import type { Plausibility } from '../plausibility/judge.js';
 import type { RangeRule } from '../plausibility/rules.js';
@@ -88,6 +88,9 @@ function nameIndex(b: Uint8Array, from: number, to: number, h: number): number {
 
 const TIME = FIELD_DICTIONARY.indexOf('time');
 const NO_OF_SENSORS = FIELD_DICTIONARY.indexOf('no_of_temperature_sensors');
+const NO_OF_CELLS = FIELD_DICTIONARY.indexOf('no_of_cells');
+const PACK_KIND = FIELD_DICTIONARY.map(packKind);
+const pack = new PackHealth();
 const SENSOR = FIELD_DICTIONARY.map((n) => temperatureSensorNumber(n) ?? -1);
 const CORE = GPS_CORE.map((r) => ({ index: FIELD_DICTIONARY.indexOf(r.key), min: r.min, max: r.max }));
 const KEY_VEHICLENO = Buffer.from('vehicleno');
@@ -480,12 +483,9 @@ function plainRecord(b: Buffer, at: number, sink: ScanSink, opts: ScanOptions): 
   rows.len = w;
   if (!gps && opts.flatten.packHealth) {
     // Pack health sums in the record's order, as for a record of the general path.
-    const record = Object.create(null) as Record<string, number>;
-    for (let k = 0; k < n; k++) {
-      const f = order[k]!;
-      if (f !== TIME) record[FIELD_DICTIONARY[f]!] = values[k]!;
-    }
-    writePack(rows, packHealth(record, sentinels));
+    pack.start(numberAt[NO_OF_CELLS] === stamp ? values[slot[NO_OF_CELLS]!] : undefined, sensors, sentinels);
+    for (let k = 0; k < n; k++) pack.add(PACK_KIND[order[k]!]!, values[k]!);
+    writePack(rows, pack);
   }
   rows.endRecord(droppedCount);
   sink.stored(type, time);
