@@ -53,8 +53,7 @@ const scanned = measure('receiver: scan (bytes to rows, one pass)', bodies, (b) 
 for (let i = 0; i < PUSHES; i++) if (!scanned[i]!.buf.subarray(0, scanned[i]!.len).equals(rows[i]!.buf.subarray(0, rows[i]!.len))) throw new Error(`push ${i}: the scanner's rows differ from the general path's`);
 const jobs = measure('receiver: encode job (codec v3)', rows, (r) => encodePointsJob([{ rows: r, from: 0, to: r.records }]), rows_);
 const bytes = measure('worker: job rows (inflate)', jobs, (j) => jobRows(j)!, rows_);
-const flat = measure('worker: lines from rows', bytes, (b) => readRows(b).lines, rows_);
-measure('worker: request body (join, UTF-8)', flat, (lines) => Buffer.from(lines.join('\n')), rows_);
+measure('worker: request body from rows (bytes)', bytes, (b) => readRows(b).lines.bytes, rows_);
 
 const width = Math.max(...rows_.map(([n]) => n.length));
 process.stdout.write(`${PUSHES} pushes of ${SIZE} mixed records, core-µs per record (${ROUNDS} rounds after a warm-up):\n`);

@@ -3,6 +3,7 @@ import { FIELD_DICTIONARY } from '../../telemetry/fields.js';
 import { formatFloat } from '../../telemetry/lineProtocol.js';
 import { isUnusedSensor, tagOf, type FlattenOptions } from './flatten.js';
 import { PACK_MEASUREMENT, PACK_NAMES, PackHealth, packKind } from './packHealth.js';
+import { Lines } from '../write/lines.js';
 
 /**
  * Points as a job carries them (payload v3, queue/codec.ts): each record already flattened by the
@@ -210,7 +211,7 @@ const MEASUREMENT_BYTES: Record<number, Buffer> = {
 
 /** What a worker writes from a job's rows, and what it tells the fleet. */
 export interface ReadPoints {
-  lines: string[];
+  lines: Lines;
   /** `sources[i]`: the record `lines[i]` was made from. */
   sources: number[];
   /** Points by measurement. */
@@ -279,7 +280,7 @@ function parseRow(b: Uint8Array, p: number, end: number): Row {
   return row;
 }
 
-/** A line is built here, then taken as a string: one copy, where joining strings would leave ropes. */
+/** The lines of the job being read are built here, as the request body's bytes. */
 let scratch = Buffer.allocUnsafe(16_384);
 let at = 0;
 function put(src: Uint8Array, from: number, to: number, room = 0): void {
@@ -364,7 +365,11 @@ function isAscii(b: Uint8Array, from: number, to: number): boolean {
 
 /** Every line of a job's rows, by copying bytes; with the records' sightings for the fleet. */
 export function readRows(b: Buffer): ReadPoints {
-  const out: ReadPoints = { lines: [], sources: [], measurements: [], records: 0, emptyRecords: 0, sightings: [] };
+  const out: ReadPoints = { lines: Lines.EMPTY, sources: [], measurements: [], records: 0, emptyRecords: 0, sightings: [] };
+  // A line is about four times its row (the names are spelled out); put() grows it when not.
+  scratch = Buffer.allocUnsafe(Math.max(16_384, 4 * b.length));
+  at = 0;
+  const ends: number[] = [];
   const end = b.length;
   let p = 0;
   let record = -1;
@@ -384,7 +389,7 @@ export function readRows(b: Buffer): ReadPoints {
       timeTo = r.timeTo;
       ascii = isAscii(b, tagFrom, tagTo);
     } else if (record < 0) throw malformed(p);
-    at = 0;
+    const lineStart = at;
     const m = MEASUREMENT_BYTES[r.kind]!;
     put(m, 0, m.length);
     put(b, tagFrom, tagTo);
@@ -403,16 +408,19 @@ export function readRows(b: Buffer): ReadPoints {
     }
     if (fields === 0) {
       if (r.kind !== ROW_PACK) out.emptyRecords++;
+      at = lineStart;
     } else {
       putByte(SPACE);
       put(b, timeFrom, timeTo);
-      out.lines.push(scratch.toString(ascii ? 'latin1' : 'utf8', 0, at));
+      putByte(NL);
+      ends.push(at);
       out.sources.push(record);
       out.measurements.push(r.kind === ROW_GPS ? 'gps' : r.kind === ROW_CAN ? 'can' : PACK_MEASUREMENT);
     }
     p = r.next;
   }
   out.records = record + 1;
+  out.lines = Lines.from(scratch.subarray(0, at), ends);
   return out;
 }
 

@@ -1,3 +1,4 @@
+import { Lines } from '../write/lines.js';
 import { formatLine } from '../../telemetry/lineProtocol.js';
 import type { PointSink } from '../write/sink.js';
 import type { FleetState } from './state.js';
@@ -63,7 +64,7 @@ export async function writeStatusChanges(fleet: FleetState, sink: PointSink, thr
     result.silent[t.label] = counts.silent[i]!;
     lines.push(formatLine(COUNTS_MEASUREMENT, { after: t.label }, { vehicles: counts.known, silent: counts.silent[i]!, reporting: counts.known - counts.silent[i]! }, now));
   });
-  await sink.write(lines);
+  await sink.write(Lines.of(lines));
   for (const a of apply) await a();
   return result;
 }

@@ -1,3 +1,4 @@
+import { Lines } from '../write/lines.js';
 import type { RedisClient } from '../../redis/connect.js';
 import type { FuelUnit, UpstreamClient } from '../../upstream/client/index.js';
 import { formatLine } from '../../telemetry/lineProtocol.js';
@@ -48,7 +49,7 @@ export async function syncFuel(opts: FuelSyncOptions): Promise<FuelSyncResult> {
           const readings = await opts.client.getFuelHistory({ vehicleno, from, to, inLitres: unit === 'litres' });
           const fresh = readings.filter((r) => r.time >= from && r.time <= to);
           if (fresh.length > 0) {
-            await opts.sink.write(fresh.map((r) => fuelLine(vehicleno, unit, r.time, r.value)));
+            await opts.sink.write(Lines.of(fresh.map((r) => fuelLine(vehicleno, unit, r.time, r.value))));
             result.readings += fresh.length;
           }
           // Only after the store has them: a crash before this line reads the same range again.

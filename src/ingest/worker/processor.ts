@@ -4,6 +4,7 @@ import { quarantineEntry, type NewQuarantineEntry } from '../queue/quarantine.js
 import { asPushRecord, sightingOf, type Sighting, type TelemetryRecord } from '../../telemetry/record.js';
 import { flattenRecords, type FlattenOptions } from '../flatten/flatten.js';
 import { readRows, recordsOfRows, type ReadPoints } from '../flatten/points.js';
+import { Lines } from '../write/lines.js';
 import { PartialWriteError, type PointSink, type RefusedLine } from '../write/sink.js';
 
 export interface ProcessResult {
@@ -80,7 +81,7 @@ export function createProcessor(opts: ProcessorOptions): (job: Job) => Promise<P
 function pointsOf(records: readonly TelemetryRecord[], flatten: FlattenOptions): ReadPoints & { dropped: number } {
   const f = flattenRecords(records, flatten);
   return {
-    lines: f.lines,
+    lines: Lines.of(f.lines),
     sources: f.sources,
     measurements: f.lines.map((line) => line.slice(0, line.indexOf(','))),
     records: records.length,

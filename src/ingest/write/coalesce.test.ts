@@ -4,6 +4,7 @@ import { CoalescingSink } from './coalesce.js';
 import { InfluxSink } from './influx.js';
 import { IsolatingSink } from './isolate.js';
 import { PartialWriteError, WriteError, type PointSink } from './sink.js';
+import { Lines } from './lines.js';
 
 let influx: LocalInflux;
 beforeAll(async () => {
@@ -23,7 +24,7 @@ it('merges writes that wait for a request slot into fewer requests, up to maxLin
   influx.front.setWriteDelay(200);
   const before = influx.front.writesStarted();
   // 20 callers of 10 lines: the first goes alone, the rest wait and go 5 to a request (50 lines).
-  await Promise.all(Array.from({ length: 20 }, (_, c) => sink.write(Array.from({ length: 10 }, (_, i) => line(`C${c}`, i)))));
+  await Promise.all(Array.from({ length: 20 }, (_, c) => sink.write(Lines.of(Array.from({ length: 10 }, (_, i) => line(`C${c}`, i))))));
   influx.front.setWriteDelay(0);
   expect(influx.front.writesStarted() - before).toBe(1 + Math.ceil(190 / 50));
   expect(await influxQL(influx.rawUrl, 'coalesce_merge', 'SELECT count(soc) FROM can')).toEqual([{ time: 0, count: 200 }]);
@@ -32,11 +33,11 @@ it('merges writes that wait for a request slot into fewer requests, up to maxLin
 it('when the store refuses data in a merged request, only the caller whose lines were refused is told so', async () => {
   const sink = await sinkFor('coalesce_poison');
   influx.front.setWriteDelay(200);
-  const first = sink.write([line('A', 0)]);
+  const first = sink.write(Lines.of([line('A', 0)]));
   const results = await Promise.allSettled([
-    sink.write([line('B', 1), line('B', 2)]),
-    sink.write([line('C', 3, 'soc="text"')]), // a string where the others write floats: a type conflict
-    sink.write([line('D', 4)]),
+    sink.write(Lines.of([line('B', 1), line('B', 2)])),
+    sink.write(Lines.of([line('C', 3, 'soc="text"')])), // a string where the others write floats: a type conflict
+    sink.write(Lines.of([line('D', 4)])),
   ]);
   influx.front.setWriteDelay(0);
   await first;
@@ -55,7 +56,7 @@ it('splits a write larger than maxLines over requests, and names refused lines b
   const lines = Array.from({ length: 120 }, (_, i) => line('S', i));
   lines[7] = line('S', 7, 'soc="seven"');
   lines[101] = line('S', 101, 'soc="one-oh-one"');
-  const err = await sink.write(lines).then(() => undefined, (e: unknown) => e);
+  const err = await sink.write(Lines.of(lines)).then(() => undefined, (e: unknown) => e);
   expect(err).toBeInstanceOf(PartialWriteError);
   expect((err as PartialWriteError).refused.map((r) => r.line)).toEqual([7, 101]);
   expect((err as PartialWriteError).refused[0]!.error).toMatch(/^InfluxDB answered 400: partial write: field type conflict/);
@@ -83,7 +84,7 @@ describe('linger', () => {
     const { sizes, sink } = recording(1);
     const coalescing = new CoalescingSink(sink, { maxLines: 100, maxInFlight: 2, lingerMs: 500 });
     const started = performance.now();
-    await coalescing.write(['a']);
+    await coalescing.write(Lines.of(['a']));
     expect(performance.now() - started).toBeLessThan(100);
     expect(sizes).toEqual([1]);
   });
@@ -91,11 +92,11 @@ describe('linger', () => {
   it('under load, holds a request that is not full until the linger ends or it fills', async () => {
     const { sizes, sink } = recording(5);
     const coalescing = new CoalescingSink(sink, { maxLines: 100, maxInFlight: 2, lingerMs: 60 });
-    const writes: Array<Promise<void>> = [coalescing.write(['first'])];
+    const writes: Array<Promise<void>> = [coalescing.write(Lines.of(['first']))];
     // Busy now: 10-line writes every 5 ms for 100 ms.
     for (let i = 0; i < 20; i++) {
       await new Promise((r) => setTimeout(r, 5));
-      writes.push(coalescing.write(Array.from({ length: 10 }, (_, j) => `w${i}.${j}`)));
+      writes.push(coalescing.write(Lines.of(Array.from({ length: 10 }, (_, j) => `w${i}.${j}`))));
     }
     await Promise.all(writes);
     expect(sizes.reduce((a, b) => a + b, 0)).toBe(201);
@@ -111,7 +112,7 @@ describe('linger', () => {
     const writes: Array<Promise<void>> = [];
     for (let i = 0; i < 10; i++) {
       await new Promise((r) => setTimeout(r, 5));
-      writes.push(coalescing.write(Array.from({ length: 10 }, (_, j) => `w${i}.${j}`)));
+      writes.push(coalescing.write(Lines.of(Array.from({ length: 10 }, (_, j) => `w${i}.${j}`))));
     }
     await Promise.all(writes);
     expect(sizes).toEqual(new Array(10).fill(10));
@@ -129,11 +130,11 @@ it('with INFLUX_CONTENT_ENCODING=gzip sends gzip bodies, and InfluxDB stores exa
   const wire: Record<string, { gzipped: number; bytes: number }> = {};
   for (const [db, sink] of Object.entries(sinks)) {
     const before = influx.front.wire();
-    await sink.write(lines);
+    await sink.write(Lines.of(lines));
     const after = influx.front.wire();
     wire[db] = { gzipped: after.gzipped - before.gzipped, bytes: after.bytes - before.bytes };
   }
-  expect(wire.gzip_plain).toEqual({ gzipped: 0, bytes: Buffer.byteLength(lines.join('\n')) });
+  expect(wire.gzip_plain).toEqual({ gzipped: 0, bytes: Buffer.byteLength(`${lines.join('\n')}\n`) });
   expect(wire.gzip_gz!.gzipped).toBe(1);
   expect(wire.gzip_gz!.bytes * 5).toBeLessThan(wire.gzip_plain!.bytes);
   const q = 'SELECT * FROM can ORDER BY time';

@@ -1,3 +1,4 @@
+import { Lines } from './lines.js';
 import { PartialWriteError, type PointSink, type RefusedLine } from './sink.js';
 
 export interface CoalesceOptions {
@@ -13,7 +14,7 @@ export interface CoalesceOptions {
 }
 
 interface Waiter {
-  lines: readonly string[];
+  lines: Lines;
   /** When it asked to write: it waits at most the linger from then. */
   at: number;
   /** Index of its first line not yet given to a request. */
@@ -58,7 +59,7 @@ export class CoalescingSink implements PointSink {
     private readonly opts: CoalesceOptions,
   ) {}
 
-  write(lines: readonly string[]): Promise<void> {
+  write(lines: Lines): Promise<void> {
     if (lines.length === 0) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
       this.pending.push({ lines, at: performance.now(), next: 0, outstanding: 0, refused: [], resolve, reject });
@@ -112,7 +113,7 @@ export class CoalescingSink implements PointSink {
     const lines =
       only && only.count === only.waiter.lines.length
         ? only.waiter.lines
-        : segments.flatMap((s) => s.waiter.lines.slice(s.from, s.from + s.count));
+        : Lines.concat(segments.map((s) => s.waiter.lines.slice(s.from, s.from + s.count)));
     try {
       await this.inner.write(lines);
     } catch (err) {

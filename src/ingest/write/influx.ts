@@ -1,4 +1,5 @@
 import { HttpError, InfluxDB } from '@influxdata/influxdb-client';
+import type { Lines } from './lines.js';
 import type { PointSink } from './sink.js';
 import { WriteError } from './sink.js';
 import type { Metrics } from '../../metrics/index.js';
@@ -39,14 +40,10 @@ export class InfluxSink implements PointSink {
     this.path = `/api/v2/write?${q}`;
   }
 
-  async write(lines: readonly string[]): Promise<void> {
+  async write(lines: Lines): Promise<void> {
     const started = performance.now();
     try {
-      await this.influx.transport.request(this.path, lines.join('\n'), {
-        method: 'POST',
-        headers: { 'content-type': 'text/plain; charset=utf-8' },
-        ...(this.gzipThreshold === undefined ? {} : { gzipThreshold: this.gzipThreshold }),
-      });
+      await this.post(lines.bytes);
       this.metrics?.writeRequests.inc({ outcome: 'ok', status_class: '2xx' });
     } catch (err) {
       const e = toWriteError(err);
@@ -55,6 +52,22 @@ export class InfluxSink implements PointSink {
     } finally {
       this.metrics?.writeDuration.observe((performance.now() - started) / 1000);
     }
+  }
+
+  /**
+   * The body as bytes: the transport's `send` takes them as they are (its `request` would
+   * JSON-encode anything but a string), and its errors are the same HttpError.
+   */
+  private post(body: Buffer): Promise<void> {
+    const options = {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain; charset=utf-8' },
+      ...(this.gzipThreshold === undefined ? {} : { gzipThreshold: this.gzipThreshold }),
+    };
+    return new Promise<void>((resolve, reject) => {
+      // `send` reads its body with Buffer.from, which takes bytes as well as text.
+      this.influx.transport.send(this.path, body as unknown as string, options, { next() {}, complete: () => resolve(), error: reject });
+    });
   }
 
   async ready(): Promise<boolean> {

@@ -1,3 +1,4 @@
+import type { Lines } from './lines.js';
 import { PartialWriteError, WriteError, type PointSink, type RefusedLine } from './sink.js';
 
 /**
@@ -10,13 +11,13 @@ import { PartialWriteError, WriteError, type PointSink, type RefusedLine } from 
 export class IsolatingSink implements PointSink {
   constructor(private readonly inner: PointSink) {}
 
-  async write(lines: readonly string[]): Promise<void> {
+  async write(lines: Lines): Promise<void> {
     const refused: RefusedLine[] = [];
     await this.isolate(lines, 0, refused);
     if (refused.length > 0) throw new PartialWriteError(refused);
   }
 
-  private async isolate(lines: readonly string[], offset: number, refused: RefusedLine[]): Promise<void> {
+  private async isolate(lines: Lines, offset: number, refused: RefusedLine[]): Promise<void> {
     try {
       await this.inner.write(lines);
     } catch (err) {

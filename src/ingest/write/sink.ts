@@ -1,10 +1,12 @@
+import type { Lines } from './lines.js';
+
 /**
  * Where flattened points go. One adapter per backend behind this interface (InfluxDB's
  * /api/v2/write today), so the worker knows nothing of HTTP paths or auth schemes.
  */
 export interface PointSink {
   /** Resolves only once the backend accepted every line; rejects with a `WriteError` otherwise. */
-  write(lines: readonly string[]): Promise<void>;
+  write(lines: Lines): Promise<void>;
   /** True when the backend answers and accepts our credentials. */
   ready(): Promise<boolean>;
   close(): Promise<void>;
