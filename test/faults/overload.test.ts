@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { runFeed } from '../../src/upstream/emulator/feed.js';
 import { waitUntil } from '../harness/service.js';
@@ -54,4 +55,36 @@ it('above the Redis memory bound pushes get 503 with Retry-After', async () => {
   expect(res!.status).toBe(503);
   expect(res!.headers.get('retry-after')).toBe('5');
   expect(await res!.json()).toMatchObject({ err: 'overloaded', msg: expect.stringMatching(/^Redis memory \d+ bytes is at its bound of 1024; retry later$/) });
+});
+
+it('deflates jobs only while a backlog builds: a job a worker takes at once costs no compression, a waiting one little Redis', async () => {
+  const queue = `deflate_${Date.now()}`;
+  const receiver = await stack.spawn('receiver', { QUEUE_NAME: queue });
+  const redis = new Redis(stack.redis.url);
+  try {
+    const bulk = (from: number) =>
+      fetch(`${receiver.url}/push/bulk`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}` },
+        body: JSON.stringify({ bulkData: Array.from({ length: 500 }, (_, i) => ({ vehicleno: `DEFLATE-${i % 7}`, type: 'can', data: { time: from + i, soc: 50 + (i % 40), battery_voltage: 48.25, current: -3.5 } })) }),
+      });
+    /** The payload forms of the queue's waiting jobs, newest first. */
+    const forms = async () => {
+      const ids = await redis.lrange(`bull:${queue}:wait`, 0, -1);
+      return Promise.all(ids.map(async (id) => Object.keys(JSON.parse((await redis.hget(`bull:${queue}:${id}`, 'data'))!) as object).filter((k) => k === 't' || k === 'z').join('')));
+    };
+    // The receiver has sampled an empty queue (every 500 ms): a large job goes as text.
+    await new Promise((r) => setTimeout(r, 1_200));
+    expect((await bulk(T0 + 10_000)).status).toBe(202);
+    expect(await forms()).toEqual(['t']);
+    // 70 jobs wait for a worker that is not there: a backlog; the next large job is deflated.
+    for (let i = 0; i < 70; i++) expect((await push(receiver.url, T0 + 20_000 + i)).status).toBe(202);
+    await waitUntil(async () => {
+      expect((await bulk(T0 + 30_000 + Date.now() % 1000 * 1000)).status).toBe(202);
+      return (await forms())[0] === 'z';
+    }, 5_000, 'the receiver to deflate jobs once a backlog built');
+    expect((await forms()).filter((f) => f === 't').length).toBeGreaterThan(70);
+  } finally {
+    redis.disconnect();
+  }
 });

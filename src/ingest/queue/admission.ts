@@ -29,8 +29,18 @@ const SAMPLE_INTERVAL_MS = 500;
 /** Closed at the bound, open again only below this share of it, so it does not flap. */
 const REOPEN_AT = 0.8;
 
+/**
+ * Jobs waiting (not taken by a worker) from which the receiver deflates the jobs it writes: below it
+ * workers keep up, a job lives in Redis for milliseconds and deflating it costs the receiver and the
+ * worker CPU for nothing; above it a backlog builds, and its size in Redis is what matters. At most this
+ * many jobs are ever stored undeflated (64 bulk jobs of 1,000 full CAN records: about 25 MB).
+ */
+export const DEFLATE_FROM_WAITING = 64;
+
 export class Admission {
   private current: AdmissionState = { open: true };
+  /** Jobs queued at the last sample; unknown (a backlog assumed) until the first. */
+  private depth = Infinity;
   private sampler: Sampler | undefined;
 
   constructor(
@@ -41,6 +51,11 @@ export class Admission {
 
   state(): AdmissionState {
     return this.current;
+  }
+
+  /** Whether a backlog is building (DEFLATE_FROM_WAITING), as of the last sample. */
+  backlogged(): boolean {
+    return this.depth >= DEFLATE_FROM_WAITING;
   }
 
   /** Idempotent: called again on every Redis reconnect. */
@@ -61,6 +76,7 @@ export class Admission {
       Promise.all(mastersOf(this.redis).map((node) => this.memory(node))),
     ]);
     const depth = queuedJobs(backlog);
+    this.depth = depth;
     const wasOpen = this.current.open;
     const depthBound = wasOpen ? this.opts.maxQueuedJobs : this.opts.maxQueuedJobs * REOPEN_AT;
     const full = memories.find((m) => m.limit > 0 && m.used >= (wasOpen ? m.limit : m.limit * REOPEN_AT));

@@ -193,6 +193,15 @@ describe('job payload v3 (points as rows)', () => {
     }
   });
 
+  it('leaves a large job as text when told not to deflate (no backlog), with the same records', () => {
+    const want = records(2_000, 9);
+    const rows = rowsOf(want, opts);
+    const job = throughRedis(encodePointsJob([{ rows, from: 0, to: 2_000 }], false)) as Record<string, unknown>;
+    expect(typeof job.t).toBe('string');
+    expect(job.z).toBeUndefined();
+    expect(decodeJob(job)).toEqual(recordsOf(rows));
+  });
+
   it('takes any runs of several pushes\' rows, in order, and counts their unused sensors', () => {
     const a = records(10, 1);
     a[0]!.fields.cell_temperature_01 = -40;

@@ -249,8 +249,8 @@ export interface RowsPart {
   to: number;
 }
 
-/** A job of the rows of `parts`, in order. */
-export function encodePointsJob(parts: readonly RowsPart[]): JobPayloadV3 {
+/** A job of the rows of `parts`, in order; deflated when `deflate` and large enough to gain from it. */
+export function encodePointsJob(parts: readonly RowsPart[], deflate = true): JobPayloadV3 {
   let n = 0, d = 0, size = 0;
   for (const { rows, from, to } of parts) {
     n += to - from;
@@ -258,13 +258,20 @@ export function encodePointsJob(parts: readonly RowsPart[]): JobPayloadV3 {
     const [a, b] = rows.span(from, to);
     size += b - a;
   }
-  const bytes = Buffer.allocUnsafe(size);
-  let at = 0;
-  for (const { rows, from, to } of parts) {
-    const [a, b] = rows.span(from, to);
-    at += rows.buf.copy(bytes, at, a, b);
+  let bytes: Buffer;
+  if (parts.length === 1) {
+    // One run (a bulk push's own job): its bytes as they lie.
+    const [a, b] = parts[0]!.rows.span(parts[0]!.from, parts[0]!.to);
+    bytes = parts[0]!.rows.buf.subarray(a, b);
+  } else {
+    bytes = Buffer.allocUnsafe(size);
+    let at = 0;
+    for (const { rows, from, to } of parts) {
+      const [a, b] = rows.span(from, to);
+      at += rows.buf.copy(bytes, at, a, b);
+    }
   }
-  return size < DEFLATE_FROM ? { v: 3, n, d, t: bytes.toString('utf8') } : { v: 3, n, d, z: deflateRawSync(bytes, DEFLATE).toString('base64') };
+  return !deflate || size < DEFLATE_FROM ? { v: 3, n, d, t: bytes.toString('utf8') } : { v: 3, n, d, z: deflateRawSync(bytes, DEFLATE).toString('base64') };
 }
 
 /** The rows of a v3 payload, or undefined for an older version. */

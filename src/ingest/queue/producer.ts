@@ -31,6 +31,8 @@ export interface ProducerOptions {
   maxRecordsPerJob: number;
   /** How records given as records (a dead letter's replay) are flattened into rows: the receiver's rules. */
   flatten: FlattenOptions;
+  /** Whether jobs are deflated now (a backlog builds: `Admission.backlogged`); always when unset. */
+  deflate?: () => boolean;
   timeoutMs: number;
   retry: RetryPolicy;
   /**
@@ -170,7 +172,7 @@ export class Producer {
 
     const jobs: Array<{ name: string; data: ReturnType<typeof encodePointsJob> }> = [];
     try {
-      for (const data of chunked(waiters.map((w) => w.rows), this.opts.maxRecordsPerJob)) jobs.push({ name: JOB_NAME, data });
+      for (const data of chunked(waiters.map((w) => w.rows), this.opts.maxRecordsPerJob, this.opts.deflate?.() ?? true)) jobs.push({ name: JOB_NAME, data });
       // Encoded: the rows need not live through the round trip (see receive/push.ts).
       for (const w of waiters) w.rows = NO_ROWS;
     } catch (err) {
@@ -217,7 +219,7 @@ export class Producer {
   async enqueueRowsOnce(rows: PointRows, once: { id: string; ttlMs: number }): Promise<void> {
     if (rows.records === 0) return;
     if (this.redis.status !== 'ready') throw new EnqueueError(`Redis is not reachable (connection ${this.redis.status})`);
-    const jobs = chunked([rows], this.opts.maxRecordsPerJob).map((data, i) => ({ name: JOB_NAME, data, opts: { deduplication: { id: `${once.id}:${i}`, ttl: once.ttlMs } } }));
+    const jobs = chunked([rows], this.opts.maxRecordsPerJob, this.opts.deflate?.() ?? true).map((data, i) => ({ name: JOB_NAME, data, opts: { deduplication: { id: `${once.id}:${i}`, ttl: once.ttlMs } } }));
     await confirmedWithin(this.queue.addBulk(jobs).then(() => this.replicated(this.opts.timeoutMs)), this.opts.timeoutMs, this.opts.timeoutMs);
   }
 
@@ -243,7 +245,7 @@ export class Producer {
 }
 
 /** The records of `all`, in order, as jobs of at most `max` records each. */
-function chunked(all: readonly PointRows[], max: number): Array<ReturnType<typeof encodePointsJob>> {
+function chunked(all: readonly PointRows[], max: number, deflate: boolean): Array<ReturnType<typeof encodePointsJob>> {
   const jobs: Array<ReturnType<typeof encodePointsJob>> = [];
   let parts: RowsPart[] = [];
   let count = 0;
@@ -254,13 +256,13 @@ function chunked(all: readonly PointRows[], max: number): Array<ReturnType<typeo
       count += to - from;
       from = to;
       if (count === max) {
-        jobs.push(encodePointsJob(parts));
+        jobs.push(encodePointsJob(parts, deflate));
         parts = [];
         count = 0;
       }
     }
   }
-  if (count > 0) jobs.push(encodePointsJob(parts));
+  if (count > 0) jobs.push(encodePointsJob(parts, deflate));
   return jobs;
 }
 

@@ -84,7 +84,7 @@ export async function receivePush(
 
   // The scanner reads plainly valid records straight into rows; the rest of the push it hands to the
   // general path (parse, validate, judge, flatten) record by record, or whole when it is not a push it reads.
-  let sorted = new RecordSorter(intake, { ...opts, partitions: records.partitions });
+  let sorted = new RecordSorter(intake, { ...opts, partitions: records.partitions }, bytes.byteLength);
   const scanned = scanPush(bytes, shape, sorted, { plausibility: opts.plausibility, flatten: opts.flatten, receivedAt: intake.receivedAt });
   let general: { text: string; items: unknown[] } | undefined;
   let bulk: boolean, total: number;

@@ -63,8 +63,11 @@ export class RecordSorter {
   constructor(
     private readonly push: PushFacts,
     private readonly opts: SortOptions,
+    /** The push's size in bytes: its rows are about as long (a third of it for full CAN records). */
+    bodyBytes = 0,
   ) {
-    this.rows = Array.from({ length: opts.partitions }, () => new PointRows());
+    const capacity = Math.max(4_096, Math.ceil(bodyBytes / opts.partitions));
+    this.rows = Array.from({ length: opts.partitions }, () => new PointRows(capacity));
   }
 
   /** The rows a record of `vehicleno` goes to. */

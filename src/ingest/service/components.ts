@@ -46,8 +46,8 @@ export function producerOptions(cfg: Config, queueName: string): ProducerOptions
 }
 
 /** One producer per partition, as one. */
-export function producerFor(cfg: Config, redis: RedisClient, metrics?: Metrics): PartitionedProducer {
-  return new PartitionedProducer(keysOf(cfg).partitions.map((q) => new Producer(redis, { ...producerOptions(cfg, q), metrics })));
+export function producerFor(cfg: Config, redis: RedisClient, metrics?: Metrics, deflate?: () => boolean): PartitionedProducer {
+  return new PartitionedProducer(keysOf(cfg).partitions.map((q) => new Producer(redis, { ...producerOptions(cfg, q), metrics, ...(deflate ? { deflate } : {}) })));
 }
 
 export function admissionOptions(cfg: Config): AdmissionOptions {

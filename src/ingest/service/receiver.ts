@@ -15,8 +15,9 @@ export interface RunningReceiver {
 
 /** The push routes over a producer, the quarantine and load shedding, on the receiver's Redis connection. */
 export function startReceiver(cfg: Config, redis: RedisClient, log: Logger, metrics: Metrics, backlog: Backlog): RunningReceiver {
-  const producer = producerFor(cfg, redis, metrics);
   const admission = new Admission(backlog, redis, admissionOptions(cfg));
+  // Jobs are deflated while a backlog builds, when their size in Redis matters.
+  const producer = producerFor(cfg, redis, metrics, () => admission.backlogged());
   redis.on('ready', () => admission.start());
   const routes = pushRoutes(producer, quarantineFor(cfg, redis, log), { ...receiverOptions(cfg, redis, log), admission, metrics });
   return {
