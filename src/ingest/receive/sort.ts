@@ -66,7 +66,8 @@ export class RecordSorter {
     /** The push's size in bytes: its rows are about as long (a third of it for full CAN records). */
     bodyBytes = 0,
   ) {
-    const capacity = Math.max(4_096, Math.ceil(bodyBytes / opts.partitions));
+    // A realtime push's rows fit in a slice of Node's buffer pool (under 4 KiB), not an allocation of their own.
+    const capacity = Math.max(256, Math.ceil(bodyBytes / opts.partitions) + 64);
     this.rows = Array.from({ length: opts.partitions }, () => new PointRows(capacity));
   }
 
