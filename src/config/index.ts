@@ -124,6 +124,7 @@ const env = z.object({
   REDIS_MEMORY_LIMIT: size.default(0),
 
   JOB_MAX_RECORDS: int(1, 100_000).default(1_000),
+  JOB_DEFLATE: z.enum(['backlog', 'always', 'never']).default('backlog'),
   WORKER_CONCURRENCY: int(1, 256).default(64),
   WRITE_BATCH_LINES: int(1, 5_000).default(5_000),
   WRITE_CONCURRENCY: int(1, 64).default(2),

@@ -45,9 +45,10 @@ export function producerOptions(cfg: Config, queueName: string): ProducerOptions
   return { queueName, maxRecordsPerJob: cfg.JOB_MAX_RECORDS, flatten: flattenOptions(cfg), timeoutMs: cfg.ENQUEUE_TIMEOUT, lingerMs: cfg.ENQUEUE_LINGER, retry: retryPolicy(cfg), skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK, waitReplicas: cfg.REDIS_WAIT_REPLICAS };
 }
 
-/** One producer per partition, as one. */
-export function producerFor(cfg: Config, redis: RedisClient, metrics?: Metrics, deflate?: () => boolean): PartitionedProducer {
-  return new PartitionedProducer(keysOf(cfg).partitions.map((q) => new Producer(redis, { ...producerOptions(cfg, q), metrics, ...(deflate ? { deflate } : {}) })));
+/** One producer per partition, as one; `backlogged` says whether jobs wait (JOB_DEFLATE=backlog; else a backlog is assumed). */
+export function producerFor(cfg: Config, redis: RedisClient, metrics?: Metrics, backlogged?: () => boolean): PartitionedProducer {
+  const deflate = cfg.JOB_DEFLATE === 'always' ? () => true : cfg.JOB_DEFLATE === 'never' ? () => false : (backlogged ?? (() => true));
+  return new PartitionedProducer(keysOf(cfg).partitions.map((q) => new Producer(redis, { ...producerOptions(cfg, q), metrics, deflate })));
 }
 
 export function admissionOptions(cfg: Config): AdmissionOptions {
