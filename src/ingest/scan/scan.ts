@@ -260,6 +260,19 @@ function member(b: Uint8Array, p: number): number {
   return b[p] === COLON ? p + 1 : NOT_JSON;
 }
 
+/** `nextMember` found the object's closing brace, at `closedAt`. */
+const CLOSED = -4;
+let closedAt = 0;
+
+/** After an object's member at `p`: where the next member starts, CLOSED, or NOT_JSON. */
+function nextMember(b: Buffer, p: number): number {
+  p = ws(b, p);
+  if (b[p] === COMMA) return ws(b, p + 1);
+  if (b[p] !== RBRACE) return NOT_JSON;
+  closedAt = p;
+  return CLOSED;
+}
+
 // ---- one record --------------------------------------------------------------------------------
 
 /** The range rules of the dictionary's names for one Plausibility, by type. */
@@ -368,26 +381,21 @@ function plainRecord(b: Buffer, at: number, sink: ScanSink, opts: ScanOptions): 
             n++;
             p = e;
           }
-          p = ws(b, p);
-          if (b[p] === COMMA) {
-            p = ws(b, p + 1);
-            continue;
-          }
-          if (b[p] === RBRACE) break;
-          return NOT_JSON;
+          const next = nextMember(b, p);
+          if (next === CLOSED) break;
+          if (next < 0) return NOT_JSON;
+          p = next;
         }
+        p = closedAt;
       }
       p++;
     } else return NOT_PLAIN;
-    p = ws(b, p);
-    if (b[p] === COMMA) {
-      p = ws(b, p + 1);
-      continue;
-    }
-    if (b[p] === RBRACE) break;
-    return NOT_JSON;
+    const next = nextMember(b, p);
+    if (next === CLOSED) break;
+    if (next < 0) return NOT_JSON;
+    p = next;
   }
-  const end = p + 1;
+  const end = closedAt + 1;
   if (plateFrom < 0 || type === undefined || !dataSeen) return NOT_PLAIN;
   const gps = type === 'gps';
 
