@@ -34,9 +34,8 @@ for (let i = 0; i < MASK_DIGITS.length; i++) {
 }
 
 export const DICTIONARY_INDEX: ReadonlyMap<string, number> = new Map(FIELD_DICTIONARY.map((n, i) => [n, i]));
-const PACK_INDEX: ReadonlyMap<string, number> = new Map(PACK_NAMES.map((n, i) => [n, i]));
 
-const NL = 10, SPACE = 32, COMMA = 44, COLON = 58, SEMI = 59, EQ = 61;
+const NL = 10, SPACE = 32, COMMA = 44, COLON = 58, SEMI = 59;
 export const ROW_GPS = 103; // g
 export const ROW_CAN = 99; // c
 export const ROW_PACK = 112; // p
