@@ -28,6 +28,7 @@ export class Metrics {
   readonly recordsAccepted = this.counter('records_accepted_total', 'Records queued, by type', ['type']);
   readonly recordsRejected = this.counter('records_rejected_total', 'Records refused by validation, by the rule they broke', ['reason']);
   readonly enqueueDuration = this.histogram('enqueue_duration_seconds', 'Redis round trip of an enqueue (one group commit)', []);
+  readonly jobsEnqueued = this.counter('jobs_enqueued_total', 'Jobs queued, by payload: text, or deflated (JOB_DEFLATE: while a backlog builds)', ['payload']);
   readonly implausible = this.counter('implausible_total', 'Refusals of what cannot be true, by plausibility rule and scope (a record, or a field of an accepted one)', ['rule', 'scope']);
   readonly lateness = this.histogram('record_lateness_seconds', 'Receive time minus record time of accepted records (CAN records stamped on receipt excluded)', ['type'], LATENESS);
 

@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { freePort } from '../../src/devstack/process.js';
 import { runFeed } from '../../src/upstream/emulator/feed.js';
 import { waitUntil } from '../harness/service.js';
 import { startStack, TOKEN, type Stack } from '../harness/stack.js';
@@ -59,7 +60,12 @@ it('above the Redis memory bound pushes get 503 with Retry-After', async () => {
 
 it('deflates jobs only while a backlog builds: a job a worker takes at once costs no compression, a waiting one little Redis', async () => {
   const queue = `deflate_${Date.now()}`;
-  const receiver = await stack.spawn('receiver', { QUEUE_NAME: queue });
+  const adminPort = await freePort();
+  const receiver = await stack.spawn('receiver', { QUEUE_NAME: queue, ADMIN_PORT: String(adminPort), ADMIN_HOST: '127.0.0.1' });
+  const jobsBy = async (payload: string) => {
+    const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+    return Number(new RegExp(`^telematics_jobs_enqueued_total\\{payload="${payload}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+  };
   const redis = new Redis(stack.redis.url);
   try {
     const bulk = (from: number) =>
@@ -84,6 +90,10 @@ it('deflates jobs only while a backlog builds: a job a worker takes at once cost
       return (await forms())[0] === 'z';
     }, 5_000, 'the receiver to deflate jobs once a backlog built');
     expect((await forms()).filter((f) => f === 't').length).toBeGreaterThan(70);
+    // The operator sees the same: jobs by payload form.
+    const forms_ = await forms();
+    expect(await jobsBy('deflated')).toBe(forms_.filter((f) => f === 'z').length);
+    expect(await jobsBy('text')).toBe(forms_.filter((f) => f === 't').length);
   } finally {
     redis.disconnect();
   }

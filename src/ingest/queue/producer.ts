@@ -189,7 +189,10 @@ export class Producer {
     const started = performance.now();
     const sent = (jobs.length === 1 ? this.queue.add(jobs[0]!.name, jobs[0]!.data) : this.queue.addBulk(jobs))
       .then(() => this.replicated(waitMs - (performance.now() - started)))
-      .then(() => this.opts.metrics?.enqueueDuration.observe((performance.now() - started) / 1000));
+      .then(() => {
+        this.opts.metrics?.enqueueDuration.observe((performance.now() - started) / 1000);
+        this.count(jobs);
+      });
     confirmedWithin(sent, waitMs, this.opts.timeoutMs)
       .then(() => {
         for (const w of waiters) w.resolve();
@@ -221,6 +224,17 @@ export class Producer {
     if (this.redis.status !== 'ready') throw new EnqueueError(`Redis is not reachable (connection ${this.redis.status})`);
     const jobs = chunked([rows], this.opts.maxRecordsPerJob, this.opts.deflate?.() ?? true).map((data, i) => ({ name: JOB_NAME, data, opts: { deduplication: { id: `${once.id}:${i}`, ttl: once.ttlMs } } }));
     await confirmedWithin(this.queue.addBulk(jobs).then(() => this.replicated(this.opts.timeoutMs)), this.opts.timeoutMs, this.opts.timeoutMs);
+    this.count(jobs);
+  }
+
+  /** Jobs Redis confirmed, by payload form. */
+  private count(jobs: ReadonlyArray<{ data: { z?: string } }>): void {
+    const m = this.opts.metrics;
+    if (!m) return;
+    let deflated = 0;
+    for (const j of jobs) if (j.data.z !== undefined) deflated++;
+    if (deflated > 0) m.jobsEnqueued.inc({ payload: 'deflated' }, deflated);
+    if (jobs.length > deflated) m.jobsEnqueued.inc({ payload: 'text' }, jobs.length - deflated);
   }
 
   /** With `waitReplicas`, resolves once that many replicas hold every write of this connection so far. */
