@@ -19,6 +19,8 @@ export interface Bench {
   meter: CpuMeter;
   m: Measured;
   receiver: Proc;
+  /** The receiver's Prometheus metrics. */
+  receiverMetrics: string;
   /** The service's push targets and the front's write target, by database. */
   bulkTarget: Target;
   realtimeTarget(url: string): Target;
@@ -132,6 +134,7 @@ export async function bulkPhase(b: Bench): Promise<void> {
   const bulkFrom = b.next;
   const bulkRecords = P.bulkDeliveries * P.bulkSize;
   log(`end-to-end bulk: ${P.bulkDeliveries} deliveries of ${P.bulkSize}, ${P.bulkConcurrency} at a time`);
+  const before = await jobsByPayload(b);
   await measure(b, 'bulk', () => bulkRecords, async (ready) => {
     const bulk = await load(b, { op: 'bulk', target: b.bulkTarget, kind: 'mixed', from: bulkFrom, deliveries: P.bulkDeliveries, size: P.bulkSize, concurrency: P.bulkConcurrency }, ready);
     checkAll2xx('bulk', bulk);
@@ -141,6 +144,16 @@ export async function bulkPhase(b: Bench): Promise<void> {
     b.m.bulkRate = bulkRecords / ((bulkEnd - bulk.start) / 1000);
     log(`bulk ${fmt(b.m.bulkRate)} records/s end to end (accepted at ${fmt(bulkRecords / ((bulk.end - bulk.start) / 1000))}/s)`);
   });
+  const after = await jobsByPayload(b);
+  b.m.bulkJobs = { text: after.text - before.text, deflated: after.deflated - before.deflated };
+  log(`bulk jobs: ${b.m.bulkJobs.text} as text, ${b.m.bulkJobs.deflated} deflated (JOB_DEFLATE; by default while 64 or more jobs wait)`);
+}
+
+/** The receiver's telematics_jobs_enqueued_total, by payload. */
+async function jobsByPayload(b: Bench): Promise<{ text: number; deflated: number }> {
+  const text = await (await fetch(b.receiverMetrics)).text();
+  const count = (payload: string) => Number(new RegExp(`^telematics_jobs_enqueued_total\\{payload="${payload}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+  return { text: count('text'), deflated: count('deflated') };
 }
 
 /** (2b) End to end, realtime single records from many senders. */

@@ -55,6 +55,8 @@ export interface Measured {
   /** gzip (zlib's default level) of the worker's 5000-line write bodies: CPU per line and bytes kept. */
   gzip?: { usPerLine: number; keptShare: number };
   jobDataBytes?: number;
+  /** Jobs the receiver queued in phase 2a, by payload form. */
+  bulkJobs?: { text: number; deflated: number };
   /** Per phase: records, wall seconds, CPU seconds per process. */
   cpu: Array<{ phase: string; records: number; seconds: number; cpu: Map<string, number> }>;
 }
@@ -130,7 +132,7 @@ export function resultRows(m: Measured, receiverRss: Rss, workerRss: Rss[]): Row
       n: '6b',
       what: 'Service CPU per bulk record (receiver and workers, phase 2a) against influxd’s CPU per record of the same points, same phase',
       value: `${fmt(perRecord, 1)} core-µs/record`,
-      reference: `influxd ${fmt(influxdPerRecord, 1)} core-µs/record`,
+      reference: `influxd ${fmt(influxdPerRecord, 1)} core-µs/record${m.bulkJobs ? `; jobs deflated: ${m.bulkJobs.deflated} of ${m.bulkJobs.text + m.bulkJobs.deflated}` : ''}`,
       ratio: `${fmt(perRecord / influxdPerRecord, 2)} ×`,
       target: '≤ 0.5 ×',
       ok: perRecord <= 0.5 * influxdPerRecord,

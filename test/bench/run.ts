@@ -12,7 +12,7 @@ import { cpus, totalmem } from 'node:os';
 import { Redis } from 'ioredis';
 import { startRedis, type LocalRedis } from '../../src/devstack/redis.js';
 import { startInflux, type LocalInflux } from '../../src/devstack/influxd.js';
-import { ensureDebianPackages } from '../../src/devstack/process.js';
+import { ensureDebianPackages, freePort } from '../../src/devstack/process.js';
 import { childPids, CpuMeter } from './cpu.js';
 import type { Target } from './load.js';
 import { CEILING_DB, DB, FLATTEN, flag, opt, P, QUEUE, settingsArg, SMOKE, TOKEN, want } from './options.js';
@@ -87,7 +87,10 @@ async function main(): Promise<void> {
       ...(influx.front.pid ? [['v2 front', influx.front.pid] as [string, number]] : []),
       ['load generator', loader.pid],
     ]);
-    const receiver = await spawn('receiver', 'ingest', ['receiver']);
+    // The receiver's admin listener on a known port: the bulk phase reads its jobs-by-payload counter.
+    const receiverAdmin = await freePort();
+    const receiver = await spawnNode('receiver', built.ingest, ['receiver'], { ...env, ADMIN_PORT: String(receiverAdmin), ADMIN_HOST: '127.0.0.1' }, nodeArgs);
+    procs.push(receiver);
     const realtimeTarget = (url: string): Target => ({ url, path: '/push/realtime', headers: pushHeaders });
     const b: Bench = {
       raw: influx.rawUrl,
@@ -96,6 +99,7 @@ async function main(): Promise<void> {
       meter: new CpuMeter(() => new Map([...servers, ...procs.map((p) => [p.name, p.child.pid] as [string, number | undefined])])),
       m,
       receiver,
+      receiverMetrics: `http://127.0.0.1:${receiverAdmin}/metrics`,
       bulkTarget: { url: receiver.url, path: '/push/bulk', headers: pushHeaders },
       realtimeTarget,
       frontTarget: (db: string): Target => ({

@@ -35,6 +35,8 @@ function measure<I, O>(name: string, inputs: I[], stage: (input: I) => O, rows: 
 const rows_: Array<[string, number]> = [];
 /** The scanner's row, apart: it replaces the general path's decode, parse, validate, judge and flatten. */
 const scanRows: Array<[string, number]> = [];
+/** Encode and read back without deflate, apart: what a job costs while workers keep up. */
+const deflateRows: Array<[string, number]> = [];
 const texts = measure('receiver: UTF-8 decode (TextDecoder, fatal)', bodies, (b) => decoder.decode(b), rows_);
 const parsed = measure('receiver: JSON.parse', texts, (t) => (JSON.parse(t) as { bulkData: unknown[] }).bulkData, rows_);
 const now = Date.now();
@@ -51,7 +53,10 @@ const scanned = measure('receiver: scan (bytes to rows, one pass)', bodies, (b) 
   return sorter.rows[0]!;
 }, scanRows);
 for (let i = 0; i < PUSHES; i++) if (!scanned[i]!.buf.subarray(0, scanned[i]!.len).equals(rows[i]!.buf.subarray(0, rows[i]!.len))) throw new Error(`push ${i}: the scanner's rows differ from the general path's`);
-const jobs = measure('receiver: encode job (codec v3)', rows, (r) => encodePointsJob([{ rows: r, from: 0, to: r.records }]), rows_);
+const jobs = measure('receiver: encode job (codec v3, deflated: a backlog)', rows, (r) => encodePointsJob([{ rows: r, from: 0, to: r.records }]), rows_);
+// Apart from the stages: the same job as text, as the receiver writes it while workers keep up.
+const textJobs = measure('job as text (no backlog)', rows, (r) => encodePointsJob([{ rows: r, from: 0, to: r.records }], false), deflateRows);
+measure('job rows from text', textJobs, (j) => jobRows(j)!, deflateRows);
 const bytes = measure('worker: job rows (inflate)', jobs, (j) => jobRows(j)!, rows_);
 measure('worker: request body from rows (bytes)', bytes, (b) => readRows(b).lines.bytes, rows_);
 
@@ -61,5 +66,6 @@ for (const [n, us] of rows_) process.stdout.write(`  ${n.padEnd(width)}  ${us.to
 const sum = (p: string) => rows_.filter(([n]) => n.startsWith(p)).reduce((a, [, us]) => a + us, 0);
 const general = ['decode', 'JSON.parse', 'validate', 'judge', 'flatten'].reduce((a, k) => a + rows_.find(([n]) => n.includes(k))![1], 0);
 process.stdout.write(`  ${scanRows[0]![0].padEnd(width)}  ${scanRows[0]![1].toFixed(2).padStart(6)}  (the general path's decode to flatten: ${general.toFixed(2)})\n`);
+for (const [n, us] of deflateRows) process.stdout.write(`  ${n.padEnd(width)}  ${us.toFixed(2).padStart(6)}\n`);
 process.stdout.write(`  ${'receiver stages, scanning'.padEnd(width)}  ${(sum('receiver') - general + scanRows[0]![1]).toFixed(2).padStart(6)}\n`);
 process.stdout.write(`  ${'receiver stages'.padEnd(width)}  ${sum('receiver').toFixed(2).padStart(6)}\n  ${'worker stages'.padEnd(width)}  ${sum('worker').toFixed(2).padStart(6)}\n`);
