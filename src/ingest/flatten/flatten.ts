@@ -34,7 +34,8 @@ const NOT_A_SENSOR = -1;
 const sensorOf = new Map<string, number>();
 const NAMES_KEPT = 10_000;
 
-function sensorNumber(field: string): number {
+/** `cell_temperature_NN` → NN; anything else → -1. */
+export function sensorNumber(field: string): number {
   let n = sensorOf.get(field);
   if (n === undefined) {
     n = temperatureSensorNumber(field) ?? NOT_A_SENSOR;
@@ -43,17 +44,22 @@ function sensorNumber(field: string): number {
   return n;
 }
 
+/** `compute(key)`, remembered in `cache` for up to NAMES_KEPT keys (then all forgotten at once): a fleet's plates. */
+export function remembered(cache: Map<string, string>, key: string, compute: (key: string) => string): string {
+  let v = cache.get(key);
+  if (v === undefined) {
+    v = compute(key);
+    if (cache.size >= NAMES_KEPT) cache.clear();
+    cache.set(key, v);
+  }
+  return v;
+}
+
 /** Escaped tag values by vehicle number: a fleet's few thousand plates are escaped once each. */
 const escapedTags = new Map<string, string>();
 
 export function tagOf(vehicleno: string): string {
-  let t = escapedTags.get(vehicleno);
-  if (t === undefined) {
-    t = escapeTag(vehicleno);
-    if (escapedTags.size >= NAMES_KEPT) escapedTags.clear();
-    escapedTags.set(vehicleno, t);
-  }
-  return t;
+  return remembered(escapedTags, vehicleno, escapeTag);
 }
 
 /**
@@ -65,7 +71,11 @@ const parts: string[] = [];
 
 /** Whether `name`'s reading is an unused temperature sensor's, in a CAN record reporting `sensors` of them. */
 export function isUnusedSensor(name: string, value: number, sensors: number | undefined, sentinels: readonly number[]): boolean {
-  const n = sensorNumber(name);
+  return isUnusedSensorNumber(sensorNumber(name), value, sensors, sentinels);
+}
+
+/** The same rule by the field's sensor number (-1: not a temperature sensor), for callers that know it. */
+export function isUnusedSensorNumber(n: number, value: number, sensors: number | undefined, sentinels: readonly number[]): boolean {
   return n !== NOT_A_SENSOR && ((sensors !== undefined && n > sensors) || sentinels.includes(value));
 }
 

@@ -1,7 +1,7 @@
 import type { RecordType, Sighting, TelemetryRecord } from '../../telemetry/record.js';
 import { FIELD_DICTIONARY } from '../../telemetry/fields.js';
 import { formatFloat } from '../../telemetry/lineProtocol.js';
-import { isUnusedSensor, tagOf, type FlattenOptions } from './flatten.js';
+import { isUnusedSensor, remembered, tagOf, type FlattenOptions } from './flatten.js';
 import { PACK_MEASUREMENT, PACK_NAMES, PackHealth, packKind } from './packHealth.js';
 import { Lines } from '../write/lines.js';
 
@@ -26,7 +26,7 @@ import { Lines } from '../write/lines.js';
  */
 
 export const MASK_DIGITS = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_';
-export const MASK_CODE = new Uint8Array(MASK_DIGITS.length);
+const MASK_CODE = new Uint8Array(MASK_DIGITS.length);
 const MASK_VALUE = new Int8Array(128).fill(-1);
 for (let i = 0; i < MASK_DIGITS.length; i++) {
   MASK_CODE[i] = MASK_DIGITS.charCodeAt(i);
@@ -81,24 +81,10 @@ export class PointRows {
     this.len += this.buf.write(s, this.len, 'utf8');
   }
 
-  /** Bytes `from`..`to` of `src`. */
-  copy(src: Uint8Array, from: number, to: number): void {
-    const n = to - from;
-    this.reserve(n);
-    const buf = this.buf;
-    let at = this.len;
-    // Values and names are a few bytes: a loop beats a native call's overhead.
-    if (n < 32) for (let i = from; i < to; i++) buf[at++] = src[i]!;
-    else buf.set(src.subarray(from, to), at);
-    this.len += n;
-  }
-
   /** The mask of the names whose bits are set in `bits` (one entry per six names). */
   mask(bits: ArrayLike<number>, groups: number): void {
-    let last = groups - 1;
-    while (last >= 0 && bits[last] === 0) last--;
-    this.reserve(last + 1);
-    for (let g = 0; g <= last; g++) this.buf[this.len++] = MASK_CODE[bits[g]!]!;
+    this.reserve(groups);
+    this.len = putMask(this.buf, this.len, bits, groups);
   }
 
   endRecord(dropped: number): void {
@@ -113,6 +99,14 @@ export class PointRows {
 }
 
 export const MASK_GROUPS = Math.ceil(FIELD_DICTIONARY.length / 6);
+
+/** A mask's characters into `buf` at `w` (room for `groups` bytes), trailing zero groups left out; returns the end. */
+export function putMask(buf: Uint8Array, w: number, bits: ArrayLike<number>, groups: number): number {
+  let last = groups - 1;
+  while (last >= 0 && bits[last] === 0) last--;
+  for (let g = 0; g <= last; g++) buf[w++] = MASK_CODE[bits[g]!]!;
+  return w;
+}
 
 // Reused: writing a record is synchronous.
 const bits = new Uint8Array(MASK_GROUPS);
@@ -342,24 +336,10 @@ const LNG = DICTIONARY_INDEX.get('lng')!;
 
 /** Plates by their escaped tag text, for the fleet's sightings. */
 const platesByTag = new Map<string, string>();
-function plateOf(tag: string): string {
-  let v = platesByTag.get(tag);
-  if (v === undefined) {
-    v = unescapeTag(tag);
-    if (platesByTag.size >= 10_000) platesByTag.clear();
-    platesByTag.set(tag, v);
-  }
-  return v;
-}
 
 /** escapeTag undone: validation refuses the plates where this would be ambiguous (unrepresentableTag). */
 export function unescapeTag(tag: string): string {
   return tag.includes('\\') ? tag.replace(/\\([,= ])/g, '$1') : tag;
-}
-
-function isAscii(b: Uint8Array, from: number, to: number): boolean {
-  for (let i = from; i < to; i++) if (b[i]! >= 0x80) return false;
-  return true;
 }
 
 /** Every line of a job's rows, by copying bytes; with the records' sightings for the fleet. */
@@ -372,7 +352,7 @@ export function readRows(b: Buffer): ReadPoints {
   const end = b.length;
   let p = 0;
   let record = -1;
-  let tagFrom = 0, tagTo = 0, timeFrom = 0, timeTo = 0, ascii = true;
+  let tagFrom = 0, tagTo = 0, timeFrom = 0, timeTo = 0;
   let lat: [number, number] | undefined, lng: [number, number] | undefined;
   const position = (i: number, from: number, to: number) => {
     if (i === LAT) lat = [from, to];
@@ -386,7 +366,6 @@ export function readRows(b: Buffer): ReadPoints {
       tagTo = r.tagTo;
       timeFrom = r.timeFrom;
       timeTo = r.timeTo;
-      ascii = isAscii(b, tagFrom, tagTo);
     } else if (record < 0) throw malformed(p);
     const lineStart = at;
     const m = MEASUREMENT_BYTES[r.kind]!;
@@ -397,8 +376,8 @@ export function readRows(b: Buffer): ReadPoints {
     const gps = r.kind === ROW_GPS;
     const fields = putFields(b, r, r.kind === ROW_PACK ? PACK_KEY_BYTES : KEY_BYTES, gps ? position : undefined);
     if (r.kind !== ROW_PACK) {
-      const tag = b.toString(ascii ? 'latin1' : 'utf8', tagFrom, tagTo);
-      const s: Sighting = { vehicleno: plateOf(tag), type: gps ? 'gps' : 'can', time: Number(b.toString('latin1', timeFrom, timeTo)) };
+      const tag = b.toString('utf8', tagFrom, tagTo);
+      const s: Sighting = { vehicleno: remembered(platesByTag, tag, unescapeTag), type: gps ? 'gps' : 'can', time: Number(b.toString('latin1', timeFrom, timeTo)) };
       if (lat && lng) {
         s.lat = Number(b.toString('latin1', lat[0], lat[1]));
         s.lng = Number(b.toString('latin1', lng[0], lng[1]));
@@ -429,7 +408,7 @@ export function recordsOf(rows: PointRows): TelemetryRecord[] {
 }
 
 /** The records of a job's rows, as pushed fields (the dead letter shows and replays them; a refused point is quarantined as its record). */
-export function recordsOfRows(b: Uint8Array): TelemetryRecord[] {
+export function recordsOfRows(b: Buffer): TelemetryRecord[] {
   const out: TelemetryRecord[] = [];
   const end = b.length;
   let p = 0;
@@ -440,17 +419,13 @@ export function recordsOfRows(b: Uint8Array): TelemetryRecord[] {
     const fields = Object.create(null) as Record<string, number>;
     putFieldsInto(b, r, fields);
     const type: RecordType = r.kind === ROW_GPS ? 'gps' : 'can';
-    const tag = Buffer.from(b.buffer, b.byteOffset + r.tagFrom, r.tagTo - r.tagFrom).toString('utf8');
-    out.push({ vehicleno: unescapeTag(tag), type, time: Number(latin1(b, r.timeFrom, r.timeTo)), fields });
+    const tag = b.toString('utf8', r.tagFrom, r.tagTo);
+    out.push({ vehicleno: unescapeTag(tag), type, time: Number(b.toString('latin1', r.timeFrom, r.timeTo)), fields });
   }
   return out;
 }
 
-function latin1(b: Uint8Array, from: number, to: number): string {
-  return Buffer.from(b.buffer, b.byteOffset + from, to - from).toString('latin1');
-}
-
-function putFieldsInto(b: Uint8Array, r: Row, fields: Record<string, number>): void {
+function putFieldsInto(b: Buffer, r: Row, fields: Record<string, number>): void {
   let v = r.valuesFrom;
   for (let m = r.maskFrom; b[m] !== COLON; m++) {
     const group = MASK_VALUE[b[m]!]!;
@@ -458,12 +433,12 @@ function putFieldsInto(b: Uint8Array, r: Row, fields: Record<string, number>): v
       if ((group & (1 << k)) === 0) continue;
       let e = v;
       while (e < r.valuesTo && b[e] !== COMMA) e++;
-      fields[FIELD_DICTIONARY[(m - r.maskFrom) * 6 + k]!] = Number(latin1(b, v, e));
+      fields[FIELD_DICTIONARY[(m - r.maskFrom) * 6 + k]!] = Number(b.toString('latin1', v, e));
       v = e + 1;
     }
   }
   if (r.extrasTo > r.extrasFrom) {
-    for (const pair of latin1(b, r.extrasFrom, r.extrasTo).split(',')) {
+    for (const pair of b.toString('latin1', r.extrasFrom, r.extrasTo).split(',')) {
       const eq = pair.indexOf('=');
       fields[pair.slice(0, eq)] = Number(pair.slice(eq + 1));
     }

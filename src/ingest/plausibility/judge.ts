@@ -1,5 +1,5 @@
 import type { RecordType, TelemetryRecord } from '../../telemetry/record.js';
-import { ruleFor, TIME_FUTURE, TIME_PAST, ZERO_POSITION, type RangeRule } from './rules.js';
+import { ruleFor, TIME_FUTURE, TIME_PAST, ZERO_POSITION, type RangeRule, withinRule } from './rules.js';
 
 /**
  * Whether a well-formed record can be true. A time that cannot be true refuses the record (it has no
@@ -64,7 +64,7 @@ export class Plausibility {
       const rule = this.ruleOf(record.type, field);
       if (rule === NO_RULE) continue;
       const value = fields[field]!;
-      if (value >= rule.min && value <= rule.max && (!rule.integer || Number.isInteger(value))) continue;
+      if (withinRule(value, rule)) continue;
       (refused ??= []).push({ field, value, rule: rule.rule, error: outside(value, rule) });
       delete fields[field];
     }

@@ -104,6 +104,11 @@ export function rangeRules(overrides: readonly RangeOverride[]): { rules: RangeR
 }
 
 /** The rule bounding `field` of a `type` record, or undefined when no row names it. */
+/** Whether `value` is within `rule` (its range, and whole when the rule says so). */
+export function withinRule(value: number, rule: RangeRule): boolean {
+  return value >= rule.min && value <= rule.max && (!rule.integer || Number.isInteger(value));
+}
+
 export function ruleFor(rules: readonly RangeRule[], type: RecordType, field: string): RangeRule | undefined {
   for (const r of rules) {
     if (r.type !== undefined && r.type !== type) continue;

@@ -84,7 +84,8 @@ export async function receivePush(
 
   // The scanner reads plainly valid records straight into rows; the rest of the push it hands to the
   // general path (parse, validate, judge, flatten) record by record, or whole when it is not a push it reads.
-  let sorted = new RecordSorter(intake, { ...opts, partitions: records.partitions }, bytes.byteLength);
+  const sorter = () => new RecordSorter(intake, { ...opts, partitions: records.partitions }, bytes.byteLength);
+  let sorted = sorter();
   const scanned = scanPush(bytes, shape, sorted, { plausibility: opts.plausibility, flatten: opts.flatten, receivedAt: intake.receivedAt });
   let general: { text: string; items: unknown[] } | undefined;
   let bulk: boolean, total: number;
@@ -104,7 +105,8 @@ export async function receivePush(
   if (opts.rateLimiter?.enabled) await takeTokens(opts.rateLimiter, intake.sender, total);
 
   if (general) {
-    sorted = new RecordSorter(intake, { ...opts, partitions: records.partitions });
+    // What the scanner wrote before it gave up on the body is thrown away.
+    sorted = sorter();
     // A realtime push is its record: the quarantine keeps its text as sent.
     if (!bulk) sorted.item(0, general.items[0], general.text.trim());
     else for (let i = 0; i < total; i++) sorted.item(i, general.items[i]);

@@ -1,14 +1,14 @@
 import { isUtf8 } from 'node:buffer';
-import { FIELD_DICTIONARY, temperatureSensorNumber } from '../../telemetry/fields.js';
+import { FIELD_DICTIONARY } from '../../telemetry/fields.js';
 import { formatFloat } from '../../telemetry/lineProtocol.js';
 import { EPOCH_MS_MAX, SECONDS_THRESHOLD } from '../../telemetry/numbers.js';
 import type { PushShape } from '../../telemetry/push.js';
 import { VEHICLENO_MAX, type RecordType } from '../../telemetry/record.js';
-import type { FlattenOptions } from '../flatten/flatten.js';
+import { isUnusedSensorNumber, sensorNumber, type FlattenOptions } from '../flatten/flatten.js';
 import { PackHealth, packKind } from '../flatten/packHealth.js';
-import { MASK_CODE, MASK_GROUPS, ROW_CAN, ROW_GPS, writePack, type PointRows } from '../flatten/points.js';
+import { MASK_GROUPS, putMask, ROW_CAN, ROW_GPS, writePack, type PointRows } from '../flatten/points.js';
 import type { Plausibility } from '../plausibility/judge.js';
-import type { RangeRule } from '../plausibility/rules.js';
+import { withinRule, type RangeRule } from '../plausibility/rules.js';
 import { partitionOf } from '../queue/keys.js';
 import { GPS_CORE } from '../validate/record.js';
 
@@ -91,7 +91,7 @@ const NO_OF_SENSORS = FIELD_DICTIONARY.indexOf('no_of_temperature_sensors');
 const NO_OF_CELLS = FIELD_DICTIONARY.indexOf('no_of_cells');
 const PACK_KIND = FIELD_DICTIONARY.map(packKind);
 const pack = new PackHealth();
-const SENSOR = FIELD_DICTIONARY.map((n) => temperatureSensorNumber(n) ?? -1);
+const SENSOR = FIELD_DICTIONARY.map(sensorNumber);
 const CORE = GPS_CORE.map((r) => ({ index: FIELD_DICTIONARY.indexOf(r.key), min: r.min, max: r.max }));
 const KEY_VEHICLENO = Buffer.from('vehicleno');
 const KEY_TYPE = Buffer.from('type');
@@ -429,9 +429,7 @@ function plainRecord(b: Buffer, at: number, sink: ScanSink, opts: ScanOptions): 
       const f = order[k]!;
       if (f === TIME) continue;
       const rule = byIndex[f];
-      if (!rule) continue;
-      const v = values[k]!;
-      if (!(v >= rule.min && v <= rule.max && (!rule.integer || Number.isInteger(v)))) return NOT_PLAIN;
+      if (rule && !withinRule(values[k]!, rule)) return NOT_PLAIN;
     }
     if (gps && pl.opts.zeroPosition && values[slot[CORE[0]!.index]!] === 0 && values[slot[CORE[1]!.index]!] === 0) return NOT_PLAIN;
   }
@@ -445,8 +443,7 @@ function plainRecord(b: Buffer, at: number, sink: ScanSink, opts: ScanOptions): 
   for (let k = 0; k < n; k++) {
     const f = order[k]!;
     if (f === TIME) continue;
-    const sensor = gps ? -1 : SENSOR[f]!;
-    if (sensor >= 0 && ((sensors !== undefined && sensor > sensors) || sentinels.includes(values[k]!))) {
+    if (!gps && isUnusedSensorNumber(SENSOR[f]!, values[k]!, sensors, sentinels)) {
       droppedCount++;
       continue;
     }
@@ -462,12 +459,10 @@ function plainRecord(b: Buffer, at: number, sink: ScanSink, opts: ScanOptions): 
   else if (texts[timeAt] !== undefined) w = putText(buf, texts[timeAt]!, w);
   else for (let i = from[timeAt]!; i < to[timeAt]!; i++) buf[w++] = b[i]!;
   buf[w++] = SPACE;
-  let last = MASK_GROUPS - 1;
-  while (last >= 0 && bits[last] === 0) last--;
-  for (let g = 0; g <= last; g++) buf[w++] = MASK_CODE[bits[g]!]!;
+  w = putMask(buf, w, bits, MASK_GROUPS);
   buf[w++] = COLON;
   let first = true;
-  for (let g = 0; g <= last; g++) {
+  for (let g = 0; g < MASK_GROUPS; g++) {
     const m = bits[g]!;
     if (m === 0) continue;
     for (let k = 0; k < 6; k++) {
