@@ -31,6 +31,8 @@ export class Metrics {
   readonly jobsEnqueued = this.counter('jobs_enqueued_total', 'Jobs queued, by payload: text, or deflated (JOB_DEFLATE: while a backlog builds)', ['payload']);
   readonly implausible = this.counter('implausible_total', 'Refusals of what cannot be true, by plausibility rule and scope (a record, or a field of an accepted one)', ['rule', 'scope']);
   readonly lateness = this.histogram('record_lateness_seconds', 'Receive time minus record time of accepted records (CAN records stamped on receipt excluded)', ['type'], LATENESS);
+  readonly jobFormat = this.gauge('job_format', 'The job format a receiver writes (1 on its one series): payload version, and the field dictionary size its names are numbered below; the newest every live worker reads', ['payload', 'dictionary']);
+  readonly queueReaders = this.gauge('queue_readers', 'Worker processes announcing the job formats they read, by what they read (payload versions, dictionary size), as a receiver last read them', ['payloads', 'dictionary']);
 
   // The worker.
   readonly pointsWritten = this.counter('points_written_total', 'Points InfluxDB accepted, by measurement', ['measurement']);
@@ -39,6 +41,7 @@ export class Metrics {
   readonly writeDuration = this.histogram('write_duration_seconds', 'Duration of one InfluxDB write request', []);
   readonly jobRetries = this.counter('job_retries_total', 'Jobs that failed an attempt and will be retried', []);
   readonly jobsFailed = this.counter('jobs_failed_total', 'Jobs that failed for good (dead letters)', []);
+  readonly jobsDeferred = this.counter('jobs_deferred_total', 'Jobs this worker left for another without spending an attempt, because a newer release wrote them: by reason, format (payload version) or dictionary', ['reason']);
   readonly receiveToWritten = this.histogram('receive_to_written_seconds', 'From a push’s enqueue (its 202) to InfluxDB confirming its points', [], [
     0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600,
   ]);

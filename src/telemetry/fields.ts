@@ -1,87 +1,99 @@
+import { RECORD_TYPES, TIME, type FieldSpec, type RecordTypeSpec } from './vehicleData.js';
+
 /**
- * The field catalogue of the spec (sections 2.5 and 2.6). The CAN object is dynamic:
- * these are the parameters the spec names, but a record carries only those received,
- * and new numeric parameters are accepted too (see record.ts).
+ * The record's schema (vehicleData.ts) as the pipeline looks it up: types by name and by row letter,
+ * each type's fields by name, and the row dictionary (names by wire id). Computed once, and checked:
+ * a schema that gives one name two ids, or leaves an id unused, does not load.
  */
 
-export const GPS_FIELDS = ['lat', 'lng', 'alti', 'speed', 'ignstatus'] as const;
-export type GpsField = (typeof GPS_FIELDS)[number];
+export type { FieldSpec, RangeSpec, RecordTypeSpec } from './vehicleData.js';
+export { TIME } from './vehicleData.js';
 
-const range = (from: number, to: number): number[] =>
-  Array.from({ length: to - from + 1 }, (_, i) => from + i);
-const two = (n: number): string => String(n).padStart(2, '0');
+/** A record type as the pipeline uses it: its spec, its index (for per-type counters) and lookups. */
+export interface RecordTypeInfo {
+  readonly spec: RecordTypeSpec;
+  readonly name: string;
+  readonly index: number;
+  /** The row letter as a byte. */
+  readonly row: number;
+  /** Its fields by name (time not among them). */
+  readonly fields: ReadonlyMap<string, FieldSpec>;
+  /** The required fields, in the schema's order: validated first, and written first. */
+  readonly required: readonly FieldSpec[];
+  /** Names a record of this type reads apart from its dynamic parameters (the required ones and time). */
+  readonly reserved: ReadonlySet<string>;
+}
 
-export const CAN_ALERT_FLAGS = [
-  'alert_board_over_temp',
-  'alert_board_under_temp',
-  'alert_cell_conn_broken',
-  'alert_cell_diff_fault_battery_is_disbalanced',
-  'alert_cell_over_voltage_charged',
-  'alert_cell_under_voltage_discharged',
-  'alert_over_current_charging',
-  'alert_over_current_cont_charging',
-  'alert_over_current_discharging',
-  'alert_over_temp',
-  'alert_pack_ov_fault_total_pack_voltage_is_higher_than_set_threshold',
-  'alert_prl_fault_fault_in_battery_connected_in_parallel',
-  'alert_short_circuit',
-  'alert_thermal_runaway',
-  'alert_under_temp',
-] as const;
+function info(spec: RecordTypeSpec, index: number): RecordTypeInfo {
+  if (!/^[a-z]$/.test(spec.row)) throw new Error(`record type ${spec.name}: its row letter must be one of a-z`);
+  const fields = new Map(spec.fields.map((f) => [f.name, f]));
+  const required = spec.fields.filter((f) => f.required);
+  return {
+    spec,
+    name: spec.name,
+    index,
+    row: spec.row.charCodeAt(0),
+    fields,
+    required,
+    reserved: new Set([...required.map((f) => f.name), TIME.name]),
+  };
+}
 
-export const CELL_TEMPERATURE_FIELDS: readonly string[] = range(1, 6).map((n) => `cell_temperature_${two(n)}`);
+export const TYPES: readonly RecordTypeInfo[] = RECORD_TYPES.map(info);
+export const TYPE_NAMES: readonly string[] = TYPES.map((t) => t.name);
+const BY_NAME = new Map(TYPES.map((t) => [t.name, t]));
+/** By row letter (a byte): an array, since a worker looks one up for every row it reads. */
+const BY_ROW: Array<RecordTypeInfo | undefined> = new Array<RecordTypeInfo | undefined>(256).fill(undefined);
+for (const t of TYPES) BY_ROW[t.row] = t;
+if (BY_NAME.size !== TYPES.length || new Set(TYPES.map((t) => t.row)).size !== TYPES.length) throw new Error('record types: a name or a row letter is used twice');
 
-/** Every CAN parameter the spec names except `time` (68 fields; 69 with `time`). */
-export const CAN_FIELDS: readonly string[] = [
-  'allow_charging',
-  'allow_discharging',
-  'battery_voltage',
-  'current',
-  'power',
-  'soc',
-  'soh',
-  'battery_capacity',
-  'charge_cycle',
-  'chemistry',
-  'load_status',
-  'bms_id',
-  ...range(1, 16).map((n) => `bat_id_${n}`),
-  'no_of_cells',
-  'no_of_temperature_sensors',
-  ...range(1, 16).map((n) => `cell_voltage_${two(n)}`),
-  ...CELL_TEMPERATURE_FIELDS,
-  'alert',
-  ...CAN_ALERT_FLAGS,
-];
+/** The type named `name`; undefined for a name no type has. */
+export function typeNamed(name: string): RecordTypeInfo | undefined {
+  return BY_NAME.get(name);
+}
 
-/** `cell_temperature_03` → 3; anything else → undefined. */
-export function temperatureSensorNumber(field: string): number | undefined {
-  const m = /^cell_temperature_(\d{2})$/.exec(field);
-  return m ? Number(m[1]) : undefined;
+/** The type of a record already validated (its name is one of TYPE_NAMES). */
+export function typeOf(name: string): RecordTypeInfo {
+  const t = BY_NAME.get(name);
+  if (t === undefined) throw new Error(`unknown record type ${JSON.stringify(name)}`);
+  return t;
+}
+
+/** The type whose rows start with byte `row`, or undefined. */
+export function typeOfRow(row: number): RecordTypeInfo | undefined {
+  return BY_ROW[row];
+}
+
+/** The names of a type's fields, in the schema's order. */
+export function fieldNames(type: string): string[] {
+  return typeOf(type).spec.fields.map((f) => f.name);
 }
 
 /**
- * Field names a job payload (v2 and v3, src/ingest/queue/codec.ts) may refer to by number: the
- * spec's, frozen here as they were when v2 was made. Never reorder or remove; new names need no entry (they travel as strings).
+ * The row dictionary: field names by wire id, over every type (job payloads v2 and v3 refer to names
+ * by it; see src/ingest/queue/codec.ts). Grows only at its end.
  */
-export const FIELD_DICTIONARY: readonly string[] = Object.freeze([
-  'lat', 'lng', 'alti', 'speed', 'ignstatus', 'time',
-  'allow_charging', 'allow_discharging', 'battery_voltage', 'current', 'power', 'soc', 'soh',
-  'battery_capacity', 'charge_cycle', 'chemistry', 'load_status', 'bms_id',
-  'bat_id_1', 'bat_id_2', 'bat_id_3', 'bat_id_4', 'bat_id_5', 'bat_id_6', 'bat_id_7', 'bat_id_8',
-  'bat_id_9', 'bat_id_10', 'bat_id_11', 'bat_id_12', 'bat_id_13', 'bat_id_14', 'bat_id_15', 'bat_id_16',
-  'no_of_cells', 'no_of_temperature_sensors',
-  'cell_voltage_01', 'cell_voltage_02', 'cell_voltage_03', 'cell_voltage_04', 'cell_voltage_05',
-  'cell_voltage_06', 'cell_voltage_07', 'cell_voltage_08', 'cell_voltage_09', 'cell_voltage_10',
-  'cell_voltage_11', 'cell_voltage_12', 'cell_voltage_13', 'cell_voltage_14', 'cell_voltage_15',
-  'cell_voltage_16',
-  'cell_temperature_01', 'cell_temperature_02', 'cell_temperature_03', 'cell_temperature_04',
-  'cell_temperature_05', 'cell_temperature_06',
-  'alert', 'alert_board_over_temp', 'alert_board_under_temp', 'alert_cell_conn_broken',
-  'alert_cell_diff_fault_battery_is_disbalanced', 'alert_cell_over_voltage_charged',
-  'alert_cell_under_voltage_discharged', 'alert_over_current_charging', 'alert_over_current_cont_charging',
-  'alert_over_current_discharging', 'alert_over_temp',
-  'alert_pack_ov_fault_total_pack_voltage_is_higher_than_set_threshold',
-  'alert_prl_fault_fault_in_battery_connected_in_parallel', 'alert_short_circuit', 'alert_thermal_runaway',
-  'alert_under_temp',
-]);
+export const FIELD_DICTIONARY: readonly string[] = dictionaryOf(RECORD_TYPES);
+
+/** The row dictionary of some record types; throws where their wire ids contradict each other or leave a gap. */
+export function dictionaryOf(types: readonly RecordTypeSpec[]): readonly string[] {
+  const names: string[] = [];
+  for (const f of [TIME, ...types.flatMap((t) => t.fields)]) {
+    const had = names[f.id];
+    if (had !== undefined && had !== f.name) throw new Error(`wire id ${f.id} is both ${had} and ${f.name}`);
+    names[f.id] = f.name;
+  }
+  const ids = new Map<string, number>();
+  names.forEach((n, i) => {
+    if (ids.has(n)) throw new Error(`field ${n} has two wire ids, ${ids.get(n)} and ${i}`);
+    ids.set(n, i);
+  });
+  for (let i = 0; i < names.length; i++) if (names[i] === undefined) throw new Error(`wire id ${i} is unused: ids run from 0 without a gap`);
+  return Object.freeze(names);
+}
+
+/** A name's wire id, or undefined for a name outside the dictionary. */
+export const WIRE_ID: ReadonlyMap<string, number> = new Map(FIELD_DICTIONARY.map((n, i) => [n, i]));
+
+/** The alarm flags of every type, in the schema's order. */
+export const ALARM_FIELDS: readonly string[] = TYPES.flatMap((t) => t.spec.fields.filter((f) => f.alarm).map((f) => f.name));

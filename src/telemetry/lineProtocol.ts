@@ -4,12 +4,30 @@
  * Correctness is held against the library's output and against a real influxd in tests.
  */
 
-const TAG_SPECIAL = /[,= ]/;
-const TAG_SPECIAL_ALL = /[,= ]/g;
+/** What a tag key or value escapes with a backslash: commas, equals signs and spaces; nothing else. */
+const TAG_SPECIAL_CHARS = ',= ';
+const TAG_SPECIAL = new RegExp(`[${TAG_SPECIAL_CHARS}]`);
+const TAG_SPECIAL_ALL = new RegExp(`[${TAG_SPECIAL_CHARS}]`, 'g');
+/** The same set by byte (UTF-8 leaves ASCII bytes alone, so escaping a tag's bytes is escaping its text). */
+export const TAG_ESCAPED: Uint8Array = new Uint8Array(128);
+for (const c of TAG_SPECIAL_CHARS) TAG_ESCAPED[c.charCodeAt(0)] = 1;
 
-/** Tag keys and values: commas, equals signs and spaces are escaped; nothing else is. */
 export function escapeTag(s: string): string {
   return TAG_SPECIAL.test(s) ? s.replace(TAG_SPECIAL_ALL, '\\$&') : s;
+}
+
+/**
+ * A field name every InfluxDB version stores as it is: a letter, then letters, digits and _ (at most
+ * 128; `_`-prefixed keys are reserved by Flux), so a field key never needs escaping.
+ */
+export const FIELD_NAME = /^[A-Za-z][A-Za-z0-9_]{0,127}$/;
+export const FIELD_NAME_MAX = 128;
+export function isFieldName(s: string): boolean {
+  return FIELD_NAME.test(s);
+}
+/** The same rule by byte: `first` for a name's first byte. */
+export function fieldNameByte(c: number, first: boolean): boolean {
+  return (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (!first && ((c >= 0x30 && c <= 0x39) || c === 0x5f));
 }
 
 /**

@@ -15,6 +15,11 @@ export const SECONDS_THRESHOLD = 100_000_000_000;
 /** The latest epoch-milliseconds time a record may carry (InfluxDB's nanosecond range ends in 2262). */
 export const EPOCH_MS_MAX = 9_200_000_000_000;
 
+/** Whether `n` is a time a record may carry: whole epoch milliseconds that InfluxDB can store (1973 to 2261). */
+export function isEpochMs(n: number): boolean {
+  return Number.isInteger(n) && n >= SECONDS_THRESHOLD && n <= EPOCH_MS_MAX;
+}
+
 /** An epoch time in seconds or milliseconds, to milliseconds. */
 export function toEpochMs(value: number): number {
   return Math.abs(value) < SECONDS_THRESHOLD ? Math.round(value * 1000) : Math.round(value);

@@ -1,3 +1,5 @@
+import { TIME, typeOf } from './fields.js';
+
 /**
  * The record: what a valid push record becomes, and the shape every ingest stage works on
  * (validate makes it, queue stores it, flatten serializes it, the dead letter shows it).
@@ -26,20 +28,25 @@ export interface Sighting {
 
 export function sightingOf(r: TelemetryRecord): Sighting {
   const s: Sighting = { vehicleno: r.vehicleno, type: r.type, time: r.time };
-  if (r.type === 'gps' && r.fields.lat !== undefined && r.fields.lng !== undefined) {
-    s.lat = r.fields.lat;
-    s.lng = r.fields.lng;
+  const at = typeOf(r.type).spec.position;
+  if (at !== undefined && r.fields[at.lat] !== undefined && r.fields[at.lng] !== undefined) {
+    s.lat = r.fields[at.lat];
+    s.lng = r.fields[at.lng];
   }
   return s;
 }
 
-export const RECORD_TYPES = ['gps', 'can'] as const;
-export type RecordType = (typeof RECORD_TYPES)[number];
+/** A record type's name: one of TYPE_NAMES (src/telemetry/fields.ts); types are data, not a union. */
+export type RecordType = string;
 
 /** Longest `vehicleno` accepted: it becomes an InfluxDB tag value. */
 export const VEHICLENO_MAX = 128;
+/** Parameters one record may carry besides its required ones and time: the spec names 69; more is a sender's bug or an attack. */
+export const MAX_PARAMETERS = 256;
+/** Nesting a record may have before its reason says only that (a valid one nests 2 levels). */
+export const MAX_NESTING = 32;
 
 /** A record in the shape it was pushed, so a replay validates it again like any push. */
 export function asPushRecord(r: TelemetryRecord): { vehicleno: string; type: RecordType; data: Record<string, number> } {
-  return { vehicleno: r.vehicleno, type: r.type, data: { ...r.fields, time: r.time } };
+  return { vehicleno: r.vehicleno, type: r.type, data: { ...r.fields, [TIME.name]: r.time } };
 }

@@ -1,23 +1,18 @@
-import { CAN_FIELDS, GPS_FIELDS } from './fields.js';
+import { TIME, TYPES, type FieldSpec, type RecordTypeInfo } from './fields.js';
+import { FIELD_NAME as FIELD_NAME_RE } from './lineProtocol.js';
 import { EPOCH_MS_MAX, NUMERIC_STRING, SECONDS_THRESHOLD } from './numbers.js';
-import { VEHICLENO_MAX } from './record.js';
+import { MAX_NESTING, MAX_PARAMETERS, VEHICLENO_MAX } from './record.js';
 
 /*
  * JSON Schema (2020-12) of what a sender pushes: one record, or `{"bulkData": [records]}`. It says
  * what the receiver's validation (src/ingest/validate/record.ts) accepts, rule for rule; schema.test.ts
  * holds the two to the same verdict on random records and near misses. The one rule that cannot be
- * said exactly is named in the description and in the test (RECEIVER_ONLY there).
- *
- * The receiver's limits that live in validate/ (and may not be imported here, the domain imports no
- * stage) are repeated below; the test fails if they drift.
+ * said exactly is named in the description and in the test (RECEIVER_ONLY there). Every record type
+ * and field comes from the record's schema (vehicleData.ts).
  */
 
-/** Parameters a record may carry besides the GPS core fields and `time` (MAX_PARAMETERS). */
-const MAX_PARAMETERS = 256;
-/** How deep a record may nest (MAX_NESTING); the record itself is level 1, its `data` level 2. */
-const MAX_NESTING = 32;
-/** A field name: letters, digits and _, starting with a letter (FIELD_KEY). */
-const FIELD_NAME = '^[A-Za-z][A-Za-z0-9_]{0,127}$';
+/** A field name (lineProtocol.ts's FIELD_NAME). */
+const FIELD_NAME = FIELD_NAME_RE.source;
 /** JSON.parse makes `"__proto__"` an own key, which the receiver skips; the pattern names that key alone. */
 const PROTO_KEY = '^__proto__$';
 
@@ -142,30 +137,36 @@ const dynamic = {
   additionalProperties: { type: 'null', description: 'a name that is no field name: only null ("not received")' },
 };
 
-const gpsData = {
-  type: 'object',
-  required: [...GPS_FIELDS, 'time'],
-  properties: {
-    lat: coordinate(90, 'latitude'),
-    lng: coordinate(180, 'longitude'),
-    alti: measurement('altitude'),
-    speed: measurement('speed'),
-    ignstatus: measurement('ignition', true),
-    time: epochMs,
-  },
-  ...dynamic,
-  ...parameterCount(GPS_FIELDS.length + 1, ['__proto__']),
-};
+/** A required field's value: within its bound when breaking it refuses the record; a boolean only for a flag. */
+function requiredValue(f: FieldSpec) {
+  const r = f.range?.refuses === 'record' ? f.range : undefined;
+  if (r !== undefined && r.min === -r.max) return coordinate(r.max, f.description);
+  return measurement(f.description, f.flag);
+}
 
-const canData = {
-  type: 'object',
-  description: `only the parameters received, at least one besides time; the spec names ${CAN_FIELDS.length} (see the README), others are kept when numeric`,
-  properties: { time: { ...epochMs, type: ['integer', 'string', 'null'], description: `${epochMs.description}; absent or null: the time the receiver accepted the record` } },
-  ...dynamic,
-  ...parameterCount(0, ['time', '__proto__']),
-  // At least one parameter besides time that is not null.
-  not: { properties: { time: true }, patternProperties: { [PROTO_KEY]: true }, additionalProperties: { type: 'null' } },
-};
+/** The `data` object of a record of type `t`. */
+function dataOf(t: RecordTypeInfo) {
+  const stamped = t.spec.time === 'stamped';
+  const time = stamped
+    ? { ...epochMs, type: ['integer', 'string', 'null'], description: `${epochMs.description}; absent or null: the time the receiver accepted the record` }
+    : epochMs;
+  const required = t.required.map((f) => f.name);
+  const dynamicNeeded = t.spec.minParameters - required.length;
+  return {
+    type: 'object',
+    description: `A ${t.name} record: ${t.spec.description}. ${
+      dynamicNeeded > 0 ? `At least ${dynamicNeeded === 1 ? 'one parameter' : `${dynamicNeeded} parameters`} besides time. ` : ''
+    }The spec names ${t.spec.fields.length} (see the README); others are kept when numeric.`,
+    ...(stamped ? {} : { required: [...required, TIME.name] }),
+    properties: { ...Object.fromEntries(t.required.map((f) => [f.name, requiredValue(f)])), [TIME.name]: time },
+    ...dynamic,
+    ...parameterCount(stamped ? required.length : required.length + 1, stamped ? [TIME.name, '__proto__'] : ['__proto__']),
+    // At least one parameter besides time that is not null.
+    ...(dynamicNeeded > 0 && required.length === 0
+      ? { not: { properties: { [TIME.name]: true }, patternProperties: { [PROTO_KEY]: true }, additionalProperties: { type: 'null' } } }
+      : {}),
+  };
+}
 
 export const pushRecordSchema = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
@@ -188,15 +189,12 @@ export const pushRecordSchema = {
       pattern: PLATE,
       description: 'the vehicle; becomes the InfluxDB tag: no control characters, not blank, no backslash at the end or before a comma, space or equals sign',
     },
-    type: { enum: ['gps', 'can'] },
+    type: { enum: TYPES.map((t) => t.name) },
     data: { type: 'object' },
   },
   // Other properties are ignored, but count towards the receiver's nesting limit.
   additionalProperties: ignoredAt(2),
-  allOf: [
-    { if: { required: ['type'], properties: { type: { const: 'gps' } } }, then: { properties: { data: gpsData } } },
-    { if: { required: ['type'], properties: { type: { const: 'can' } } }, then: { properties: { data: canData } } },
-  ],
+  allOf: TYPES.map((t) => ({ if: { required: ['type'], properties: { type: { const: t.name } } }, then: { properties: { data: dataOf(t) } } })),
   $defs: depths,
 } as const;
 

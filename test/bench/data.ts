@@ -10,7 +10,8 @@
 import { Fleet, type VehicleProfile } from '../../src/upstream/emulator/fleet.js';
 import { canRecordData } from '../../src/upstream/emulator/can.js';
 import { Rng, hash32, round } from '../../src/upstream/emulator/prng.js';
-import { CAN_FIELDS } from '../../src/telemetry/fields.js';
+import { fieldNames } from '../../src/telemetry/fields.js';
+const CAN_FIELDS = fieldNames('can');
 
 /**
  * A week ago, on the day: recent enough for the receiver's TIME_MAX_AGE (a record older is refused as

@@ -19,7 +19,12 @@ const SIZE = 1_000;
 const ROUNDS = 3;
 const data = new BenchData(500);
 const plausibility = plausibilityFor(loadConfig({ PUSH_AUTH: 'none' }));
-const bodies = Array.from({ length: PUSHES }, (_, p) => Buffer.from(JSON.stringify({ bulkData: Array.from({ length: SIZE }, (_, i) => data.mixed(p * SIZE + i)) })));
+const pushes = Array.from({ length: PUSHES }, (_, p) => Array.from({ length: SIZE }, (_, i) => data.mixed(p * SIZE + i)));
+const bodies = pushes.map((records) => Buffer.from(JSON.stringify({ bulkData: records })));
+// The same pushes with one parameter outside the schema in every CAN record (CAN objects are dynamic).
+const unknownBodies = pushes.map((records) =>
+  Buffer.from(JSON.stringify({ bulkData: records.map((r) => (r.type === 'can' ? { ...r, data: { ...r.data, motor_temp: 61.5 } } : r)) })),
+);
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
 /** CPU µs per record of `stage` over every push, after a warm-up pass; returns the stage's outputs. */
@@ -52,6 +57,33 @@ const scanned = measure('receiver: scan (bytes to rows, one pass)', bodies, (b) 
   if (!scanPush(b, 'bulk', sorter, { plausibility, flatten: FLATTEN, receivedAt: now }) || sorter.accepted !== SIZE) throw new Error('the scanner declined a bench push');
   return sorter.rows[0]!;
 }, scanRows);
+/** A sorter that counts the records the scanner hands to the general path. */
+class Counting extends RecordSorter {
+  handed = 0;
+  override item(i: number, item: unknown, text?: string): void {
+    this.handed++;
+    super.item(i, item, text);
+  }
+}
+const scanOf = (b: Buffer) => {
+  const sorter = new Counting(facts, { plausibility, flatten: FLATTEN, quarantineRawLimit: 1_000, partitions: 1 });
+  if (!scanPush(b, 'bulk', sorter, { plausibility, flatten: FLATTEN, receivedAt: now }) || sorter.handed > 0) throw new Error('the scanner handed a bench record over');
+  return sorter.rows[0]!;
+};
+// Alternated round by round with the same pushes without it, medians of each: the pair's ratio is what matters.
+{
+  const known: number[] = [];
+  const unknown: number[] = [];
+  for (let r = 0; r < 9; r++) {
+    for (const [bodiesOf, out] of [[bodies, known], [unknownBodies, unknown]] as const) {
+      const row: Array<[string, number]> = [];
+      measure('', bodiesOf, scanOf, row);
+      out.push(row[0]![1]);
+    }
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+  scanRows.push(['receiver: scan, one unknown parameter per CAN record', median(unknown)], ['receiver: scan, the same without it (alternated)', median(known)]);
+}
 for (let i = 0; i < PUSHES; i++) if (!scanned[i]!.buf.subarray(0, scanned[i]!.len).equals(rows[i]!.buf.subarray(0, rows[i]!.len))) throw new Error(`push ${i}: the scanner's rows differ from the general path's`);
 const jobs = measure('receiver: encode job (codec v3, deflated: a backlog)', rows, (r) => encodePointsJob([{ rows: r, from: 0, to: r.records }]), rows_);
 // Apart from the stages: the same job as text, as the receiver writes it while workers keep up.
@@ -66,6 +98,7 @@ for (const [n, us] of rows_) process.stdout.write(`  ${n.padEnd(width)}  ${us.to
 const sum = (p: string) => rows_.filter(([n]) => n.startsWith(p)).reduce((a, [, us]) => a + us, 0);
 const general = ['decode', 'JSON.parse', 'validate', 'judge', 'flatten'].reduce((a, k) => a + rows_.find(([n]) => n.includes(k))![1], 0);
 process.stdout.write(`  ${scanRows[0]![0].padEnd(width)}  ${scanRows[0]![1].toFixed(2).padStart(6)}  (the general path's decode to flatten: ${general.toFixed(2)})\n`);
+process.stdout.write(`  ${scanRows[1]![0].padEnd(width)}  ${scanRows[1]![1].toFixed(2).padStart(6)}  (${((scanRows[1]![1] / scanRows[2]![1] - 1) * 100).toFixed(1)} % against the same without it: ${scanRows[2]![1].toFixed(2)}; medians of 9 alternated rounds)\n`);
 for (const [n, us] of deflateRows) process.stdout.write(`  ${n.padEnd(width)}  ${us.toFixed(2).padStart(6)}\n`);
 process.stdout.write(`  ${'receiver stages, scanning'.padEnd(width)}  ${(sum('receiver') - general + scanRows[0]![1]).toFixed(2).padStart(6)}\n`);
 process.stdout.write(`  ${'receiver stages'.padEnd(width)}  ${sum('receiver').toFixed(2).padStart(6)}\n  ${'worker stages'.padEnd(width)}  ${sum('worker').toFixed(2).padStart(6)}\n`);

@@ -1,8 +1,9 @@
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CAN_FIELDS } from '../../src/telemetry/fields.js';
+import { fieldNames } from '../../src/telemetry/fields.js';
 import { startTestService, TEST_TOKEN, type TestService } from '../harness/service.js';
 import { T0 } from '../harness/time.js';
+const CAN_FIELDS = fieldNames('can');
 
 
 const gps = (vehicleno: string, time: number, extra: Record<string, unknown> = {}) => ({

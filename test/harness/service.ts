@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
 import { loadConfig, type Config } from '../../src/config/index.js';
 import { createLogger } from '../../src/log/index.js';
-import { startService, type RunningService } from '../../src/ingest/service/index.js';
+import { startService, type RunningService, type ServiceOptions } from '../../src/ingest/service/index.js';
 import { connectRedis } from '../../src/redis/connect.js';
 import { Quarantine } from '../../src/ingest/queue/quarantine.js';
 import { redisKeys } from '../../src/ingest/queue/keys.js';
@@ -45,8 +45,11 @@ export function testEnv(db: string, env: Record<string, string> = {}): Record<st
   };
 }
 
-/** The real service, in-process, on the run's Redis and InfluxDB, with its own queue and database. */
-export async function startTestService(env: Record<string, string> = {}, opts: { createDatabase?: boolean } = {}): Promise<TestService> {
+/**
+ * The real service, in-process, on the run's Redis and InfluxDB, with its own queue and database;
+ * `release` stands it for an older release (the job formats it reads and writes).
+ */
+export async function startTestService(env: Record<string, string> = {}, opts: { createDatabase?: boolean } & ServiceOptions = {}): Promise<TestService> {
   const cfg = loadConfig(
     testEnv(uniqueName('tele'), {
       PORT: '0',
@@ -58,7 +61,7 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
     }),
   );
   if (opts.createDatabase !== false) await influxQuery(cfg.INFLUX_BUCKET, `CREATE DATABASE "${cfg.INFLUX_BUCKET}"`);
-  const svc = await startService(cfg, createLogger(cfg.LOG_LEVEL));
+  const svc = await startService(cfg, createLogger(cfg.LOG_LEVEL), opts.release ? { release: opts.release } : {});
   const query = (q: string) => influxQuery(cfg.INFLUX_BUCKET, q);
   const redis = connectRedis(cfg, 'tool');
   redis.on('error', () => {});

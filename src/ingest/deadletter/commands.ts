@@ -6,7 +6,7 @@ import { EXIT, UsageError } from '../../cli/exit.js';
 import { table } from '../../cli/format.js';
 import type { CliIO } from '../../cli/io.js';
 import type { Program } from '../../cli/program.js';
-import { keysOf, plausibilityFor, producerFor } from '../service/components.js';
+import { formatWatchFor, keysOf, plausibilityFor, producerFor } from '../service/components.js';
 import { classifyToolError, TOOL_SETTINGS, withServiceRedis } from '../service/tool.js';
 import { DeadLetters, type DeadLetterItem, type ListFilter } from './index.js';
 
@@ -67,7 +67,10 @@ function totals(items: readonly DeadLetterItem[]): string {
 /** The dead letter of the Redis the environment names; closed when `use` settles. */
 function withDeadLetters<T>(io: CliIO, use: (dl: DeadLetters) => Promise<T>): Promise<T> {
   return withServiceRedis(io, async (redis, cfg) => {
-    const producer = producerFor(cfg, redis);
+    // A replay is written in a format every live worker reads, as a receiver's pushes are.
+    const formats = formatWatchFor(cfg, redis);
+    await formats.read().catch(() => undefined);
+    const producer = producerFor(cfg, redis, undefined, undefined, () => formats.current);
     const dl = new DeadLetters(redis, keysOf(cfg), producer, { skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK }, plausibilityFor(cfg));
     try {
       return await use(dl);

@@ -1,9 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { flattenRecord, flattenRecords } from './flatten.js';
 import { escapeTag, formatFloat } from '../../telemetry/lineProtocol.js';
-import { CAN_FIELDS, GPS_FIELDS, temperatureSensorNumber } from '../../telemetry/fields.js';
+import { fieldNames } from '../../telemetry/fields.js';
+import { sensorNumber } from './packHealth.js';
 import type { TelemetryRecord } from '../../telemetry/record.js';
 import { mulberry32 } from '../../upstream/emulator/prng.js';
+const CAN_FIELDS = fieldNames('can');
+const GPS_FIELDS = fieldNames('gps');
+const temperatureSensorNumber = (f: string): number | undefined => (sensorNumber(f) >= 0 ? sensorNumber(f) : undefined);
 
 /*
  * flatten.ts was reworked for speed (sensor numbers and escaped tags looked up once per name,

@@ -1,11 +1,14 @@
 import type { TelemetryRecord } from '../../telemetry/record.js';
-import { temperatureSensorNumber } from '../../telemetry/fields.js';
+import { typeOf, type RecordTypeInfo } from '../../telemetry/fields.js';
 import { escapeTag, formatFloat } from '../../telemetry/lineProtocol.js';
-import { PACK_MEASUREMENT, packHealth } from './packHealth.js';
+import type { RowDraft } from './draft.js';
+import { NAMES } from './names.js';
+import { NO_OF_CELLS, NO_OF_TEMPERATURE_SENSORS, PACK_MEASUREMENT, packHealth, type PackHealth } from './packHealth.js';
 
 /**
- * Record → one line of line protocol: measurement = the record's type (`gps` or `can`), tag
- * `vehicleno`, one float field per parameter the record carried, timestamp in milliseconds.
+ * Record → points: measurement = the record type's (src/telemetry/vehicleData.ts), tag `vehicleno`,
+ * one float field per parameter the record carried, timestamp in milliseconds; then the type's
+ * flatten rule (`plain`, or `battery`: unused temperature sensors left out, a pack-health point).
  * A pure function of the record, so a redelivered job rewrites identical points.
  */
 
@@ -14,6 +17,11 @@ export interface FlattenOptions {
   temperatureSentinels: readonly number[];
   /** Also write each CAN record's pack-health point (`can_pack`, packHealth.ts); PACK_HEALTH. */
   packHealth?: boolean;
+  /**
+   * Wire ids below this go in a row's mask; the rest are written by name (`;name=value`), which every
+   * reader of payload v3 reads: the largest dictionary every live worker reads (queue/formats). All when unset.
+   */
+  dictionary?: number;
 }
 
 export interface Flattened {
@@ -26,22 +34,35 @@ export interface Flattened {
 /**
  * Unused temperature sensors: a `cell_temperature_NN` reading is left out when NN is beyond the
  * record's `no_of_temperature_sensors`, or when its value is one of the configured sentinels.
- *
- * The sensor number of a field name is looked up once per name (a few hundred names are in use)
- * rather than matched with a pattern for every value of every CAN record.
  */
 const NOT_A_SENSOR = -1;
-const sensorOf = new Map<string, number>();
 const NAMES_KEPT = 10_000;
 
-/** `cell_temperature_NN` → NN; anything else → -1. */
-export function sensorNumber(field: string): number {
-  let n = sensorOf.get(field);
-  if (n === undefined) {
-    n = temperatureSensorNumber(field) ?? NOT_A_SENSOR;
-    if (sensorOf.size < NAMES_KEPT) sensorOf.set(field, n);
+const SLOT_CELLS = NAMES.slotOf(NO_OF_CELLS);
+const SLOT_SENSORS = NAMES.slotOf(NO_OF_TEMPERATURE_SENSORS);
+
+/**
+ * The type's flatten rule on one record's draft, for both paths: leaves out what is not stored
+ * (returns how many fields), and fills `pack` with the record's pack health when the rule makes that
+ * point (PACK_HEALTH); `pack` is cleared otherwise.
+ */
+export function flattenDraft(type: RecordTypeInfo, d: RowDraft, opts: FlattenOptions, pack: PackHealth): number {
+  pack.clear();
+  if (type.spec.flatten === 'plain') return 0;
+  const sensors = d.valueOf(SLOT_SENSORS);
+  const sentinels = opts.temperatureSentinels;
+  // Pack health sums in the record's order, over every field (it applies the sensor rule itself).
+  if (opts.packHealth) {
+    pack.start(d.valueOf(SLOT_CELLS), sensors, sentinels);
+    for (let k = 0; k < d.n; k++) pack.add(NAMES.pack[d.slot[k]!]!, d.value[k]!);
   }
-  return n;
+  let dropped = 0;
+  for (let k = 0; k < d.n; k++) {
+    if (!isUnusedSensorNumber(NAMES.sensor[d.slot[k]!]!, d.value[k]!, sensors, sentinels)) continue;
+    d.drop(k);
+    dropped++;
+  }
+  return dropped;
 }
 
 /** `compute(key)`, remembered in `cache` for up to NAMES_KEPT keys (then all forgotten at once): a fleet's plates. */
@@ -69,26 +90,27 @@ export function tagOf(vehicleno: string): string {
  */
 const parts: string[] = [];
 
-/** Whether `name`'s reading is an unused temperature sensor's, in a CAN record reporting `sensors` of them. */
-export function isUnusedSensor(name: string, value: number, sensors: number | undefined, sentinels: readonly number[]): boolean {
-  return isUnusedSensorNumber(sensorNumber(name), value, sensors, sentinels);
-}
-
-/** The same rule by the field's sensor number (-1: not a temperature sensor), for callers that know it. */
+/** Whether a reading of sensor number `n` (-1: not a temperature sensor) is an unused sensor's, in a record reporting `sensors` of them. */
 export function isUnusedSensorNumber(n: number, value: number, sensors: number | undefined, sentinels: readonly number[]): boolean {
   return n !== NOT_A_SENSOR && ((sensors !== undefined && n > sensors) || sentinels.includes(value));
 }
 
+/**
+ * One record as a line, fields in the record's order: the worker's path for jobs of releases before
+ * payload v3, which carry records, not rows. The same rules as `flattenDraft`.
+ */
 export function flattenRecord(record: TelemetryRecord, opts: FlattenOptions): Flattened {
   const values = record.fields;
-  const can = record.type === 'can';
-  const count = can ? values.no_of_temperature_sensors : undefined;
+  const type = typeOf(record.type);
+  const battery = type.spec.flatten === 'battery';
+  const count = battery ? values[NO_OF_TEMPERATURE_SENSORS] : undefined;
   const sentinels = opts.temperatureSentinels;
   let dropped: string[] | undefined;
   parts.length = 0;
+  NAMES.beginRecord();
   for (const key in values) {
     const value = values[key]!;
-    if (can && isUnusedSensor(key, value, count, sentinels)) {
+    if (battery && isUnusedSensorNumber(NAMES.sensor[NAMES.slotOf(key)]!, value, count, sentinels)) {
       (dropped ??= []).push(key);
       continue;
     }
@@ -96,7 +118,7 @@ export function flattenRecord(record: TelemetryRecord, opts: FlattenOptions): Fl
     parts.push(`${key}=${formatFloat(value)}`);
   }
   if (parts.length === 0) return { line: undefined, dropped: dropped ?? [] };
-  const line = `${record.type},vehicleno=${tagOf(record.vehicleno)} ${parts.join(',')} ${record.time}`;
+  const line = `${type.spec.measurement},vehicleno=${tagOf(record.vehicleno)} ${parts.join(',')} ${record.time}`;
   parts.length = 0;
   return { line, dropped: dropped ?? [] };
 }
@@ -123,7 +145,7 @@ export function flattenRecords(records: readonly TelemetryRecord[], opts: Flatte
       lines.push(f.line);
       sources.push(i);
     }
-    if (opts.packHealth && record.type === 'can') {
+    if (opts.packHealth && typeOf(record.type).spec.flatten === 'battery') {
       const pack = packHealth(record.fields, opts.temperatureSentinels);
       if (pack) {
         lines.push(`${PACK_MEASUREMENT},vehicleno=${tagOf(record.vehicleno)} ${Object.entries(pack).map(([k, v]) => `${k}=${formatFloat(v)}`).join(',')} ${record.time}`);

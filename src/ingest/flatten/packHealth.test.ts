@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { CAN_ALERT_FLAGS } from '../../telemetry/fields.js';
+import { ALARM_FIELDS } from '../../telemetry/fields.js';
 import type { TelemetryRecord } from '../../telemetry/record.js';
 import { flattenRecords } from './flatten.js';
 import { packHealth } from './packHealth.js';
+const CAN_ALERT_FLAGS = ALARM_FIELDS;
 
 const T = 1_763_700_000_000;
 const can = (fields: Record<string, number>): TelemetryRecord => ({ vehicleno: 'PACK 1', type: 'can', time: T, fields });

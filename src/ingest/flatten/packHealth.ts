@@ -1,4 +1,4 @@
-import { CAN_ALERT_FLAGS, temperatureSensorNumber } from '../../telemetry/fields.js';
+import { ALARM_FIELDS } from '../../telemetry/fields.js';
 
 /**
  * Pack health, across the fields of one CAN record: what InfluxQL cannot compute from the `can`
@@ -15,8 +15,21 @@ export const PACK_NAMES = [
   'alerts_raised',
 ] as const;
 
-const ALERT_FLAGS: ReadonlySet<string> = new Set(CAN_ALERT_FLAGS);
+/*
+ * The battery rule computes from named fields (the schema's battery parameters, src/telemetry/vehicleData.ts):
+ * numbered cell voltages and temperature sensors, the counts of each, and the alarm flags.
+ */
+export const NO_OF_CELLS = 'no_of_cells';
+export const NO_OF_TEMPERATURE_SENSORS = 'no_of_temperature_sensors';
 const CELL_VOLTAGE = /^cell_voltage_(\d{2})$/;
+const CELL_TEMPERATURE = /^cell_temperature_(\d{2})$/;
+const ALERT_FLAGS: ReadonlySet<string> = new Set(ALARM_FIELDS);
+
+/** `cell_temperature_03` → 3; anything else → -1. */
+export function sensorNumber(field: string): number {
+  const m = CELL_TEMPERATURE.exec(field);
+  return m ? Number(m[1]) : -1;
+}
 
 /**
  * What a field name is to pack health, looked up once per name: a cell voltage (its cell number), a
@@ -29,8 +42,8 @@ export function packKind(field: string): number {
   let k = kindOf.get(field);
   if (k === undefined) {
     const m = CELL_VOLTAGE.exec(field);
-    const sensor = m ? undefined : temperatureSensorNumber(field);
-    k = m ? Number(m[1]) : sensor !== undefined ? -1 - sensor : ALERT_FLAGS.has(field) ? ALERT : PACK_OTHER;
+    const sensor = m ? -1 : sensorNumber(field);
+    k = m ? Number(m[1]) : sensor >= 0 ? -1 - sensor : ALERT_FLAGS.has(field) ? ALERT : PACK_OTHER;
     if (kindOf.size < 10_000) kindOf.set(field, k);
   }
   return k;
@@ -49,6 +62,11 @@ export class PackHealth {
   private cellCount: number | undefined;
   private sensorCount: number | undefined;
   private sentinels: readonly number[] = [];
+
+  /** No point: `values` gives none until `start`. */
+  clear(): void {
+    this.cells = this.temps = this.alertFlags = 0;
+  }
 
   start(cellCount: number | undefined, sensorCount: number | undefined, sentinels: readonly number[]): this {
     this.cells = this.cellMin = this.cellMax = this.cellSum = 0;
@@ -114,7 +132,7 @@ const got = new Float64Array(PACK_NAMES.length);
 
 /** The record's pack-health fields, or undefined when it carries none of their inputs. */
 export function packHealth(fields: Readonly<Record<string, number>>, temperatureSentinels: readonly number[]): Record<string, number> | undefined {
-  acc.start(fields.no_of_cells, fields.no_of_temperature_sensors, temperatureSentinels);
+  acc.start(fields[NO_OF_CELLS], fields[NO_OF_TEMPERATURE_SENSORS], temperatureSentinels);
   for (const key in fields) acc.add(packKind(key), fields[key]!);
   const mask = acc.values(got);
   if (mask === 0) return undefined;

@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { flattenRecords, type FlattenOptions } from './flatten.js';
 import { PointRows, readRows, recordsOf, rowsOf, writeRecord } from './points.js';
-import { CAN_FIELDS, GPS_FIELDS } from '../../telemetry/fields.js';
+import { fieldNames } from '../../telemetry/fields.js';
 import { sightingOf, type TelemetryRecord } from '../../telemetry/record.js';
 import { mulberry32 } from '../../upstream/emulator/prng.js';
+const CAN_FIELDS = fieldNames('can');
+const GPS_FIELDS = fieldNames('gps');
 
 /*
  * The rows a job carries (payload v3) against flatten.ts, the rules they were written by: the lines a
@@ -87,3 +89,24 @@ describe('points as a job carries them (rows)', () => {
 function sub(rows: PointRows): Buffer {
   return rows.buf.subarray(0, rows.len);
 }
+
+describe('the row writer at its worst case', () => {
+  it('writes every field the schema names, the longest values, 256 more by name and a plate of escapes whole, and reads them back exactly', () => {
+    const fields = Object.create(null) as Record<string, number>;
+    const longest = [-1.7976931348623157e308, -5e-324, -1e21, -2.2250738585072014e-308];
+    CAN_FIELDS.forEach((f, i) => (fields[f] = longest[i % longest.length]!));
+    // Every sensor in use, so that the unused-sensor rule leaves every field in.
+    fields.no_of_temperature_sensors = 6;
+    for (let i = 0; i < 256; i++) fields[`p${String(i).padStart(3, '0')}${'x'.repeat(124)}`] = -1.2345678901234567e-300;
+    const r: TelemetryRecord = { vehicleno: ',= '.repeat(42) + 'x', type: 'can', time: 9_200_000_000_000, fields };
+    for (const dictionary of [undefined, 0, 40]) {
+      // A small start, so the row outgrows the buffer: the writer must reserve what it writes.
+      const rows = new PointRows(16);
+      writeRecord(rows, r, { temperatureSentinels: [], packHealth: true, ...(dictionary === undefined ? {} : { dictionary }) });
+      expect(rows.len).toBeGreaterThan(40_000);
+      const [back] = recordsOf(rows);
+      expect(back).toEqual({ ...r, fields: { ...fields } });
+      expect(readRows(rows.buf.subarray(0, rows.len)).lines.texts().map(canonical)).toEqual(flattenRecords([r], { temperatureSentinels: [], packHealth: true }).lines.map(canonical));
+    }
+  });
+});

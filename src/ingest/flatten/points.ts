@@ -1,8 +1,10 @@
-import type { RecordType, Sighting, TelemetryRecord } from '../../telemetry/record.js';
-import { FIELD_DICTIONARY } from '../../telemetry/fields.js';
-import { formatFloat } from '../../telemetry/lineProtocol.js';
-import { isUnusedSensor, remembered, tagOf, type FlattenOptions } from './flatten.js';
-import { PACK_MEASUREMENT, PACK_NAMES, PackHealth, packKind } from './packHealth.js';
+import type { Sighting, TelemetryRecord } from '../../telemetry/record.js';
+import { FIELD_DICTIONARY, TYPES, typeOf, typeOfRow, WIRE_ID, type RecordTypeInfo } from '../../telemetry/fields.js';
+import { formatFloat, TAG_ESCAPED } from '../../telemetry/lineProtocol.js';
+import { flattenDraft, remembered, type FlattenOptions } from './flatten.js';
+import { RowDraft } from './draft.js';
+import { DICTIONARY_SIZE, NAMES } from './names.js';
+import { PACK_MEASUREMENT, PACK_NAMES, PackHealth } from './packHealth.js';
 import { Lines } from '../write/lines.js';
 
 /**
@@ -10,19 +12,20 @@ import { Lines } from '../write/lines.js';
  * receiver, its field values as the text line protocol writes, so a worker copies bytes into its
  * request and never decodes a record. One row a line:
  *
- *   <t><time> <mask>:<value>,<value>,…[;<name>=<value>,…] <tag>   a record's point; t: g (gps), c (can)
+ *   <t><time> <mask>:<value>,<value>,…[;<name>=<value>,…] <tag>   a record's point; t: its type's row letter (g, c)
  *   p<mask>:<value>,…                                           the can_pack point of the record above
  *
  * - mask: which names of the dictionary (FIELD_DICTIONARY; PACK_NAMES for `p`) the point has, six a
  *   character of MASK_DIGITS, lowest first, trailing zero characters left out; the values follow in
  *   dictionary order, each as `formatFloat` writes it.
- * - names outside the dictionary follow `;`, in the record's order.
+ * - names outside the dictionary follow `;`, in the record's order; so do names of the dictionary past
+ *   the size the receiver was told every live worker reads (FlattenOptions.dictionary).
  * - tag: the vehicleno escaped as a tag value, to the end of the row (a plate has no control character).
  * - a record whose every field was an unused sensor has a row with no value, and no point.
  *
  * The order of fields in a line is the dictionary's, not the sender's: InfluxDB stores fields by name.
- * This file is the format's one home: `PointRows` and `writeRecord` write it (and the receiver's
- * one-pass scanner, src/ingest/scan/, held to writeRecord by its fuzz test), `readRows` reads it.
+ * This file is the format's one home: `writeRow` writes it, from a record's draft (draft.ts) that the
+ * general path (`writeRecord`) and the receiver's scanner (src/ingest/scan/) fill; `readRows` reads it.
  */
 
 export const MASK_DIGITS = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_';
@@ -33,12 +36,10 @@ for (let i = 0; i < MASK_DIGITS.length; i++) {
   MASK_VALUE[MASK_DIGITS.charCodeAt(i)] = i;
 }
 
-export const DICTIONARY_INDEX: ReadonlyMap<string, number> = new Map(FIELD_DICTIONARY.map((n, i) => [n, i]));
-
-const NL = 10, SPACE = 32, COMMA = 44, COLON = 58, SEMI = 59;
-export const ROW_GPS = 103; // g
-export const ROW_CAN = 99; // c
+const NL = 10, SPACE = 32, COMMA = 44, COLON = 58, SEMI = 59, EQUALS = 61, BACKSLASH = 92;
+/** The row of a record's pack-health point; record types have other letters. */
 export const ROW_PACK = 112; // p
+if (typeOfRow(ROW_PACK) !== undefined) throw new Error('a record type may not have the row letter p (pack health)');
 
 /** The rows of some records, as bytes, with where each record's rows end. */
 export class PointRows {
@@ -76,17 +77,6 @@ export class PointRows {
     this.len += this.buf.write(s, this.len, 'latin1');
   }
 
-  utf8(s: string): void {
-    this.reserve(Buffer.byteLength(s));
-    this.len += this.buf.write(s, this.len, 'utf8');
-  }
-
-  /** The mask of the names whose bits are set in `bits` (one entry per six names). */
-  mask(bits: ArrayLike<number>, groups: number): void {
-    this.reserve(groups);
-    this.len = putMask(this.buf, this.len, bits, groups);
-  }
-
   endRecord(dropped: number): void {
     this.ends.push(this.len);
     this.dropped.push(dropped);
@@ -110,62 +100,115 @@ export function putMask(buf: Uint8Array, w: number, bits: ArrayLike<number>, gro
 
 // Reused: writing a record is synchronous.
 const bits = new Uint8Array(MASK_GROUPS);
-const texts: Array<string | undefined> = new Array<string | undefined>(FIELD_DICTIONARY.length).fill(undefined);
 const pack = new PackHealth();
 const packValues = new Float64Array(PACK_NAMES.length);
+const draft = new RowDraft();
 
 /**
- * A valid, judged record's rows: its point, and its can_pack point with PACK_HEALTH. The flattening
- * rules are flatten.ts's (`isUnusedSensor`, `packHealth`), in the row format above.
+ * A valid, judged record's rows (the general path): its draft, filled from the record, then the
+ * writer both paths share.
  */
 export function writeRecord(rows: PointRows, r: TelemetryRecord, opts: FlattenOptions): void {
+  const d = draft;
+  d.begin(EMPTY);
+  NAMES.beginRecord();
   const fields = r.fields;
-  const can = r.type === 'can';
-  const sensors = can ? fields.no_of_temperature_sensors : undefined;
-  let dropped = 0;
-  let extras: string | undefined;
-  bits.fill(0);
-  for (const name in fields) {
-    const value = fields[name]!;
-    if (can && isUnusedSensor(name, value, sensors, opts.temperatureSentinels)) {
-      dropped++;
-      continue;
-    }
-    const i = DICTIONARY_INDEX.get(name);
-    if (i === undefined) extras = `${extras === undefined ? ';' : `${extras},`}${name}=${formatFloat(value)}`;
-    else {
-      bits[(i / 6) | 0]! |= 1 << i % 6;
-      texts[i] = formatFloat(value);
-    }
-  }
-  rows.byte(can ? ROW_CAN : ROW_GPS);
-  rows.latin1(String(r.time));
-  rows.byte(SPACE);
-  rows.mask(bits, MASK_GROUPS);
-  rows.byte(COLON);
-  let first = true;
-  for (let g = 0; g < MASK_GROUPS; g++) {
-    const b = bits[g]!;
-    if (b === 0) continue;
-    for (let k = 0; k < 6; k++) {
-      if ((b & (1 << k)) === 0) continue;
-      const i = g * 6 + k;
-      if (!first) rows.byte(COMMA);
-      first = false;
-      rows.latin1(texts[i]!);
-      texts[i] = undefined;
-    }
-  }
-  if (extras !== undefined) rows.latin1(extras);
-  rows.byte(SPACE);
-  rows.utf8(tagOf(r.vehicleno));
-  rows.byte(NL);
-  if (can && opts.packHealth) {
-    pack.start(fields.no_of_cells, fields.no_of_temperature_sensors, opts.temperatureSentinels);
-    for (const name in fields) pack.add(packKind(name), fields[name]!);
-    writePack(rows, pack);
-  }
+  for (const name in fields) d.push(NAMES.slotOf(name), fields[name]!);
+  d.timeText(r.time);
+  d.plate(r.vehicleno);
+  finishRecord(rows, typeOf(r.type), d, opts);
+}
+
+/** A record's rows from its draft: the type's flatten rule, its point's row, its pack-health row. */
+export function finishRecord(rows: PointRows, type: RecordTypeInfo, d: RowDraft, opts: FlattenOptions): void {
+  const dropped = flattenDraft(type, d, opts, pack);
+  writeRow(rows, type.row, d, opts.dictionary ?? DICTIONARY_SIZE);
+  writePack(rows, pack);
   rows.endRecord(dropped);
+}
+
+/** Position in the draft of each dictionary value, by wire id (for the values' dictionary order). */
+const atWire = new Int32Array(DICTIONARY_SIZE);
+
+/**
+ * A point's row from its draft: slots below `dictionary` by the mask, in wire-id order; the others by
+ * name, in the record's order. Its exact length is reserved first, and the bytes written are held to it.
+ */
+export function writeRow(rows: PointRows, kind: number, d: RowDraft, dictionary: number): void {
+  const src = d.src;
+  const scratch = d.scratch;
+  const limit = Math.min(dictionary, DICTIONARY_SIZE);
+  bits.fill(0);
+  let size = 1 + (d.timeTo - d.timeFrom) + 1 + 1 + 1 + 1; // kind, time, space, colon, space, newline
+  let values = 0;
+  for (let k = 0; k < d.n; k++) {
+    const s = d.slot[k]!;
+    if (s < 0) continue;
+    const len = d.to[k]! - d.from[k]!;
+    if (s < limit) {
+      bits[(s / 6) | 0]! |= 1 << s % 6;
+      atWire[s] = k;
+      size += len + (values++ > 0 ? 1 : 0);
+    } else size += 1 + NAMES.bytes[s]!.length + 1 + len; // ; or , then name=value
+  }
+  let groups = MASK_GROUPS;
+  while (groups > 0 && bits[groups - 1] === 0) groups--;
+  size += groups;
+  const tag = d.tagInScratch ? scratch : src;
+  for (let i = d.tagFrom; i < d.tagTo; i++) {
+    const c = tag[i]!;
+    size += c < 128 && TAG_ESCAPED[c] === 1 ? 2 : 1;
+  }
+  rows.reserve(size);
+  const buf = rows.buf;
+  const start = rows.len;
+  let w = start;
+  buf[w++] = kind;
+  w = copy(d.timeInScratch ? scratch : src, d.timeFrom, d.timeTo, buf, w);
+  buf[w++] = SPACE;
+  w = putMask(buf, w, bits, groups);
+  buf[w++] = COLON;
+  let first = true;
+  for (let g = 0; g < groups; g++) {
+    const m = bits[g]!;
+    if (m === 0) continue;
+    for (let b = 0; b < 6; b++) {
+      if ((m & (1 << b)) === 0) continue;
+      const k = atWire[g * 6 + b]!;
+      if (!first) buf[w++] = COMMA;
+      first = false;
+      w = copy(d.inScratch[k] === 1 ? scratch : src, d.from[k]!, d.to[k]!, buf, w);
+    }
+  }
+  let extras = 0;
+  for (let k = 0; k < d.n; k++) {
+    const s = d.slot[k]!;
+    if (s < limit) continue; // by the mask, or dropped (negative)
+    buf[w++] = extras++ === 0 ? SEMI : COMMA;
+    const name = NAMES.bytes[s]!;
+    w = copy(name, 0, name.length, buf, w);
+    buf[w++] = EQUALS;
+    w = copy(d.inScratch[k] === 1 ? scratch : src, d.from[k]!, d.to[k]!, buf, w);
+  }
+  buf[w++] = SPACE;
+  for (let i = d.tagFrom; i < d.tagTo; i++) {
+    const c = tag[i]!;
+    if (c < 128 && TAG_ESCAPED[c] === 1) buf[w++] = BACKSLASH;
+    buf[w++] = c;
+  }
+  buf[w++] = NL;
+  // A write past a Buffer's end is dropped silently: the length reserved is the length written, or this is a bug.
+  if (w !== start + size) throw new Error(`row writer: wrote ${w - start} bytes of a row reserved at ${size}`);
+  rows.len = w;
+}
+
+function copy(from: Uint8Array, a: number, b: number, to: Uint8Array, w: number): number {
+  if (b - a < 32) {
+    for (let i = a; i < b; i++) to[w++] = from[i]!;
+    return w;
+  }
+  to.set(from.subarray(a, b), w);
+  return w + (b - a);
 }
 
 /** The `p` row of a record's pack health (none when the record had none of its inputs). */
@@ -196,11 +239,15 @@ export function rowsOf(records: readonly TelemetryRecord[], opts: FlattenOptions
 
 const KEY_BYTES = FIELD_DICTIONARY.map((n) => Buffer.from(`${n}=`, 'latin1'));
 const PACK_KEY_BYTES = PACK_NAMES.map((n) => Buffer.from(`${n}=`, 'latin1'));
-const MEASUREMENT_BYTES: Record<number, Buffer> = {
-  [ROW_GPS]: Buffer.from('gps,vehicleno=', 'latin1'),
-  [ROW_CAN]: Buffer.from('can,vehicleno=', 'latin1'),
-  [ROW_PACK]: Buffer.from(`${PACK_MEASUREMENT},vehicleno=`, 'latin1'),
-};
+/** By row letter: the line's start, and the wire ids of its type's position (-1: none) for the fleet's sightings. */
+const MEASUREMENT_BYTES: Buffer[] = [];
+const POSITION: Array<[number, number]> = [];
+for (const t of TYPES) {
+  MEASUREMENT_BYTES[t.row] = Buffer.from(`${t.spec.measurement},vehicleno=`, 'latin1');
+  const at = t.spec.position;
+  POSITION[t.row] = at ? [WIRE_ID.get(at.lat) ?? -1, WIRE_ID.get(at.lng) ?? -1] : [-1, -1];
+}
+MEASUREMENT_BYTES[ROW_PACK] = Buffer.from(`${PACK_MEASUREMENT},vehicleno=`, 'latin1');
 
 /** What a worker writes from a job's rows, and what it tells the fleet. */
 export interface ReadPoints {
@@ -244,7 +291,7 @@ function parseRow(b: Uint8Array, p: number, end: number): Row {
   let i = p + 1;
   if (kind === ROW_PACK) {
     row.timeFrom = row.timeTo = i;
-  } else if (kind === ROW_GPS || kind === ROW_CAN) {
+  } else if (typeOfRow(kind) !== undefined) {
     row.timeFrom = i;
     while (i < end && b[i] !== SPACE) i++;
     row.timeTo = i++;
@@ -331,8 +378,8 @@ function putFields(b: Uint8Array, r: Row, keys: readonly Buffer[], each?: (i: nu
 const KEYS_LENGTH = [...KEY_BYTES, ...PACK_KEY_BYTES].reduce((n, k) => n + k.length + 1, 0);
 const EMPTY = new Uint8Array(0);
 
-const LAT = DICTIONARY_INDEX.get('lat')!;
-const LNG = DICTIONARY_INDEX.get('lng')!;
+let LAT = -1;
+let LNG = -1;
 
 /** Plates by their escaped tag text, for the fleet's sightings. */
 const platesByTag = new Map<string, string>();
@@ -373,11 +420,14 @@ export function readRows(b: Buffer): ReadPoints {
     put(b, tagFrom, tagTo);
     putByte(SPACE);
     lat = lng = undefined;
-    const gps = r.kind === ROW_GPS;
-    const fields = putFields(b, r, r.kind === ROW_PACK ? PACK_KEY_BYTES : KEY_BYTES, gps ? position : undefined);
-    if (r.kind !== ROW_PACK) {
+    const type = typeOfRow(r.kind);
+    const pos = POSITION[r.kind];
+    const positioned = pos !== undefined && pos[0] >= 0;
+    if (positioned) [LAT, LNG] = pos;
+    const fields = putFields(b, r, r.kind === ROW_PACK ? PACK_KEY_BYTES : KEY_BYTES, positioned ? position : undefined);
+    if (type !== undefined) {
       const tag = b.toString('utf8', tagFrom, tagTo);
-      const s: Sighting = { vehicleno: remembered(platesByTag, tag, unescapeTag), type: gps ? 'gps' : 'can', time: Number(b.toString('latin1', timeFrom, timeTo)) };
+      const s: Sighting = { vehicleno: remembered(platesByTag, tag, unescapeTag), type: type.name, time: Number(b.toString('latin1', timeFrom, timeTo)) };
       if (lat && lng) {
         s.lat = Number(b.toString('latin1', lat[0], lat[1]));
         s.lng = Number(b.toString('latin1', lng[0], lng[1]));
@@ -393,7 +443,7 @@ export function readRows(b: Buffer): ReadPoints {
       putByte(NL);
       ends.push(at);
       out.sources.push(record);
-      out.measurements.push(r.kind === ROW_GPS ? 'gps' : r.kind === ROW_CAN ? 'can' : PACK_MEASUREMENT);
+      out.measurements.push(type !== undefined ? type.spec.measurement : PACK_MEASUREMENT);
     }
     p = r.next;
   }
@@ -418,7 +468,7 @@ export function recordsOfRows(b: Buffer): TelemetryRecord[] {
     if (r.kind === ROW_PACK) continue;
     const fields = Object.create(null) as Record<string, number>;
     putFieldsInto(b, r, fields);
-    const type: RecordType = r.kind === ROW_GPS ? 'gps' : 'can';
+    const type = typeOfRow(r.kind)!.name;
     const tag = b.toString('utf8', r.tagFrom, r.tagTo);
     out.push({ vehicleno: unescapeTag(tag), type, time: Number(b.toString('latin1', r.timeFrom, r.timeTo)), fields });
   }

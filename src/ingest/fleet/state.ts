@@ -73,7 +73,8 @@ export class FleetState {
       const t = newest.get(r.vehicleno);
       if (t === undefined || r.time > t) newest.set(r.vehicleno, r.time);
       const { lat, lng } = r;
-      if (r.type !== 'gps' || lat === undefined || lng === undefined) continue;
+      // A sighting has a position only when its type has one (vehicleData.ts) and the record carried it.
+      if (lat === undefined || lng === undefined) continue;
       const p = positions.get(r.vehicleno);
       if (p === undefined || r.time >= p.time) positions.set(r.vehicleno, { time: r.time, lat, lng });
     }

@@ -1,4 +1,5 @@
-import type { RecordType, TelemetryRecord } from '../../telemetry/record.js';
+import type { TelemetryRecord } from '../../telemetry/record.js';
+import { typeOf } from '../../telemetry/fields.js';
 import { ruleFor, TIME_FUTURE, TIME_PAST, ZERO_POSITION, type RangeRule, withinRule } from './rules.js';
 
 /**
@@ -36,9 +37,14 @@ const ROLLOVER = 1024 * WEEK;
 const NAMES_KEPT = 10_000;
 const NO_RULE = null;
 
+/** (0, 0): what a device without a GPS fix reports, not a position. Both paths call this. */
+export function isNoFix(lat: number | undefined, lng: number | undefined): boolean {
+  return lat === 0 && lng === 0;
+}
+
 export class Plausibility {
   /** The rule of a field name, per record type: looked up once per name, not matched for every value. */
-  private readonly byName: Record<RecordType, Map<string, RangeRule | null>> = { gps: new Map(), can: new Map() };
+  private readonly byName = new Map<string, Map<string, RangeRule | null>>();
 
   constructor(readonly opts: PlausibilityOptions) {}
 
@@ -51,14 +57,15 @@ export class Plausibility {
     if (timeProblem) return { ok: false, ...timeProblem, refused: [] };
     let refused: RefusedField[] | undefined;
     const { fields } = record;
-    if (this.opts.zeroPosition && record.type === 'gps' && fields.lat === 0 && fields.lng === 0) {
+    const at = typeOf(record.type).spec.position;
+    if (this.opts.zeroPosition && at !== undefined && isNoFix(fields[at.lat], fields[at.lng])) {
       const error = '(0, 0) is what a device without a GPS fix reports, not a position; the position is not stored';
       refused = [
-        { field: 'lat', value: 0, rule: ZERO_POSITION, error },
-        { field: 'lng', value: 0, rule: ZERO_POSITION, error },
+        { field: at.lat, value: 0, rule: ZERO_POSITION, error },
+        { field: at.lng, value: 0, rule: ZERO_POSITION, error },
       ];
-      delete fields.lat;
-      delete fields.lng;
+      delete fields[at.lat];
+      delete fields[at.lng];
     }
     for (const field in fields) {
       const rule = this.ruleOf(record.type, field);
@@ -75,8 +82,9 @@ export class Plausibility {
   }
 
   /** The range rule of a field name (null: unchecked), looked up once per name. */
-  ruleOf(type: RecordType, field: string): RangeRule | null {
-    const names = this.byName[type];
+  ruleOf(type: string, field: string): RangeRule | null {
+    let names = this.byName.get(type);
+    if (names === undefined) this.byName.set(type, (names = new Map()));
     let rule = names.get(field);
     if (rule === undefined) {
       rule = ruleFor(this.opts.rules, type, field) ?? NO_RULE;

@@ -1,20 +1,22 @@
-import type { RecordType } from '../../telemetry/record.js';
-import { CAN_ALERT_FLAGS } from '../../telemetry/fields.js';
+import { TYPES, type RangeSpec } from '../../telemetry/fields.js';
 import type { RangeOverride } from '../../config/index.js';
 
 /**
- * What a vehicle can truly have measured: the one table of bounds a well-formed record is judged
- * by (validate/ has already checked its shape). Each row says its unit and why its bound is where it
+ * What a vehicle can truly have measured: the bounds a well-formed record is judged by (validate/ has
+ * already checked its shape), as the record's schema (src/telemetry/vehicleData.ts) declares them on
+ * its fields, one row per rule and record type. Each row says its unit and why its bound is where it
  * is, so an operator can tell a rule to widen (a 600 V truck fleet) from a device to fix. A field no
  * row names (an unknown CAN parameter) is never checked.
  */
 export interface RangeRule {
   /** The rule's name: the `rule` label on /metrics, in answers and the quarantine, and in PLAUSIBLE_RANGES. */
   rule: string;
-  /** The fields it bounds: names, or one pattern (`cell_voltage_NN`). */
-  fields: readonly string[] | RegExp;
-  /** The record type it applies to; both when unset. */
-  type?: RecordType;
+  /** The fields it bounds by name. */
+  fields: readonly string[];
+  /** And the names beyond those it bounds by pattern (a numbered series' `cell_voltage_NN`). */
+  pattern?: RegExp;
+  /** The record type it applies to; every type when unset (an operator's own field). */
+  type?: string;
   min: number;
   max: number;
   /** Only whole numbers (the 0/1 flags). */
@@ -23,51 +25,22 @@ export interface RangeRule {
   why: string;
 }
 
-export const FLAG_FIELDS: readonly string[] = ['allow_charging', 'allow_discharging', 'alert', ...CAN_ALERT_FLAGS];
-
-/** The defaults; PLAUSIBLE_RANGES overrides them by rule name (see `rangeRules`). */
-export const RANGE_RULES: readonly RangeRule[] = [
-  { rule: 'flag', fields: ['ignstatus'], type: 'gps', min: 0, max: 1, integer: true, unit: '0/1', why: 'spec shape: ignition is on (1) or off (0); a boolean is read as 1/0' },
-  { rule: 'flag', fields: FLAG_FIELDS, type: 'can', min: 0, max: 1, integer: true, unit: '0/1', why: 'spec shape: allow_charging, allow_discharging, alert and every alert_* flag are 0 or 1' },
-  { rule: 'percent', fields: ['soc', 'soh'], type: 'can', min: 0, max: 100, unit: '%', why: 'spec shape: state of charge and of health are percentages' },
-  {
-    rule: 'cell_voltage',
-    fields: /^cell_voltage_\d{2}$/,
-    type: 'can',
-    min: 0,
-    max: 5,
-    unit: 'V',
-    why: 'physics: no lithium-ion (at most 4.45 V charged) or lead-acid cell holds 5 V; below 0 V is a sensor fault',
-  },
-  {
-    rule: 'cell_temperature',
-    fields: /^cell_temperature_\d{2}$/,
-    type: 'can',
-    min: -55,
-    max: 150,
-    unit: '°C',
-    why: 'physics: beyond the range of the thermistors a BMS reads (−55 to 150 °C) a reading is a sensor fault',
-  },
-  {
-    rule: 'battery_voltage',
-    fields: ['battery_voltage'],
-    type: 'can',
-    min: 0,
-    max: 1000,
-    unit: 'V',
-    why: 'physics: the highest-voltage vehicle packs (800 V class) stay below 1000 V; set a fleet\'s own bound',
-  },
-  { rule: 'speed', fields: ['speed'], type: 'gps', min: 0, max: 300, unit: 'km/h', why: 'physics: no fleet road vehicle reaches 300 km/h; GPS glitches report thousands' },
-  {
-    rule: 'altitude',
-    fields: ['alti'],
-    type: 'gps',
-    min: -500,
-    max: 9_000,
-    unit: 'm',
-    why: 'physics: roads run from the Dead Sea shore (−430 m) to about 5,800 m; GPS altitude errs by tens of metres',
-  },
-];
+/** The defaults, from the schema; PLAUSIBLE_RANGES overrides them by rule name (see `rangeRules`). */
+export const RANGE_RULES: readonly RangeRule[] = TYPES.flatMap((t) => {
+  const rows = new Map<RangeSpec, RangeRule>();
+  for (const f of t.spec.fields) {
+    const r = f.range;
+    if (r?.refuses !== 'field' || r.rule === undefined) continue;
+    const row = rows.get(r);
+    if (row) (row.fields as string[]).push(f.name);
+    else rows.set(r, { rule: r.rule, fields: [f.name], type: t.name, min: r.min, max: r.max, ...(r.integer ? { integer: true } : {}), unit: f.unit ?? '', why: r.why ?? '' });
+  }
+  for (const fam of t.spec.families ?? []) {
+    const row = rows.get(fam.range);
+    if (row) row.pattern = fam.pattern;
+  }
+  return [...rows.values()];
+});
 
 /** The names that PLAUSIBLE_RANGES may switch off besides the range rules: the position and time rules. */
 export const ZERO_POSITION = 'zero_position';
@@ -103,16 +76,16 @@ export function rangeRules(overrides: readonly RangeOverride[]): { rules: RangeR
   return { rules, zeroPosition };
 }
 
-/** The rule bounding `field` of a `type` record, or undefined when no row names it. */
 /** Whether `value` is within `rule` (its range, and whole when the rule says so). */
 export function withinRule(value: number, rule: RangeRule): boolean {
   return value >= rule.min && value <= rule.max && (!rule.integer || Number.isInteger(value));
 }
 
-export function ruleFor(rules: readonly RangeRule[], type: RecordType, field: string): RangeRule | undefined {
+/** The rule bounding `field` of a `type` record, or undefined when no row names it. */
+export function ruleFor(rules: readonly RangeRule[], type: string, field: string): RangeRule | undefined {
   for (const r of rules) {
     if (r.type !== undefined && r.type !== type) continue;
-    if (Array.isArray(r.fields) ? r.fields.includes(field) : (r.fields as RegExp).test(field)) return r;
+    if (r.fields.includes(field) || r.pattern?.test(field)) return r;
   }
   return undefined;
 }

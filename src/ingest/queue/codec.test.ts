@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { CAN_FIELDS, GPS_FIELDS } from '../../telemetry/fields.js';
+import { fieldNames } from '../../telemetry/fields.js';
 import type { TelemetryRecord } from '../../telemetry/record.js';
 import { decodeJob, encodeJob, encodePointsJob, jobRecordCount, V2_NAMES, type JobPayloadV1 } from './codec.js';
 import { recordsOf, rowsOf } from '../flatten/points.js';
 import { mulberry32 } from '../../upstream/emulator/prng.js';
+const CAN_FIELDS = fieldNames('can');
+const GPS_FIELDS = fieldNames('gps');
 
 /** What BullMQ does to job data: JSON text in Redis, parsed again by the worker. */
 const throughRedis = (data: unknown): unknown => JSON.parse(JSON.stringify(data));

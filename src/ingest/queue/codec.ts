@@ -42,6 +42,8 @@ export interface JobPayloadV2 {
   v: 2;
   /** Number of records (so a dead-letter listing need not decode). */
   n: number;
+  /** The dictionary size its numbered names stay below (names from it on go as strings); DICTIONARY_WITHOUT_K when absent. */
+  k?: number;
   /** The columnar array, as JSON (small jobs, where deflate gains little). */
   c?: Columnar;
   /** The columnar array as JSON, raw-deflated, base64. */
@@ -49,14 +51,17 @@ export interface JobPayloadV2 {
 }
 /**
  * v3: the records' points, already flattened by the receiver, as rows (src/ingest/flatten/points.ts):
- * `{v: 3, n, d, t}` with the rows as text, or `{v: 3, n, d, z}` raw-deflated and base64-encoded. A
- * worker copies their bytes into its request; nothing is decoded into records. `d`: fields left out
- * as unused sensors.
+ * `{v: 3, n, d, k, t}` with the rows as text, or `{v: 3, n, d, k, z}` raw-deflated and base64-encoded.
+ * A worker copies their bytes into its request; nothing is decoded into records. `d`: fields left out
+ * as unused sensors. `k`: the dictionary size the rows' masks stay below (names from it on are extras,
+ * `;name=value`); a worker whose dictionary is smaller leaves the job for one that reads it (formats.ts).
  */
 export interface JobPayloadV3 {
   v: 3;
   n: number;
   d: number;
+  /** DICTIONARY_WITHOUT_K when absent (jobs of the release that made v3). */
+  k?: number;
   t?: string;
   z?: string;
 }
@@ -79,6 +84,27 @@ type Columnar = [
 /** Field names a v2 payload may refer to by number (the frozen dictionary of `telemetry/fields.ts`). */
 export const V2_NAMES: readonly string[] = FIELD_DICTIONARY;
 const V2_INDEX = new Map(V2_NAMES.map((n, i) => [n, i]));
+
+/**
+ * The dictionary of a v2 or v3 job without `k`: FIELD_DICTIONARY's size from v2 until `k` was added
+ * (the spec's 69 CAN names with `time`, and the 5 GPS names). Fixed forever: those jobs say no more.
+ */
+export const DICTIONARY_WITHOUT_K = 74;
+
+/** The payload version of a job, and the dictionary size its numbered names stay below (0 for v1, which names every field). */
+export interface PayloadFormat {
+  v: number;
+  k: number;
+}
+
+/** What a payload says of its own format, or undefined when it is not a payload (no integer `v`). */
+export function payloadFormat(data: unknown): PayloadFormat | undefined {
+  const p = data as { v?: unknown; k?: unknown } | null;
+  if (!p || typeof p !== 'object' || !Number.isInteger(p.v)) return undefined;
+  const v = p.v as number;
+  if (v === 1) return { v, k: 0 };
+  return { v, k: Number.isInteger(p.k) ? (p.k as number) : DICTIONARY_WITHOUT_K };
+}
 
 /**
  * Below about this much JSON a job is stored as it is: small jobs (realtime pushes grouped over a few
@@ -106,7 +132,8 @@ function fromSpecial(code: string): number {
 
 const hasOwn = Object.prototype.hasOwnProperty;
 
-export function encodeColumnar(records: readonly TelemetryRecord[]): Columnar {
+/** `dictionary`: names numbered from it on go as strings, for workers whose dictionary ends there. */
+export function encodeColumnar(records: readonly TelemetryRecord[], dictionary = V2_NAMES.length): Columnar {
   const vehiclenos: string[] = [];
   const vehicleIndex = new Map<string, number>();
   const types: string[] = [];
@@ -160,7 +187,8 @@ export function encodeColumnar(records: readonly TelemetryRecord[]): Columnar {
       if (!hasOwn.call(fields, name)) continue;
       let f = nameIndex.get(name);
       if (f === undefined) {
-        f = names.push(V2_INDEX.get(name) ?? name) - 1;
+        const number = V2_INDEX.get(name);
+        f = names.push(number !== undefined && number < dictionary ? number : name) - 1;
         nameIndex.set(name, f);
         columns.push([]);
       }
@@ -234,12 +262,14 @@ export function decodeColumnar(c: Columnar, n?: number): TelemetryRecord[] {
   return out;
 }
 
-export function encodeJob(records: TelemetryRecord[]): JobPayloadV2 {
-  const c = encodeColumnar(records);
+/** A v2 job (what workers of a release that reads no v3 take); `dictionary` as for encodeColumnar. */
+export function encodeJob(records: readonly TelemetryRecord[], dictionary = V2_NAMES.length, deflate = true): JobPayloadV2 {
+  const c = encodeColumnar(records, dictionary);
+  const k = Math.min(dictionary, V2_NAMES.length);
   // A small job goes as it is, judged by an estimate of its JSON (about 8 characters a value, 24 a
   // record) rather than by writing it out twice: BullMQ stringifies the job data itself.
-  if (c[5].length * 8 + records.length * 24 < DEFLATE_FROM) return { v: 2, n: records.length, c };
-  return { v: 2, n: records.length, z: deflateRawSync(JSON.stringify(c), DEFLATE).toString('base64') };
+  if (!deflate || c[5].length * 8 + records.length * 24 < DEFLATE_FROM) return { v: 2, n: records.length, k, c };
+  return { v: 2, n: records.length, k, z: deflateRawSync(JSON.stringify(c), DEFLATE).toString('base64') };
 }
 
 /** Records `from`..`to` of some rows: what one job takes of a push (or of several). */
@@ -249,8 +279,21 @@ export interface RowsPart {
   to: number;
 }
 
-/** A job of the rows of `parts`, in order; deflated when `deflate` and large enough to gain from it. */
-export function encodePointsJob(parts: readonly RowsPart[], deflate = true): JobPayloadV3 {
+/** The records of `parts`, in order (a v2 or v1 job made of the receiver's rows). */
+export function recordsOfParts(parts: readonly RowsPart[]): TelemetryRecord[] {
+  const out: TelemetryRecord[] = [];
+  for (const { rows, from, to } of parts) {
+    const [a, b] = rows.span(from, to);
+    for (const r of recordsOfRows(rows.buf.subarray(a, b))) out.push(r);
+  }
+  return out;
+}
+
+/**
+ * A job of the rows of `parts`, in order; deflated when `deflate` and large enough to gain from it.
+ * `k`: the dictionary size the rows' masks stay below (the largest their writers were given).
+ */
+export function encodePointsJob(parts: readonly RowsPart[], deflate = true, k = FIELD_DICTIONARY.length): JobPayloadV3 {
   let n = 0, d = 0, size = 0;
   for (const { rows, from, to } of parts) {
     n += to - from;
@@ -271,7 +314,7 @@ export function encodePointsJob(parts: readonly RowsPart[], deflate = true): Job
       at += rows.buf.copy(bytes, at, a, b);
     }
   }
-  return !deflate || size < DEFLATE_FROM ? { v: 3, n, d, t: bytes.toString('utf8') } : { v: 3, n, d, z: deflateRawSync(bytes, DEFLATE).toString('base64') };
+  return !deflate || size < DEFLATE_FROM ? { v: 3, n, d, k, t: bytes.toString('utf8') } : { v: 3, n, d, k, z: deflateRawSync(bytes, DEFLATE).toString('base64') };
 }
 
 /** The rows of a v3 payload, or undefined for an older version. */

@@ -1,7 +1,7 @@
 /**
  * Every Redis key the service uses, named in this one module (as BullMQ's queue-keys.ts names its
- * own): the push queues and BullMQ's structures under them, the quarantine stream, and the fuel
- * sync's queue and watermarks. All derive from QUEUE_NAME, so one Redis can hold several deployments.
+ * own): the push queues and BullMQ's structures under them, the quarantine stream, the fuel
+ * sync's queue and watermarks, and the workers' announcements of the job formats they read. All derive from QUEUE_NAME, so one Redis can hold several deployments.
  *
  * Redis Cluster runs a Lua script only when all its keys hash to one slot, and every BullMQ command
  * is such a script over one queue's keys; so in cluster mode each queue's name carries a hash tag
@@ -44,6 +44,11 @@ export interface RedisKeys {
   idempotency(digest: string): string;
   /** A sender's rate-limit buckets (a hash with a TTL). */
   rateLimit(sender: string): string;
+  /**
+   * Hash: worker process id → the job formats it reads, until when (queue/formats.ts). One key for the
+   * deployment, whatever its partitions: receivers read it whole (HGETALL), never by SCAN.
+   */
+  readers: string;
 }
 
 export function redisKeys(queueName: string, layout: KeyLayout = SINGLE_QUEUE): RedisKeys {
@@ -59,6 +64,7 @@ export function redisKeys(queueName: string, layout: KeyLayout = SINGLE_QUEUE): 
     fleetQueue: layout.cluster ? `{${queueName}-fleet}` : `${queueName}-fleet`,
     idempotency: (digest) => `${queueName}:idem:${digest}`,
     rateLimit: (sender) => `${queueName}:rate:${sender}`,
+    readers: `${queueName}:readers`,
   };
 }
 

@@ -2,9 +2,11 @@ import { Queue } from 'bullmq';
 import { masterFor, type RedisClient } from '../../redis/connect.js';
 import type { TelemetryRecord } from '../../telemetry/record.js';
 import type { Metrics } from '../../metrics/index.js';
-import { encodePointsJob, type RowsPart } from './codec.js';
+import { encodeJob, encodePointsJob, recordsOfParts, type JobPayload, type RowsPart } from './codec.js';
 import { PointRows, rowsOf } from '../flatten/points.js';
 import type { FlattenOptions } from '../flatten/flatten.js';
+import { FIELD_DICTIONARY } from '../../telemetry/fields.js';
+import { flattenFor, newestOf, THIS_RELEASE, type JobFormat } from './formats.js';
 import { partitionOf } from './keys.js';
 import { attemptsForSpan, BACKOFF_TYPE, type RetryPolicy } from './retry.js';
 
@@ -33,6 +35,11 @@ export interface ProducerOptions {
   flatten: FlattenOptions;
   /** Whether jobs are deflated now (a backlog builds: `Admission.backlogged`); always when unset. */
   deflate?: () => boolean;
+  /**
+   * The format jobs are written in now: what every live worker reads (formats.ts, `FormatWatch`);
+   * this release's newest when unset. Read when a round trip's jobs are encoded.
+   */
+  format?: () => JobFormat;
   timeoutMs: number;
   retry: RetryPolicy;
   /**
@@ -44,6 +51,8 @@ export interface ProducerOptions {
 }
 
 const NO_ROWS = new PointRows(0);
+const NEWEST = newestOf(THIS_RELEASE);
+const WHOLE_DICTIONARY = FIELD_DICTIONARY.length;
 
 const asEnqueueError = (err: unknown): EnqueueError =>
   err instanceof EnqueueError ? err : new EnqueueError(`enqueue failed: ${(err as Error)?.message ?? err}`, { cause: err });
@@ -66,8 +75,13 @@ async function confirmedWithin(sent: Promise<unknown>, waitMs: number, timeoutMs
   }
 }
 
-interface Waiter {
+/** A caller's rows, and the dictionary size their masks stay below (what their writer was given). */
+interface Rows {
   rows: PointRows;
+  dictionary: number;
+}
+
+interface Waiter extends Rows {
   /** When the caller asked; its promise settles within ENQUEUE_TIMEOUT of this. */
   at: number;
   resolve: () => void;
@@ -123,18 +137,33 @@ export class Producer {
     this.queue.on('error', () => {});
   }
 
-  enqueue(records: TelemetryRecord[]): Promise<void> {
-    return this.enqueueRows(rowsOf(records, this.opts.flatten));
+  /** The format jobs are written in now. */
+  format(): JobFormat {
+    return this.opts.format?.() ?? NEWEST;
   }
 
-  /** Flattened records (the receiver's rows); settles once Redis holds them. */
-  enqueueRows(rows: PointRows): Promise<void> {
+  /** Records as rows in the format of now (a dead letter's replay). */
+  rowsOf(records: readonly TelemetryRecord[]): Rows {
+    const { dictionary } = this.format();
+    return { rows: rowsOf(records, flattenFor(this.flatten, dictionary)), dictionary };
+  }
+
+  enqueue(records: TelemetryRecord[]): Promise<void> {
+    const { rows, dictionary } = this.rowsOf(records);
+    return this.enqueueRows(rows, dictionary);
+  }
+
+  /**
+   * Flattened records (the receiver's rows), whose masks stay below `dictionary` (FlattenOptions.dictionary);
+   * settles once Redis holds them.
+   */
+  enqueueRows(rows: PointRows, dictionary = WHOLE_DICTIONARY): Promise<void> {
     if (rows.records === 0) return Promise.resolve();
     if (this.redis.status !== 'ready') {
       return Promise.reject(new EnqueueError(`Redis is not reachable (connection ${this.redis.status})`));
     }
     return new Promise<void>((resolve, reject) => {
-      this.pending.push({ rows, at: Date.now(), resolve, reject });
+      this.pending.push({ rows, dictionary, at: Date.now(), resolve, reject });
       this.schedule();
     });
   }
@@ -170,9 +199,9 @@ export class Producer {
       if (waiters.length === 0) return;
     }
 
-    const jobs: Array<{ name: string; data: ReturnType<typeof encodePointsJob> }> = [];
+    const jobs: Array<{ name: string; data: JobPayload }> = [];
     try {
-      for (const data of chunked(waiters.map((w) => w.rows), this.opts.maxRecordsPerJob, this.opts.deflate?.() ?? true)) jobs.push({ name: JOB_NAME, data });
+      for (const data of chunked(waiters, this.opts.maxRecordsPerJob, this.opts.deflate?.() ?? true, this.format())) jobs.push({ name: JOB_NAME, data });
       // Encoded: the rows need not live through the round trip (see receive/push.ts).
       for (const w of waiters) w.rows = NO_ROWS;
     } catch (err) {
@@ -216,23 +245,24 @@ export class Producer {
    * id belongs to this delivery's jobs alone.
    */
   enqueueOnce(records: TelemetryRecord[], once: { id: string; ttlMs: number }): Promise<void> {
-    return this.enqueueRowsOnce(rowsOf(records, this.opts.flatten), once);
+    const { rows, dictionary } = this.rowsOf(records);
+    return this.enqueueRowsOnce(rows, once, dictionary);
   }
 
-  async enqueueRowsOnce(rows: PointRows, once: { id: string; ttlMs: number }): Promise<void> {
+  async enqueueRowsOnce(rows: PointRows, once: { id: string; ttlMs: number }, dictionary = WHOLE_DICTIONARY): Promise<void> {
     if (rows.records === 0) return;
     if (this.redis.status !== 'ready') throw new EnqueueError(`Redis is not reachable (connection ${this.redis.status})`);
-    const jobs = chunked([rows], this.opts.maxRecordsPerJob, this.opts.deflate?.() ?? true).map((data, i) => ({ name: JOB_NAME, data, opts: { deduplication: { id: `${once.id}:${i}`, ttl: once.ttlMs } } }));
+    const jobs = chunked([{ rows, dictionary }], this.opts.maxRecordsPerJob, this.opts.deflate?.() ?? true, this.format()).map((data, i) => ({ name: JOB_NAME, data, opts: { deduplication: { id: `${once.id}:${i}`, ttl: once.ttlMs } } }));
     await confirmedWithin(this.queue.addBulk(jobs).then(() => this.replicated(this.opts.timeoutMs)), this.opts.timeoutMs, this.opts.timeoutMs);
     this.count(jobs);
   }
 
   /** Jobs Redis confirmed, by payload form. */
-  private count(jobs: ReadonlyArray<{ data: { z?: string } }>): void {
+  private count(jobs: ReadonlyArray<{ data: JobPayload }>): void {
     const m = this.opts.metrics;
     if (!m) return;
     let deflated = 0;
-    for (const j of jobs) if (j.data.z !== undefined) deflated++;
+    for (const j of jobs) if ('z' in j.data && j.data.z !== undefined) deflated++;
     if (deflated > 0) m.jobsEnqueued.inc({ payload: 'deflated' }, deflated);
     if (jobs.length > deflated) m.jobsEnqueued.inc({ payload: 'text' }, jobs.length - deflated);
   }
@@ -258,26 +288,40 @@ export class Producer {
   }
 }
 
-/** The records of `all`, in order, as jobs of at most `max` records each. */
-function chunked(all: readonly PointRows[], max: number, deflate: boolean): Array<ReturnType<typeof encodePointsJob>> {
-  const jobs: Array<ReturnType<typeof encodePointsJob>> = [];
+/** The records of `all`, in order, as jobs of at most `max` records each, in `format`. */
+function chunked(all: readonly Rows[], max: number, deflate: boolean, format: JobFormat): JobPayload[] {
+  const jobs: JobPayload[] = [];
   let parts: RowsPart[] = [];
   let count = 0;
-  for (const rows of all) {
+  let dictionary = 0;
+  const job = () => {
+    jobs.push(encoded(parts, dictionary, deflate, format));
+    parts = [];
+    count = dictionary = 0;
+  };
+  for (const { rows, dictionary: d } of all) {
     for (let from = 0; from < rows.records; ) {
       const to = Math.min(rows.records, from + max - count);
       parts.push({ rows, from, to });
+      // A row written for a smaller dictionary is read by any reader of a larger one: the job says the largest.
+      dictionary = Math.max(dictionary, d);
       count += to - from;
       from = to;
-      if (count === max) {
-        jobs.push(encodePointsJob(parts, deflate));
-        parts = [];
-        count = 0;
-      }
+      if (count === max) job();
     }
   }
-  if (count > 0) jobs.push(encodePointsJob(parts, deflate));
+  if (count > 0) job();
   return jobs;
+}
+
+/**
+ * One job of `parts`: as rows (v3), or, while a live worker reads no v3 (an older release's), the records
+ * the rows hold as v2 (or v1), their names numbered only below the agreed dictionary.
+ */
+function encoded(parts: readonly RowsPart[], dictionary: number, deflate: boolean, format: JobFormat): JobPayload {
+  if (format.v >= 3) return encodePointsJob(parts, deflate, Math.min(dictionary, WHOLE_DICTIONARY));
+  const records = recordsOfParts(parts);
+  return format.v === 2 ? encodeJob(records, format.dictionary, deflate) : { v: 1, records };
 }
 
 /**
@@ -293,34 +337,38 @@ export class PartitionedProducer {
   }
 
   enqueue(records: TelemetryRecord[]): Promise<void> {
-    return this.enqueueRows(this.rowsOf(records));
+    const { rows, dictionary } = this.rowsOf(records);
+    return this.enqueueRows(rows, dictionary);
   }
 
   /** Each partition deduplicates its own share: a retry after a partial failure enqueues only what is missing. */
   enqueueOnce(records: TelemetryRecord[], once: { id: string; ttlMs: number }): Promise<void> {
-    return this.enqueueRowsOnce(this.rowsOf(records), once);
+    const { rows, dictionary } = this.rowsOf(records);
+    return this.enqueueRowsOnce(rows, once, dictionary);
   }
 
-  /** `rows[i]`: the rows of partition i's vehicles (partitionOf). */
-  enqueueRows(rows: readonly PointRows[]): Promise<void> {
-    if (this.producers.length === 1) return this.producers[0]!.enqueueRows(rows[0]!);
-    return this.each(rows, (p, part) => p.enqueueRows(part));
+  /** `rows[i]`: the rows of partition i's vehicles (partitionOf), their masks below `dictionary`. */
+  enqueueRows(rows: readonly PointRows[], dictionary?: number): Promise<void> {
+    if (this.producers.length === 1) return this.producers[0]!.enqueueRows(rows[0]!, dictionary);
+    return this.each(rows, (p, part) => p.enqueueRows(part, dictionary));
   }
 
-  enqueueRowsOnce(rows: readonly PointRows[], once: { id: string; ttlMs: number }): Promise<void> {
-    if (this.producers.length === 1) return this.producers[0]!.enqueueRowsOnce(rows[0]!, once);
-    return this.each(rows, (p, part) => p.enqueueRowsOnce(part, once));
+  enqueueRowsOnce(rows: readonly PointRows[], once: { id: string; ttlMs: number }, dictionary?: number): Promise<void> {
+    if (this.producers.length === 1) return this.producers[0]!.enqueueRowsOnce(rows[0]!, once, dictionary);
+    return this.each(rows, (p, part) => p.enqueueRowsOnce(part, once, dictionary));
   }
 
   async close(): Promise<void> {
     await Promise.all(this.producers.map((p) => p.close()));
   }
 
-  private rowsOf(records: readonly TelemetryRecord[]): PointRows[] {
+  private rowsOf(records: readonly TelemetryRecord[]): { rows: PointRows[]; dictionary: number } {
     const n = this.producers.length;
     const parts: TelemetryRecord[][] = Array.from({ length: n }, () => []);
     for (const r of records) parts[partitionOf(r.vehicleno, n)]!.push(r);
-    return parts.map((part, i) => rowsOf(part, this.producers[i]!.flatten));
+    // One dictionary for all partitions' rows: the partitions' producers share one format.
+    const { dictionary } = this.producers[0]!.format();
+    return { rows: parts.map((part, i) => rowsOf(part, flattenFor(this.producers[i]!.flatten, dictionary))), dictionary };
   }
 
   private async each(rows: readonly PointRows[], send: (p: Producer, part: PointRows) => Promise<void>): Promise<void> {

@@ -1,3 +1,4 @@
+import { TYPE_NAMES } from '../../telemetry/fields.js';
 import { bulkPushSchema, pushRecordSchema } from '../../telemetry/schema.js';
 
 /**
@@ -59,7 +60,7 @@ export const OPENAPI = {
   info: {
     title: 'telematics-ingest push API',
     version: '1',
-    description: 'Receives gps and can records pushed by a vehicle telematics service, in bulk or one at a time. A 202 is sent only after Redis confirmed the records are queued.',
+    description: `Receives ${TYPE_NAMES.join(' and ')} records pushed by a vehicle telematics service, in bulk or one at a time. A 202 is sent only after Redis confirmed the records are queued.`,
   },
   paths: {
     '/push': { post: operation('A push of either shape: bulk when the body has bulkData, else one record', { oneOf: [{ $ref: '#/components/schemas/BulkPush' }, { $ref: '#/components/schemas/PushRecord' }] }) },

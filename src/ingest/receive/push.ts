@@ -17,14 +17,16 @@ import type { Sender } from '../../config/senders.js';
 import { verify } from '../../telemetry/signature.js';
 import type { Metrics } from '../../metrics/index.js';
 import { BodyError, readBody } from './body.js';
+import { flattenFor, type JobFormat } from '../queue/formats.js';
 
 /** What the receiver needs from the queue stage; the real ones are PartitionedProducer and Quarantine. */
 export interface RecordSink {
   /** QUEUE_PARTITIONS: `rows[i]` holds the records of partition i's vehicles. */
   readonly partitions: number;
-  enqueueRows(rows: readonly PointRows[]): Promise<void>;
+  /** `dictionary`: the rows' masks stay below it (FlattenOptions.dictionary); the whole dictionary when unset. */
+  enqueueRows(rows: readonly PointRows[], dictionary?: number): Promise<void>;
   /** At most once within `ttlMs` for one delivery `id` (a retried keyed delivery enqueues nothing). */
-  enqueueRowsOnce(rows: readonly PointRows[], once: { id: string; ttlMs: number }): Promise<void>;
+  enqueueRowsOnce(rows: readonly PointRows[], once: { id: string; ttlMs: number }, dictionary?: number): Promise<void>;
 }
 export interface QuarantineSink {
   add(entries: readonly NewQuarantineEntry[]): Promise<void>;
@@ -47,6 +49,8 @@ export interface PushHandlerOptions {
   plausibility?: Plausibility;
   /** The flattening rules (CAN_TEMP_SENTINELS, PACK_HEALTH): records are queued as points. */
   flatten: FlattenOptions;
+  /** The job format every live worker reads (queue/formats.ts), read from memory; this release's newest when unset. */
+  format?: () => JobFormat;
   log: Logger;
 }
 
@@ -84,9 +88,12 @@ export async function receivePush(
 
   // The scanner reads plainly valid records straight into rows; the rest of the push it hands to the
   // general path (parse, validate, judge, flatten) record by record, or whole when it is not a push it reads.
-  const sorter = () => new RecordSorter(intake, { ...opts, partitions: records.partitions }, bytes.byteLength);
+  // Rows for the dictionary every live worker reads: names beyond it are written by name.
+  const dictionary = opts.format?.().dictionary;
+  const flatten = dictionary === undefined ? opts.flatten : flattenFor(opts.flatten, dictionary);
+  const sorter = () => new RecordSorter(intake, { ...opts, flatten, partitions: records.partitions }, bytes.byteLength);
   let sorted = sorter();
-  const scanned = scanPush(bytes, shape, sorted, { plausibility: opts.plausibility, flatten: opts.flatten, receivedAt: intake.receivedAt });
+  const scanned = scanPush(bytes, shape, sorted, { plausibility: opts.plausibility, flatten, receivedAt: intake.receivedAt });
   let general: { text: string; items: unknown[] } | undefined;
   let bulk: boolean, total: number;
   if (scanned) ({ bulk, count: total } = scanned);
@@ -114,7 +121,7 @@ export async function receivePush(
   const text = general?.text;
   sorted.finish(() => text ?? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
   if (opts.metrics) sorted.count(opts.metrics, total);
-  const enqueued = digest === undefined ? records.enqueueRows(sorted.rows) : records.enqueueRowsOnce(sorted.rows, { id: digest, ttlMs: opts.idempotency!.ttlMs });
+  const enqueued = digest === undefined ? records.enqueueRows(sorted.rows, dictionary) : records.enqueueRowsOnce(sorted.rows, { id: digest, ttlMs: opts.idempotency!.ttlMs }, dictionary);
   // Only counts and what is answered or quarantined cross the wait, in `outcome`: the parsed push and
   // its rows are then garbage as soon as the producer has encoded them, not kept through the Redis
   // round trip (fewer survivors for each young-generation collection, which otherwise copies and

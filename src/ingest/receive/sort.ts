@@ -1,7 +1,7 @@
 import type { Metrics } from '../../metrics/index.js';
 import type { RefusedFieldAnswer, RejectedRecord } from '../../telemetry/envelope.js';
 import { boundedJson } from '../../telemetry/json.js';
-import type { RecordType } from '../../telemetry/record.js';
+import { TYPES, typeOf, type RecordTypeInfo } from '../../telemetry/fields.js';
 import type { FlattenOptions } from '../flatten/flatten.js';
 import { PointRows, writeRecord } from '../flatten/points.js';
 import type { Plausibility } from '../plausibility/judge.js';
@@ -56,9 +56,10 @@ export class RecordSorter {
   /** Plausibility refusals by rule and scope, for the metrics. */
   readonly implausible: Array<{ rule: string; scope: 'record' | 'field' }> = [];
   accepted = 0;
-  acceptedGps = 0;
-  /** Lateness of accepted records in seconds, by type (CAN records stamped on receipt left out). */
-  readonly late: Record<RecordType, number[]> = { gps: [], can: [] };
+  /** Accepted records by type (TYPES' order). */
+  readonly acceptedBy: number[] = TYPES.map(() => 0);
+  /** Lateness of accepted records in seconds, by type (records stamped on receipt left out). */
+  readonly late: number[][] = TYPES.map(() => []);
 
   constructor(
     private readonly push: PushFacts,
@@ -77,10 +78,10 @@ export class RecordSorter {
   }
 
   /** A record the scanner validated, judged and wrote. */
-  stored(type: RecordType, time: number): void {
+  stored(type: RecordTypeInfo, time: number): void {
     this.accepted++;
-    if (type === 'gps') this.acceptedGps++;
-    if (time !== this.push.receivedAt) this.late[type].push(Math.max(0, this.push.receivedAt - time) / 1000);
+    this.acceptedBy[type.index]!++;
+    if (time !== this.push.receivedAt) this.late[type.index]!.push(Math.max(0, this.push.receivedAt - time) / 1000);
   }
 
   /** Record `i` of the push, parsed; `text`, when known, is what the quarantine keeps of it (as sent). */
@@ -100,7 +101,7 @@ export class RecordSorter {
       return;
     }
     writeRecord(this.rowsFor(record.vehicleno), record, this.opts.flatten);
-    this.stored(record.type, record.time);
+    this.stored(typeOf(record.type), record.time);
     if (judged === undefined || judged.refused.length === 0) return;
     for (const f of judged.refused) this.implausible.push({ rule: f.rule, scope: 'field' });
     this.fieldsRefused.fields += judged.refused.length;
@@ -124,12 +125,12 @@ export class RecordSorter {
   /** The metrics of what was sorted. */
   count(m: Metrics, received: number): void {
     m.recordsReceived.inc(received);
-    if (this.acceptedGps > 0) m.recordsAccepted.inc({ type: 'gps' }, this.acceptedGps);
-    if (this.accepted > this.acceptedGps) m.recordsAccepted.inc({ type: 'can' }, this.accepted - this.acceptedGps);
-    for (const type of ['gps', 'can'] as const) {
-      const late = this.late[type];
+    for (const t of TYPES) {
+      const n = this.acceptedBy[t.index]!;
+      if (n > 0) m.recordsAccepted.inc({ type: t.name }, n);
+      const late = this.late[t.index]!;
       if (late.length === 0) continue;
-      const h = m.lateness.labels({ type });
+      const h = m.lateness.labels({ type: t.name });
       for (const s of late) h.observe(s);
     }
     for (const rule of this.invalid) m.recordsRejected.inc({ reason: rule });

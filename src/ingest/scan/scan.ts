@@ -1,34 +1,37 @@
 import { isUtf8 } from 'node:buffer';
-import { FIELD_DICTIONARY } from '../../telemetry/fields.js';
-import { formatFloat } from '../../telemetry/lineProtocol.js';
-import { EPOCH_MS_MAX, SECONDS_THRESHOLD } from '../../telemetry/numbers.js';
+import { TIME, TYPES, WIRE_ID, type RecordTypeInfo } from '../../telemetry/fields.js';
+import { FIELD_NAME_MAX, fieldNameByte, formatFloat } from '../../telemetry/lineProtocol.js';
+import { plainPlate, plainPlateByte } from '../../telemetry/plate.js';
 import type { PushShape } from '../../telemetry/push.js';
-import { VEHICLENO_MAX, type RecordType } from '../../telemetry/record.js';
-import { isUnusedSensorNumber, sensorNumber, type FlattenOptions } from '../flatten/flatten.js';
-import { PackHealth, packKind } from '../flatten/packHealth.js';
-import { MASK_GROUPS, putMask, ROW_CAN, ROW_GPS, writePack, type PointRows } from '../flatten/points.js';
-import type { Plausibility } from '../plausibility/judge.js';
+import { MAX_PARAMETERS } from '../../telemetry/record.js';
+import type { FlattenOptions } from '../flatten/flatten.js';
+import { RowDraft } from '../flatten/draft.js';
+import { FNV_OFFSET, FNV_PRIME, NAMES } from '../flatten/names.js';
+import { finishRecord, type PointRows } from '../flatten/points.js';
+import { isNoFix, type Plausibility } from '../plausibility/judge.js';
 import { withinRule, type RangeRule } from '../plausibility/rules.js';
 import { partitionOf } from '../queue/keys.js';
-import { GPS_CORE } from '../validate/record.js';
+import { enoughParameters, recordTime, withinBounds } from '../validate/record.js';
 
 /**
- * The receiver's one pass over a push's bytes: for each record that is plainly valid and plausible
- * (three keys; a plate of printable ASCII; every value a JSON number or null; every field name one of
- * the spec's), it validates, judges and writes the record's row (src/ingest/flatten/points.ts) as it
- * reads, copying each value's own text when that is the text line protocol would be given. No string
- * or object is made for such a record. Any other record, valid or not, is parsed on its own
- * (`JSON.parse` of its bytes) and handed to the general path (`item`), in its place in the push; a
- * body that is not UTF-8, not JSON, or not a push of the route's shape is left whole to the general
- * path, which words the answer. `scan.fuzz.test.ts` holds the two paths to the same rows, answers
- * and quarantine on random and hostile pushes.
+ * The receiver's one pass over a push's bytes. For each record that is plainly valid and plausible
+ * (three keys; a plate of printable ASCII; every value a JSON number or null; every field name a
+ * plain one, of the schema or not), it reads the record into a draft (`readRecord`, the byte state
+ * machine), checks it by the rules the general path calls (`plainChecks`: validate/ and plausibility/),
+ * and writes its rows by the writer the general path calls (`finishRecord`, flatten/), copying each
+ * value's own text when that is the text line protocol would be given. No string or object is made
+ * for such a record. Any other record, valid or not, is parsed on its own (`JSON.parse` of its bytes)
+ * and handed to the general path (`item`), in its place in the push; a body that is not UTF-8, not
+ * JSON, or not a push of the route's shape is left whole to the general path, which words the answer.
+ * `scan.fuzz.test.ts` holds the two paths to the same rows, answers and quarantine on random and
+ * hostile pushes.
  */
 
 /** Where the scanner puts what it reads; the receiver's RecordSorter. */
 export interface ScanSink {
   readonly rows: readonly PointRows[];
   /** A record the scanner validated, judged and wrote. */
-  stored(type: RecordType, time: number): void;
+  stored(type: RecordTypeInfo, time: number): void;
   /** Record `i`, parsed, for the general path, with its own text. */
   item(i: number, item: unknown, text: string): void;
 }
@@ -61,42 +64,14 @@ function ws(b: Uint8Array, p: number): number {
   return p;
 }
 
-// ---- field names: the dictionary, looked up by a hash of their bytes --------------------------
-
-const DICT_BYTES = FIELD_DICTIONARY.map((n) => Buffer.from(n, 'latin1'));
-const AMBIGUOUS = -3;
-const byHash = new Map<number, number>();
-for (let i = 0; i < DICT_BYTES.length; i++) {
-  const h = fnv(DICT_BYTES[i]!, 0, DICT_BYTES[i]!.length);
-  byHash.set(h, byHash.has(h) ? AMBIGUOUS : i);
-}
-function fnv(b: Uint8Array, from: number, to: number): number {
-  let h = 0x811c9dc5;
-  for (let i = from; i < to; i++) h = Math.imul(h ^ b[i]!, 0x01000193);
-  return h >>> 0;
-}
-
-/** The dictionary index of the name in bytes `from`..`to` whose hash is `h`, or -1. */
-function nameIndex(b: Uint8Array, from: number, to: number, h: number): number {
-  const i = byHash.get(h);
-  if (i === undefined || i < 0) return -1;
-  const name = DICT_BYTES[i]!;
-  if (name.length !== to - from) return -1;
-  for (let k = 0; k < name.length; k++) if (name[k] !== b[from + k]) return -1;
-  return i;
-}
-
-const TIME = FIELD_DICTIONARY.indexOf('time');
-const NO_OF_SENSORS = FIELD_DICTIONARY.indexOf('no_of_temperature_sensors');
-const NO_OF_CELLS = FIELD_DICTIONARY.indexOf('no_of_cells');
-const PACK_KIND = FIELD_DICTIONARY.map(packKind);
-const pack = new PackHealth();
-const SENSOR = FIELD_DICTIONARY.map(sensorNumber);
-const CORE = GPS_CORE.map((r) => ({ index: FIELD_DICTIONARY.indexOf(r.key), min: r.min, max: r.max }));
 const KEY_VEHICLENO = Buffer.from('vehicleno');
 const KEY_TYPE = Buffer.from('type');
 const KEY_DATA = Buffer.from('data');
 const KEY_BULK = Buffer.from('bulkData');
+const TYPE_BYTES = TYPES.map((t) => Buffer.from(t.name, 'latin1'));
+const TIME_SLOT = NAMES.slotOf(TIME.name);
+/** Per type, the slots of its position's fields (-1: it has none). */
+const POSITION = TYPES.map((t) => (t.spec.position ? [WIRE_ID.get(t.spec.position.lat)!, WIRE_ID.get(t.spec.position.lng)!] : [-1, -1]));
 
 function bytesEqual(b: Uint8Array, from: number, to: number, want: Uint8Array): boolean {
   if (to - from !== want.length) return false;
@@ -104,21 +79,17 @@ function bytesEqual(b: Uint8Array, from: number, to: number, want: Uint8Array): 
   return true;
 }
 
-// ---- one record's scratch: reused, the scan is synchronous -----------------------------------
+// ---- one record's state: reused, the scan is synchronous --------------------------------------
 
-const MAX_FIELDS = FIELD_DICTIONARY.length;
-/** `seenAt[f] === stamp`: name f is in this record (a second one is the general path's); `numberAt`: with a number, at `slot[f]`. */
-const seenAt = new Int32Array(MAX_FIELDS);
-const numberAt = new Int32Array(MAX_FIELDS);
-const slot = new Int32Array(MAX_FIELDS);
-let stamp = 0;
-const STAMP_MAX = 2 ** 30;
-const order = new Int32Array(MAX_FIELDS);
-const values = new Float64Array(MAX_FIELDS);
-const from = new Int32Array(MAX_FIELDS);
-const to = new Int32Array(MAX_FIELDS);
-const texts: Array<string | undefined> = new Array<string | undefined>(MAX_FIELDS).fill(undefined);
-const bits = new Uint8Array(MASK_GROUPS);
+const draft = new RowDraft();
+let recordType: RecordTypeInfo | undefined;
+/** The record's `time`: absent, null, or a number (its value, where its text is, and whether that text is String's). */
+const ABSENT = 0, NULL = 1, NUMBER = 2;
+let timeState = ABSENT;
+let timeValue = 0;
+let timePlain = false;
+let timeFrom = 0;
+let timeTo = 0;
 
 /** A number's value, and whether its text is what line protocol would be given (formatFloat's). */
 let numValue = 0;
@@ -275,33 +246,36 @@ function nextMember(b: Buffer, p: number): number {
 
 // ---- one record --------------------------------------------------------------------------------
 
-/** The range rules of the dictionary's names for one Plausibility, by type. */
+/** The range rules by slot, per type, of one Plausibility and one generation of the name table. */
 let rulesFor: Plausibility | undefined;
-let rules: Record<RecordType, Array<RangeRule | null>> = { gps: [], can: [] };
-function rulesOf(p: Plausibility): Record<RecordType, Array<RangeRule | null>> {
-  if (rulesFor !== p) {
+let rulesGeneration = -1;
+let rules: Array<Array<RangeRule | null | undefined>> = [];
+
+function ruleOf(p: Plausibility, type: RecordTypeInfo, slot: number): RangeRule | null {
+  if (rulesFor !== p || rulesGeneration !== NAMES.generation) {
     rulesFor = p;
-    rules = { gps: FIELD_DICTIONARY.map((n) => p.ruleOf('gps', n)), can: FIELD_DICTIONARY.map((n) => p.ruleOf('can', n)) };
+    rulesGeneration = NAMES.generation;
+    rules = TYPES.map(() => []);
   }
-  return rules;
+  const byType = rules[type.index]!;
+  let r = byType[slot];
+  if (r === undefined) r = byType[slot] = p.ruleOf(type.name, NAMES.names[slot]!);
+  return r;
 }
 
 /**
- * Record `at` (an object), written to `sink` when plainly valid and plausible: returns its end.
- * NOT_PLAIN when the general path must judge it; NOT_JSON when the bytes are not JSON.
+ * Reads record `at` (an object) into the draft and the record's state: the byte state machine. Returns
+ * its end; NOT_PLAIN when the general path must judge it; NOT_JSON when the bytes are not JSON.
  */
-function plainRecord(b: Buffer, at: number, sink: ScanSink, opts: ScanOptions): number {
+function readRecord(b: Buffer, at: number): number {
+  const d = draft;
+  d.begin(b);
+  NAMES.beginRecord();
+  recordType = undefined;
+  timeState = ABSENT;
   let p = ws(b, at + 1);
-  let plateFrom = -1, plateTo = -1;
-  let type: RecordType | undefined;
+  let plate = false;
   let dataSeen = false;
-  let n = 0;
-  let timeAt = -1;
-  if (++stamp === STAMP_MAX) {
-    seenAt.fill(0);
-    numberAt.fill(0);
-    stamp = 1;
-  }
   if (b[p] === RBRACE) return NOT_PLAIN;
   for (;;) {
     if (b[p] !== QUOTE) return NOT_JSON;
@@ -314,191 +288,167 @@ function plainRecord(b: Buffer, at: number, sink: ScanSink, opts: ScanOptions): 
     if (b[p] !== COLON) return NOT_JSON;
     p = ws(b, p + 1);
     if (bytesEqual(b, keyFrom, keyTo, KEY_VEHICLENO)) {
-      if (plateFrom >= 0 || b[p] !== QUOTE) return NOT_PLAIN;
-      plateFrom = p + 1;
+      if (plate || b[p] !== QUOTE) return NOT_PLAIN;
+      plate = true;
+      d.tagFrom = q = p + 1;
       let blank = true;
-      q = plateFrom;
-      for (;;) {
-        const c = b[q];
-        if (c === QUOTE) break;
-        // Escapes, control characters (DEL too), anything beyond ASCII: the general path.
-        if (c === undefined || c < 0x20 || c >= 0x7f || c === BACKSLASH) return NOT_PLAIN;
+      for (let c = b[q]; c !== QUOTE; c = b[++q]) {
+        // Escapes, control characters, anything beyond ASCII: the general path.
+        if (c === undefined || !plainPlateByte(c)) return NOT_PLAIN;
         if (c !== SPACE) blank = false;
-        q++;
       }
-      plateTo = q;
-      if (blank || plateTo === plateFrom || plateTo - plateFrom > VEHICLENO_MAX) return NOT_PLAIN;
+      d.tagTo = q;
+      d.tagInScratch = false;
+      if (!plainPlate(q - d.tagFrom, blank)) return NOT_PLAIN;
       p = q + 1;
     } else if (bytesEqual(b, keyFrom, keyTo, KEY_TYPE)) {
-      if (type !== undefined || b[p] !== QUOTE) return NOT_PLAIN;
-      if (b[p + 4] !== QUOTE) return NOT_PLAIN;
-      if (b[p + 1] === 0x67 && b[p + 2] === 0x70 && b[p + 3] === 0x73) type = 'gps';
-      else if (b[p + 1] === 0x63 && b[p + 2] === 0x61 && b[p + 3] === 0x6e) type = 'can';
-      else return NOT_PLAIN;
-      p += 5;
+      if (recordType !== undefined || b[p] !== QUOTE) return NOT_PLAIN;
+      q = p + 1;
+      while (b[q] !== QUOTE && b[q] !== BACKSLASH && b[q] !== undefined) q++;
+      if (b[q] !== QUOTE) return NOT_PLAIN;
+      for (let t = 0; t < TYPE_BYTES.length; t++) if (bytesEqual(b, p + 1, q, TYPE_BYTES[t]!)) recordType = TYPES[t];
+      if (recordType === undefined) return NOT_PLAIN;
+      p = q + 1;
     } else if (bytesEqual(b, keyFrom, keyTo, KEY_DATA)) {
       if (dataSeen || b[p] !== LBRACE) return NOT_PLAIN;
       dataSeen = true;
-      p = ws(b, p + 1);
-      if (b[p] !== RBRACE) {
-        for (;;) {
-          if (b[p] !== QUOTE) return NOT_JSON;
-          const nameFrom = p + 1;
-          q = nameFrom;
-          // The name's hash as it is read (fnv's).
-          let h = 0x811c9dc5;
-          let c = b[q];
-          while (c !== QUOTE && c !== BACKSLASH && c !== undefined) {
-            h = Math.imul(h ^ c, 0x01000193);
-            c = b[++q];
-          }
-          if (c !== QUOTE) return NOT_PLAIN;
-          const f = nameIndex(b, nameFrom, q, h >>> 0);
-          if (f < 0 || seenAt[f] === stamp) return NOT_PLAIN;
-          seenAt[f] = stamp;
-          p = ws(b, q + 1);
-          if (b[p] !== COLON) return NOT_JSON;
-          p = ws(b, p + 1);
-          c = b[p];
-          if (c === 0x6e) {
-            // null: a parameter not received, left out; a null time is a CAN record's stamp (gps: general path).
-            if (b[p + 1] !== 0x75 || b[p + 2] !== 0x6c || b[p + 3] !== 0x6c) return NOT_JSON;
-            p += 4;
-            if (f === TIME) timeAt = -2;
-          } else {
-            if (c !== MINUS && (c === undefined || c < ZERO || c > NINE)) return NOT_PLAIN;
-            const e = readNumber(b, p);
-            if (e < 0) return NOT_JSON;
-            if (!Number.isFinite(numValue)) return NOT_PLAIN;
-            if (f === TIME) timeAt = n;
-            numberAt[f] = stamp;
-            slot[f] = n;
-            order[n] = f;
-            values[n] = numValue;
-            from[n] = p;
-            to[n] = e;
-            texts[n] = numPlain ? undefined : formatFloat(numValue);
-            n++;
-            p = e;
-          }
-          const next = nextMember(b, p);
-          if (next === CLOSED) break;
-          if (next < 0) return NOT_JSON;
-          p = next;
-        }
-        p = closedAt;
-      }
-      p++;
+      p = readData(b, ws(b, p + 1));
+      if (p < 0) return p;
     } else return NOT_PLAIN;
     const next = nextMember(b, p);
     if (next === CLOSED) break;
     if (next < 0) return NOT_JSON;
     p = next;
   }
-  const end = closedAt + 1;
-  if (plateFrom < 0 || type === undefined || !dataSeen) return NOT_PLAIN;
-  const gps = type === 'gps';
-
-  // Validation: the record's time, and a gps record's core fields.
-  let time: number;
-  let timeText: string | undefined;
-  if (timeAt >= 0) {
-    const t = values[timeAt]!;
-    if (!Number.isInteger(t) || t < SECONDS_THRESHOLD || t > EPOCH_MS_MAX) return NOT_PLAIN;
-    time = t;
-  } else if (gps) return NOT_PLAIN;
-  else {
-    time = opts.receivedAt;
-    timeText = String(time);
-  }
-  const fields = n - (timeAt >= 0 ? 1 : 0);
-  if (gps) {
-    for (const r of CORE) {
-      if (numberAt[r.index] !== stamp) return NOT_PLAIN;
-      const v = values[slot[r.index]!]!;
-      if (r.min !== undefined && r.max !== undefined && !(v >= r.min && v <= r.max)) return NOT_PLAIN;
-    }
-  } else if (fields === 0) return NOT_PLAIN;
-
-  // Judgement: anything refused is the general path's to word and keep.
-  const pl = opts.plausibility;
-  if (pl) {
-    if (pl.timeProblem(time, opts.receivedAt)) return NOT_PLAIN;
-    const byIndex = rulesOf(pl)[type];
-    for (let k = 0; k < n; k++) {
-      const f = order[k]!;
-      if (f === TIME) continue;
-      const rule = byIndex[f];
-      if (rule && !withinRule(values[k]!, rule)) return NOT_PLAIN;
-    }
-    if (gps && pl.opts.zeroPosition && values[slot[CORE[0]!.index]!] === 0 && values[slot[CORE[1]!.index]!] === 0) return NOT_PLAIN;
-  }
-
-  // Flattening: unused temperature sensors left out, then the row.
-  const rows = sink.rows.length === 1 ? sink.rows[0]! : sink.rows[partitionOf(b.toString('latin1', plateFrom, plateTo), sink.rows.length)]!;
-  bits.fill(0);
-  let droppedCount = 0;
-  const sentinels = opts.flatten.temperatureSentinels;
-  const sensors = !gps && numberAt[NO_OF_SENSORS] === stamp ? values[slot[NO_OF_SENSORS]!] : undefined;
-  for (let k = 0; k < n; k++) {
-    const f = order[k]!;
-    if (f === TIME) continue;
-    if (!gps && isUnusedSensorNumber(SENSOR[f]!, values[k]!, sensors, sentinels)) {
-      droppedCount++;
-      continue;
-    }
-    bits[(f / 6) | 0]! |= 1 << f % 6;
-  }
-  // The row is written with a local cursor: it is never longer than the record's own text, but for a
-  // stamped time, the mask, escapes in the tag and a few characters per value that formatFloat lengthens.
-  rows.reserve(end - at + 64 + 2 * (plateTo - plateFrom) + 4 * n);
-  const buf = rows.buf;
-  let w = rows.len;
-  buf[w++] = gps ? ROW_GPS : ROW_CAN;
-  if (timeText !== undefined) w = putText(buf, timeText, w);
-  else if (texts[timeAt] !== undefined) w = putText(buf, texts[timeAt]!, w);
-  else for (let i = from[timeAt]!; i < to[timeAt]!; i++) buf[w++] = b[i]!;
-  buf[w++] = SPACE;
-  w = putMask(buf, w, bits, MASK_GROUPS);
-  buf[w++] = COLON;
-  let first = true;
-  for (let g = 0; g < MASK_GROUPS; g++) {
-    const m = bits[g]!;
-    if (m === 0) continue;
-    for (let k = 0; k < 6; k++) {
-      if ((m & (1 << k)) === 0) continue;
-      const s = slot[g * 6 + k]!;
-      if (!first) buf[w++] = COMMA;
-      first = false;
-      const text = texts[s];
-      if (text !== undefined) w = putText(buf, text, w);
-      else for (let i = from[s]!, e = to[s]!; i < e; i++) buf[w++] = b[i]!;
-    }
-  }
-  buf[w++] = SPACE;
-  // The tag: the plate with commas, equals signs and spaces escaped.
-  for (let i = plateFrom; i < plateTo; i++) {
-    const c = b[i]!;
-    if (c === COMMA || c === 61 || c === SPACE) buf[w++] = BACKSLASH;
-    buf[w++] = c;
-  }
-  buf[w++] = 10;
-  rows.len = w;
-  if (!gps && opts.flatten.packHealth) {
-    // Pack health sums in the record's order, as for a record of the general path.
-    pack.start(numberAt[NO_OF_CELLS] === stamp ? values[slot[NO_OF_CELLS]!] : undefined, sensors, sentinels);
-    for (let k = 0; k < n; k++) pack.add(PACK_KIND[order[k]!]!, values[k]!);
-    writePack(rows, pack);
-  }
-  rows.endRecord(droppedCount);
-  sink.stored(type, time);
-  return end;
+  if (!plate || recordType === undefined || !dataSeen) return NOT_PLAIN;
+  return closedAt + 1;
 }
 
-/** A number's text (ASCII) into `buf` at `w`; returns the end. */
-function putText(buf: Buffer, text: string, w: number): number {
-  for (let i = 0; i < text.length; i++) buf[w++] = text.charCodeAt(i);
-  return w;
+/** The members of a record's `data` from `p` (after its brace): returns the end of the object, or NOT_PLAIN / NOT_JSON. */
+function readData(b: Buffer, p: number): number {
+  const d = draft;
+  let keys = 0;
+  if (b[p] === RBRACE) return p + 1;
+  for (;;) {
+    if (b[p] !== QUOTE) return NOT_JSON;
+    const nameFrom = p + 1;
+    let q = nameFrom;
+    // The name's hash as it is read (names.ts's hashName).
+    let h = FNV_OFFSET;
+    let c = b[q];
+    while (c !== QUOTE && c !== BACKSLASH && c !== undefined) {
+      h = Math.imul(h ^ c, FNV_PRIME);
+      c = b[++q];
+    }
+    if (c !== QUOTE) return NOT_PLAIN;
+    // More parameters than a record may carry: the general path words it (and no name is added past the table's room).
+    if (++keys > MAX_PARAMETERS) return NOT_PLAIN;
+    let slot = NAMES.find(b, nameFrom, q, h >>> 0);
+    if (slot < 0) {
+      if (!plainFieldName(b, nameFrom, q)) return NOT_PLAIN;
+      slot = NAMES.addBytes(b, nameFrom, q);
+    }
+    p = ws(b, q + 1);
+    if (b[p] !== COLON) return NOT_JSON;
+    p = ws(b, p + 1);
+    c = b[p];
+    const time = slot === TIME_SLOT;
+    // A second `time`, or a second of any name: JSON.parse keeps the last, the general path decides.
+    if (time ? timeState !== ABSENT : !d.mark(slot, -1)) return NOT_PLAIN;
+    if (c === 0x6e) {
+      // null: a parameter not received, left out; a null time is a stamped type's stamp (else the general path's).
+      if (b[p + 1] !== 0x75 || b[p + 2] !== 0x6c || b[p + 3] !== 0x6c) return NOT_JSON;
+      p += 4;
+      if (time) timeState = NULL;
+    } else {
+      if (c !== MINUS && (c === undefined || c < ZERO || c > NINE)) return NOT_PLAIN;
+      const e = readNumber(b, p);
+      if (e < 0) return NOT_JSON;
+      if (!Number.isFinite(numValue)) return NOT_PLAIN;
+      if (time) {
+        timeState = NUMBER;
+        timeValue = numValue;
+        timePlain = numPlain;
+        timeFrom = p;
+        timeTo = e;
+      } else {
+        const k = d.n++;
+        d.at[slot] = k;
+        d.slot[k] = slot;
+        d.value[k] = numValue;
+        if (numPlain) {
+          d.from[k] = p;
+          d.to[k] = e;
+          d.inScratch[k] = 0;
+        } else {
+          d.from[k] = d.scratchLen;
+          d.to[k] = d.text(formatFloat(numValue));
+          d.inScratch[k] = 1;
+        }
+      }
+      p = e;
+    }
+    const next = nextMember(b, p);
+    if (next === CLOSED) return closedAt + 1;
+    if (next < 0) return NOT_JSON;
+    p = next;
+  }
+}
+
+/** Whether bytes `from`..`to` are a field name (lineProtocol.ts's rule, by byte). */
+function plainFieldName(b: Uint8Array, from: number, to: number): boolean {
+  if (to - from === 0 || to - from > FIELD_NAME_MAX) return false;
+  for (let i = from; i < to; i++) if (!fieldNameByte(b[i]!, i === from)) return false;
+  return true;
+}
+
+/**
+ * The read record checked by the rules the general path calls (validate/, then plausibility/):
+ * returns its time, or undefined when the general path must judge (and word) it.
+ */
+function plainChecks(type: RecordTypeInfo, opts: ScanOptions): number | undefined {
+  const d = draft;
+  const time = recordTime(type, timeState === NUMBER ? timeValue : undefined, opts.receivedAt);
+  if (time === undefined || (timeState === NULL && type.spec.time !== 'stamped')) return undefined;
+  for (const f of type.required) {
+    const v = d.valueOf(f.id);
+    if (v === undefined || !withinBounds(f, v)) return undefined;
+  }
+  if (!enoughParameters(type, d.n - type.required.length)) return undefined;
+  const pl = opts.plausibility;
+  if (pl) {
+    if (pl.timeProblem(time, opts.receivedAt)) return undefined;
+    for (let k = 0; k < d.n; k++) {
+      const rule = ruleOf(pl, type, d.slot[k]!);
+      if (rule && !withinRule(d.value[k]!, rule)) return undefined;
+    }
+    const [lat, lng] = POSITION[type.index]!;
+    if (pl.opts.zeroPosition && lat! >= 0 && isNoFix(d.valueOf(lat!), d.valueOf(lng!))) return undefined;
+  }
+  return time;
+}
+
+/**
+ * Record `at`, written to `sink` when plainly valid and plausible: returns its end. NOT_PLAIN when the
+ * general path must judge it; NOT_JSON when the bytes are not JSON. Nothing is written of a record
+ * given up on: every check comes before its rows.
+ */
+function plainRecord(b: Buffer, at: number, sink: ScanSink, opts: ScanOptions): number {
+  const end = readRecord(b, at);
+  if (end < 0) return end;
+  const type = recordType!;
+  const time = plainChecks(type, opts);
+  if (time === undefined) return NOT_PLAIN;
+  const d = draft;
+  if (timeState === NUMBER && timePlain) {
+    d.timeFrom = timeFrom;
+    d.timeTo = timeTo;
+    d.timeInScratch = false;
+  } else d.timeText(time);
+  const rows = sink.rows.length === 1 ? sink.rows[0]! : sink.rows[partitionOf(b.toString('latin1', d.tagFrom, d.tagTo), sink.rows.length)]!;
+  finishRecord(rows, type, d, opts.flatten);
+  sink.stored(type, time);
+  return end;
 }
 
 /** Record `i` at `p`: written plainly, or parsed for the general path. Returns its end, or NOT_JSON. */

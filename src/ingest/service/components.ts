@@ -24,6 +24,7 @@ import type { PointSink } from '../write/sink.js';
 import { Plausibility } from '../plausibility/judge.js';
 import { rangeRules } from '../plausibility/rules.js';
 import { FleetState, fleetKeys } from '../fleet/state.js';
+import { FormatWatch, THIS_RELEASE, type JobFormat, type Reads } from '../queue/formats.js';
 
 export const keysOf = (cfg: Config): RedisKeys =>
   redisKeys(cfg.QUEUE_NAME, { partitions: cfg.QUEUE_PARTITIONS, cluster: cfg.REDIS_CLUSTER_NODES.length > 0 });
@@ -45,10 +46,35 @@ export function producerOptions(cfg: Config, queueName: string): ProducerOptions
   return { queueName, maxRecordsPerJob: cfg.JOB_MAX_RECORDS, flatten: flattenOptions(cfg), timeoutMs: cfg.ENQUEUE_TIMEOUT, lingerMs: cfg.ENQUEUE_LINGER, retry: retryPolicy(cfg), skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK, waitReplicas: cfg.REDIS_WAIT_REPLICAS };
 }
 
-/** One producer per partition, as one; `backlogged` says whether jobs wait (JOB_DEFLATE=backlog; else a backlog is assumed). */
-export function producerFor(cfg: Config, redis: RedisClient, metrics?: Metrics, backlogged?: () => boolean): PartitionedProducer {
+/**
+ * One producer per partition, as one; `backlogged` says whether jobs wait (JOB_DEFLATE=backlog; else a
+ * backlog is assumed); `format`, the job format every live worker reads (this release's newest when unset).
+ */
+export function producerFor(cfg: Config, redis: RedisClient, metrics?: Metrics, backlogged?: () => boolean, format?: () => JobFormat): PartitionedProducer {
   const deflate = cfg.JOB_DEFLATE === 'always' ? () => true : cfg.JOB_DEFLATE === 'never' ? () => false : (backlogged ?? (() => true));
-  return new PartitionedProducer(keysOf(cfg).partitions.map((q) => new Producer(redis, { ...producerOptions(cfg, q), metrics, deflate })));
+  return new PartitionedProducer(keysOf(cfg).partitions.map((q) => new Producer(redis, { ...producerOptions(cfg, q), metrics, deflate, ...(format ? { format } : {}) })));
+}
+
+/** What the live workers read, as they announce it, and the format a receiver writes for them; on the gauges with `metrics`. */
+export function formatWatchFor(cfg: Config, redis: RedisClient, log?: Logger, metrics?: Metrics, own: Reads = THIS_RELEASE): FormatWatch {
+  const show = (f: JobFormat, live: readonly Reads[]) => {
+    if (!metrics) return;
+    metrics.jobFormat.reset();
+    metrics.jobFormat.set({ payload: f.v, dictionary: f.dictionary }, 1);
+    const by = new Map<string, number>();
+    for (const r of live) {
+      const k = `${r.formats.join(',')}|${r.dictionary}`;
+      by.set(k, (by.get(k) ?? 0) + 1);
+    }
+    metrics.queueReaders.reset();
+    for (const [k, n] of by) {
+      const [payloads, dictionary] = k.split('|') as [string, string];
+      metrics.queueReaders.set({ payloads, dictionary }, n);
+    }
+  };
+  const watch = new FormatWatch(redis, keysOf(cfg).readers, own, { ...(log ? { log } : {}), onRead: (c) => show(c.format, c.live) });
+  show(watch.current, []);
+  return watch;
 }
 
 export function admissionOptions(cfg: Config): AdmissionOptions {

@@ -17,6 +17,7 @@ import { sampleFleet } from '../fleet/gauges.js';
 import { Backlog } from '../queue/backlog.js';
 import { sampleQueueGauges } from '../queue/gauges.js';
 import { fleetRoutes } from '../fleet/routes.js';
+import type { Reads } from '../queue/formats.js';
 
 export { retryPolicy } from './components.js';
 
@@ -29,8 +30,16 @@ export interface RunningService {
   close(): Promise<void>;
 }
 
+export interface ServiceOptions {
+  /**
+   * The job formats this process reads and writes (queue/formats.ts); this release's when unset. Only
+   * tests set it, to run an older release's receiver or workers beside this one's.
+   */
+  release?: Reads;
+}
+
 /** The composition root: a receiver and/or workers as SERVICE_MODE says, and the HTTP server. */
-export async function startService(cfg: Config, log: Logger): Promise<RunningService> {
+export async function startService(cfg: Config, log: Logger, opts: ServiceOptions = {}): Promise<RunningService> {
   // The receiver's connection fails fast while Redis is away, so a push gets its 503 at once
   // instead of waiting in ioredis's offline queue while the sender times out.
   const redis = connectRedis(cfg, 'receiver');
@@ -46,7 +55,7 @@ export async function startService(cfg: Config, log: Logger): Promise<RunningSer
 
   const metrics = new Metrics({ version: packageVersion(), mode: cfg.SERVICE_MODE });
   metrics.quarantineMaxEntries.set(cfg.QUARANTINE_MAX_ENTRIES);
-  const workers: RunningWorkers | undefined = cfg.SERVICE_MODE !== 'receiver' ? await startWorkers(cfg, log, metrics) : undefined;
+  const workers: RunningWorkers | undefined = cfg.SERVICE_MODE !== 'receiver' ? await startWorkers(cfg, log, metrics, opts.release ? { reads: opts.release } : {}) : undefined;
   if (workers) checks.push(...workers.checks);
   // Every process samples the queue gauges, so that each one's scrape alone tells the backlog; a
   // receiver's admission reads the same measurement.
@@ -58,7 +67,7 @@ export async function startService(cfg: Config, log: Logger): Promise<RunningSer
   });
   const backlog = new Backlog(sampledQueues, redis, keys.quarantine);
   const sampler = sampleQueueGauges(metrics, backlog, cfg.METRICS_SAMPLE_INTERVAL, () => redis.status === 'ready');
-  const receiver: RunningReceiver | undefined = cfg.SERVICE_MODE !== 'worker' ? startReceiver(cfg, redis, log, metrics, backlog) : undefined;
+  const receiver: RunningReceiver | undefined = cfg.SERVICE_MODE !== 'worker' ? startReceiver(cfg, redis, log, metrics, backlog, opts.release) : undefined;
   const fleet = fleetStateFor(cfg, redis);
   const fleetSampler = sampleFleet(metrics, fleet, cfg.SILENT_AFTER, cfg.METRICS_SAMPLE_INTERVAL);
   const summaries = cfg.LOG_SUMMARY_INTERVAL > 0 ? logSummaries(metrics, log, cfg.LOG_SUMMARY_INTERVAL) : undefined;

@@ -10,6 +10,7 @@ import { fleetStateFor, flattenOptions, keysOf, pointSink, quarantineFor, retryP
 import { writeStatusChanges } from '../fleet/changes.js';
 import { scheduleRuns } from './schedule.js';
 import type { HealthCheck } from './health.js';
+import { ReadsAnnouncer, THIS_RELEASE, type Reads } from '../queue/formats.js';
 
 /** Longest fuel-history range asked of the upstream in one call; upstreams bound it. */
 const FUEL_MAX_RANGE_MS = 24 * 3_600_000;
@@ -19,8 +20,14 @@ export interface RunningWorkers {
   close(): Promise<void>;
 }
 
+export interface WorkersOptions {
+  /** The job formats these workers read and announce; this release's when unset (tests stand for an older release with less). */
+  reads?: Reads;
+}
+
 /** Workers writing queued records to InfluxDB, and the fuel sync when an upstream is configured. */
-export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics): Promise<RunningWorkers> {
+export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, opts: WorkersOptions = {}): Promise<RunningWorkers> {
+  const reads = opts.reads ?? THIS_RELEASE;
   const keys = keysOf(cfg);
   const sink = pointSink(cfg, metrics);
   // Workers block on Redis; BullMQ requires them to retry commands indefinitely.
@@ -54,10 +61,16 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics):
         log,
         metrics,
         skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK,
+        reads,
       });
       running.push(worker);
       closers.unshift(() => worker.close());
     }
+    // Receivers write only what every live worker reads (queue/formats.ts). Withdrawn first on close,
+    // so that receivers stop counting on this process before its workers stop.
+    const announcer = new ReadsAnnouncer(redis, keys.readers, reads, log);
+    announcer.start();
+    closers.unshift(() => announcer.stop());
     const status = await scheduleRuns(
       redis,
       { queue: keys.fleetQueue, job: 'fleet-status', intervalMs: cfg.FLEET_STATUS_INTERVAL, skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK },

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { GPS_FIELDS, CAN_FIELDS } from '../../telemetry/fields.js';
+import { fieldNames } from '../../telemetry/fields.js';
 import { unrepresentableTag } from '../../telemetry/lineProtocol.js';
 import { plainRecord, validateRecord, validateWithZod } from './record.js';
 import { VEHICLENO_MAX, type TelemetryRecord } from '../../telemetry/record.js';
@@ -8,6 +8,8 @@ import { Fleet } from '../../upstream/emulator/fleet.js';
 import { canRecordData } from '../../upstream/emulator/can.js';
 import { Rng } from '../../upstream/emulator/prng.js';
 import { mulberry32 } from '../../upstream/emulator/prng.js';
+const GPS_FIELDS = fieldNames('gps');
+const CAN_FIELDS = fieldNames('can');
 
 /*
  * record.ts validates a record on two paths driven by one rule table: a plain path for input that is

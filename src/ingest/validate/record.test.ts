@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { VALIDATION_RULES, validateRecord } from './record.js';
-import { CAN_FIELDS } from '../../telemetry/fields.js';
+import { fieldNames } from '../../telemetry/fields.js';
+const CAN_FIELDS = fieldNames('can');
 
 const NOW = 1_763_700_000_123;
 const T = 1_763_700_000_000;

@@ -1,21 +1,13 @@
 import { z } from 'zod';
 import { util } from 'zod/v4/core';
-import { GPS_FIELDS, type GpsField } from '../../telemetry/fields.js';
-import { unrepresentableTag } from '../../telemetry/lineProtocol.js';
-import { VEHICLENO_MAX, type TelemetryRecord } from '../../telemetry/record.js';
-import { EPOCH_MS_MAX, NUMERIC_STRING, SECONDS_THRESHOLD } from '../../telemetry/numbers.js';
+import { TIME, TYPE_NAMES, typeNamed, type FieldSpec, type RecordTypeInfo } from '../../telemetry/fields.js';
+import { plateFaults } from '../../telemetry/plate.js';
+import { MAX_NESTING, MAX_PARAMETERS, VEHICLENO_MAX, type TelemetryRecord } from '../../telemetry/record.js';
+import { isEpochMs, NUMERIC_STRING, SECONDS_THRESHOLD } from '../../telemetry/numbers.js';
+import { isFieldName } from '../../telemetry/lineProtocol.js';
 import { boundedJson, nestingDepth } from '../../telemetry/json.js';
 
-/** Epoch milliseconds InfluxDB can store (1973 to 2261); smaller values are most likely seconds. */
-const TIME_MIN = SECONDS_THRESHOLD;
-const TIME_MAX = EPOCH_MS_MAX;
-/** Field keys that are safe in every InfluxDB version: `_`-prefixed keys are reserved by Flux. */
-const FIELD_KEY = /^[A-Za-z][A-Za-z0-9_]{0,127}$/;
-
-/** Parameters one record may carry: the spec names 69; more is a sender's bug or an attack. */
-export const MAX_PARAMETERS = 256;
-/** Nesting a record may have before its reason says only that (a valid one nests 2 levels). */
-export const MAX_NESTING = 32;
+export { MAX_NESTING, MAX_PARAMETERS } from '../../telemetry/record.js';
 /** Problems a reason lists before it counts the rest. */
 const MAX_ISSUES = 10;
 
@@ -54,8 +46,8 @@ function epochMsOf(v: unknown): number | string {
   if (n === undefined || typeof v === 'boolean' || !Number.isInteger(n)) {
     return `expected an integer epoch time in milliseconds, got ${show(v)}`;
   }
-  if (n < TIME_MIN || n > TIME_MAX) {
-    const hint = n >= 1_000_000_000 && n < TIME_MIN ? ' (this looks like seconds)' : '';
+  if (!isEpochMs(n)) {
+    const hint = n >= 1_000_000_000 && n < SECONDS_THRESHOLD ? ' (this looks like seconds)' : '';
     return `expected an epoch time in milliseconds, got ${n}${hint}`;
   }
   return n;
@@ -108,27 +100,6 @@ const requiredEpochMs = z.unknown().transform((v, ctx) => {
   return n;
 });
 
-/** C0, DEL and C1 control characters. */
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
-const NO_FAULTS: readonly string[] = [];
-
-/**
- * What keeps a non-empty plate from being a tag, in the order zod reports it; one list of rules for
- * the zod schema and the plain path. Control characters cannot be written as an InfluxDB tag and are
- * never a real plate or id.
- */
-function plateFaults(s: string): readonly string[] {
-  const control = CONTROL.test(s);
-  const blank = s.length > 0 && s.trim().length === 0;
-  const why = unrepresentableTag(s);
-  if (!control && !blank && why === undefined) return NO_FAULTS;
-  const faults: string[] = [];
-  if (control) faults.push('must not contain control characters');
-  if (blank) faults.push('must not be blank');
-  if (why !== undefined) faults.push(why);
-  return faults;
-}
-
 const vehicleno = z
   .string({ error: (i) => (i.input === undefined ? 'is required' : `expected a string, got ${show(i.input)}`) })
   // zod runs length checks even on a non-string with a length (an array), so these two stay checks.
@@ -138,27 +109,24 @@ const vehicleno = z
     for (const message of plateFaults(s)) ctx.addIssue({ code: 'custom', message });
   });
 
-/**
- * The rules of a GPS record's core fields, in the order zod reports them and writes them: one table
- * for the zod schema and the plain path. Every other parameter (all of CAN's) is dynamic: kept when numeric.
- */
-export const GPS_CORE: ReadonlyArray<{ key: GpsField; min?: number; max?: number; flag?: boolean }> = [
-  { key: 'lat', min: -90, max: 90 },
-  { key: 'lng', min: -180, max: 180 },
-  { key: 'alti' },
-  { key: 'speed' },
-  // Ignition on/off: a sender may send it as a boolean; a coordinate or a speed never is one.
-  { key: 'ignstatus', flag: true },
-];
+/** A required field's rule: presence, type (a boolean only for a flag), and its bound where breaking it refuses the record. */
+function requiredField(f: FieldSpec) {
+  const r = f.range?.refuses === 'record' ? f.range : undefined;
+  return requiredNumber(r?.min, r?.max, f.flag);
+}
 
-const gpsCore = z.object({
-  ...Object.fromEntries(GPS_CORE.map((r) => [r.key, requiredNumber(r.min, r.max, r.flag)])),
-  time: requiredEpochMs,
-});
+/** Per type, the zod object of what a record must carry: its required fields, and its time when required. */
+const cores = new Map(
+  TYPE_NAMES.map((name) => {
+    const t = typeNamed(name)!;
+    const shape = Object.fromEntries(t.required.map((f) => [f.name, requiredField(f)]));
+    return [name, z.object(t.spec.time === 'required' ? { ...shape, [TIME.name]: requiredEpochMs } : shape)];
+  }),
+);
 
 const envelope = z.object({
   vehicleno,
-  type: z.enum(['gps', 'can'], { error: (i) => `expected "gps" or "can", got ${show(i.input)}` }),
+  type: z.enum(TYPE_NAMES as [string, ...string[]], { error: (i) => `expected ${TYPE_NAMES.map((n) => JSON.stringify(n)).join(' or ')}, got ${show(i.input)}` }),
   // What z.record(z.string(), z.unknown()) accepts (a plain object), without its copy of every
   // parameter, which was most of the cost of validating a record; extraFields skips `__proto__`
   // as that copy did.
@@ -196,7 +164,7 @@ const GOOD_KEYS_MAX = 10_000;
 
 function goodKey(key: string): boolean {
   if (goodKeys.has(key)) return true;
-  if (!FIELD_KEY.test(key)) return false;
+  if (!isFieldName(key)) return false;
   if (goodKeys.size < GOOD_KEYS_MAX) goodKeys.add(key);
   return true;
 }
@@ -247,9 +215,6 @@ function extraFields(data: Record<string, unknown>, skip: ReadonlySet<string>, f
   return count;
 }
 
-const GPS_KEYS: ReadonlySet<string> = new Set([...GPS_FIELDS, 'time']);
-const TIME_KEY: ReadonlySet<string> = new Set(['time']);
-
 /**
  * Validates one push record. `receivedAt` stamps CAN records that carry no `time`, so the
  * stamp is part of the queued record and a redelivery writes the same point.
@@ -270,37 +235,48 @@ export function plainRecord(input: unknown, receivedAt: number): TelemetryRecord
   if (typeof input !== 'object' || input === null) return undefined;
   // Properties beside the three are ignored, but may nest past MAX_NESTING: zod's path judges them.
   for (const key in input) if (key !== 'vehicleno' && key !== 'type' && key !== 'data') return undefined;
-  const { vehicleno: v, type, data } = input as { vehicleno?: unknown; type?: unknown; data?: unknown };
+  const { vehicleno: v, type: name, data } = input as { vehicleno?: unknown; type?: unknown; data?: unknown };
   if (typeof v !== 'string' || v.length === 0 || v.length > VEHICLENO_MAX || plateFaults(v).length > 0) return undefined;
-  if ((type !== 'gps' && type !== 'can') || typeof data !== 'object' || data === null) return undefined;
+  const type = typeof name === 'string' ? typeNamed(name) : undefined;
+  if (type === undefined || typeof data !== 'object' || data === null) return undefined;
   if (Object.getPrototypeOf(data) !== Object.prototype) return undefined;
   const d = data as Record<string, unknown>;
   const fields = Object.create(null) as Record<string, number>;
-  let time: number;
-  if (type === 'gps') {
-    // zod's object output order: the schema's keys, then the extras in the record's order.
-    for (const r of GPS_CORE) {
-      const x = d[r.key];
-      if (!isFiniteNumber(x) || (r.min !== undefined && r.max !== undefined && !(x >= r.min && x <= r.max))) return undefined;
-      fields[r.key] = x;
-    }
-    const t = d.time;
-    if (!isEpochMs(t)) return undefined;
-    time = t;
-  } else {
-    const t = d.time;
-    if (t === undefined || t === null) time = receivedAt;
-    else if (isEpochMs(t)) time = t;
-    else return undefined;
+  // zod's object output order: the required fields in the schema's order, then the rest in the record's.
+  for (const f of type.required) {
+    const x = d[f.name];
+    if (!isFiniteNumber(x) || !withinBounds(f, x)) return undefined;
+    fields[f.name] = x;
   }
-  const extras = extraFields(d, type === 'gps' ? GPS_KEYS : TIME_KEY, fields);
-  // A GPS record is complete with its core fields; a CAN record needs a parameter.
-  if (extras < 0 || (extras === 0 && type === 'can')) return undefined;
-  return { vehicleno: v, type, time, fields };
+  const time = recordTime(type, d[TIME.name], receivedAt);
+  if (time === undefined) return undefined;
+  const extras = extraFields(d, type.reserved, fields);
+  if (extras < 0 || !enoughParameters(type, extras)) return undefined;
+  return { vehicleno: v, type: type.name, time, fields };
 }
 
 const isFiniteNumber = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
-const isEpochMs = (x: unknown): x is number => typeof x === 'number' && Number.isInteger(x) && x >= TIME_MIN && x <= TIME_MAX;
+
+/**
+ * The rules both paths (this one and the receiver's scanner, src/ingest/scan/) call: whether a
+ * required field's value is within the bound that refuses the record; a record's time, plainly
+ * given (a number) or stamped; whether it carries enough parameters.
+ */
+export function withinBounds(f: FieldSpec, x: number): boolean {
+  const r = f.range;
+  return r?.refuses !== 'record' || (x >= r.min && x <= r.max);
+}
+
+/** The time of a record whose `time` is `t` (a number, or absent): undefined when the general path must judge it. */
+export function recordTime(type: RecordTypeInfo, t: unknown, receivedAt: number): number | undefined {
+  if (t === undefined || t === null) return type.spec.time === 'stamped' ? receivedAt : undefined;
+  return typeof t === 'number' && isEpochMs(t) ? t : undefined;
+}
+
+/** Whether a record with `dynamic` parameters besides its required ones carries enough. */
+export function enoughParameters(type: RecordTypeInfo, dynamic: number): boolean {
+  return type.required.length + dynamic >= type.spec.minParameters;
+}
 
 /** The zod schema's verdict on any input, with every error it finds. */
 export function validateWithZod(input: unknown, receivedAt: number): ValidationResult {
@@ -323,28 +299,25 @@ export function validateWithZod(input: unknown, receivedAt: number): ValidationR
   const issues: string[] = [];
   let time: number;
 
-  if (type === 'gps') {
-    const core = gpsCore.safeParse(data);
-    if (!core.success) {
-      const rule = core.error.issues[0]?.path[0] === 'time' ? 'time' : 'data';
-      return refused(rule, describe(new z.ZodError(core.error.issues.map((i) => ({ ...i, path: ['data', ...i.path] })))));
-    }
-    const { time: t, ...gps } = core.data;
-    Object.assign(fields, gps);
-    time = t;
-    extraFields(data, GPS_KEYS, fields, issues);
-  } else {
-    if (data.time === undefined || data.time === null) {
-      time = receivedAt;
-    } else {
-      const t = epochMs.safeParse(data.time);
-      if (!t.success) return refused('time', `data.time: ${t.error.issues[0]?.message ?? 'invalid'}`);
-      time = t.data;
-    }
-    const count = extraFields(data, TIME_KEY, fields, issues);
-    if (issues.length === 0 && count === 0) {
-      issues.push('data: a CAN record must carry at least one parameter besides time');
-    }
+  const t = typeNamed(type)!;
+  const core = cores.get(type)!.safeParse(data);
+  if (!core.success) {
+    const rule = core.error.issues[0]?.path[0] === TIME.name ? 'time' : 'data';
+    return refused(rule, describe(new z.ZodError(core.error.issues.map((i) => ({ ...i, path: ['data', ...i.path] })))));
+  }
+  const { [TIME.name]: given, ...required } = core.data as Record<string, number>;
+  Object.assign(fields, required);
+  if (t.spec.time === 'required') time = given!;
+  else if (data[TIME.name] === undefined || data[TIME.name] === null) time = receivedAt;
+  else {
+    const parsed = epochMs.safeParse(data[TIME.name]);
+    if (!parsed.success) return refused('time', `data.time: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+    time = parsed.data;
+  }
+  const count = extraFields(data, t.reserved, fields, issues);
+  if (issues.length === 0 && !enoughParameters(t, count)) {
+    const more = t.spec.minParameters - t.required.length;
+    issues.push(`data: a ${type.toUpperCase()} record must carry at least ${more === 1 ? 'one parameter' : `${more} parameters`} besides time`);
   }
   if (issues.length > 0) return refused('data', reasonOf(issues));
   return { ok: true, record: { vehicleno: v, type, time, fields } };

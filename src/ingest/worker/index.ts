@@ -6,6 +6,8 @@ import type { PointSink } from '../write/sink.js';
 import type { Sighting } from '../../telemetry/record.js';
 import type { FlattenOptions } from '../flatten/flatten.js';
 import { retryDelay, type RetryPolicy } from '../queue/retry.js';
+import type { DeferReason, Reads } from '../queue/formats.js';
+import { LogThrottle } from '../../log/throttle.js';
 import type { Quarantine } from '../queue/quarantine.js';
 import { guardFetch } from './guard.js';
 import { createProcessor, type ProcessResult } from './processor.js';
@@ -28,6 +30,16 @@ export interface WorkerOptions {
   log: Logger;
   metrics?: Metrics | undefined;
   skipVersionCheck?: boolean;
+  /** The job formats this worker reads; this release's when unset (tests give less, to stand for an older release). */
+  reads?: Reads;
+}
+
+/** One throttle a logger and reason: a release mix defers every job, and once a minute says it all. */
+const deferThrottles = new WeakMap<Logger, Record<DeferReason, LogThrottle>>();
+function deferThrottlesOf(log: Logger): Record<DeferReason, LogThrottle> {
+  let t = deferThrottles.get(log);
+  if (!t) deferThrottles.set(log, (t = { format: new LogThrottle(), dictionary: new LogThrottle() }));
+  return t;
 }
 
 export interface RunningWorker {
@@ -39,11 +51,17 @@ export interface RunningWorker {
 /** Pulls jobs from the queue and writes their points; run as many replicas as the store can take. */
 export function startWorker(redis: RedisClient, opts: WorkerOptions): RunningWorker {
   const { quarantine } = opts;
+  const throttles = deferThrottlesOf(opts.log);
   const processor = createProcessor({
     sink: opts.sink,
     flatten: opts.flatten,
     retrySpanMs: opts.retry.spanMs,
     ...(opts.written ? { written: opts.written } : {}),
+    ...(opts.reads ? { reads: opts.reads } : {}),
+    deferred: (why) => {
+      opts.metrics?.jobsDeferred.inc({ reason: why.reason });
+      throttles[why.reason].pass((times) => opts.log.warn({ reason: why.reason, times }, why.message));
+    },
     quarantine: async (entries) => {
       await quarantine.add(entries);
       opts.log.warn({ refused: entries.length, first: entries[0]?.reason }, 'InfluxDB refused points; quarantined');

@@ -1,5 +1,6 @@
-import { UnrecoverableError, type Job } from 'bullmq';
+import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import { decodeJob, jobRows } from '../queue/codec.js';
+import { THIS_RELEASE, unreadable, type Reads, type Unreadable } from '../queue/formats.js';
 import { quarantineEntry, type NewQuarantineEntry } from '../queue/quarantine.js';
 import { asPushRecord, sightingOf, type Sighting, type TelemetryRecord } from '../../telemetry/record.js';
 import { flattenRecords, type FlattenOptions } from '../flatten/flatten.js';
@@ -25,17 +26,41 @@ export interface ProcessorOptions {
   quarantine: (entries: NewQuarantineEntry[]) => Promise<void>;
   /** Told the job's records once the store holds them (the fleet's last-seen state); a throw retries the job. */
   written?: (records: readonly Sighting[]) => Promise<void>;
+  /** The job formats this worker reads (queue/formats.ts); this release's when unset. */
+  reads?: Reads;
+  /** Told of each job left for a worker that reads it. */
+  deferred?: (why: Unreadable) => void;
   now?: () => number;
 }
+
+/**
+ * How long a job this worker cannot read waits before it is offered again: short, so that a worker
+ * that reads it takes it soon; jittered, so that several such jobs do not return together.
+ */
+const DEFER_MS = 1_000;
+const deferDelay = () => Math.round(DEFER_MS * (0.75 + Math.random() / 2));
 
 /**
  * One job: decode its records, flatten them to points and write them all. The job completes
  * only when the store confirmed every point, or refused some for good and those are in the
  * quarantine; a throw hands it back to BullMQ for a retry.
+ *
+ * A job of a format this worker does not read (a newer release wrote it) is not an error of the job:
+ * it goes back to the delayed set for a moment, for a worker that reads it, without spending an
+ * attempt (BullMQ's `moveToDelayed` skips the attempt count; a DelayedError is neither a failure nor a
+ * completion), so it can never become a dead letter for a release mix.
  */
-export function createProcessor(opts: ProcessorOptions): (job: Job) => Promise<ProcessResult> {
+export function createProcessor(opts: ProcessorOptions): (job: Job, token?: string) => Promise<ProcessResult> {
   const now = opts.now ?? Date.now;
-  return async (job) => {
+  const reads = opts.reads ?? THIS_RELEASE;
+  return async (job, token) => {
+    const cannot = unreadable(job.data, reads);
+    if (cannot) {
+      if (token === undefined) throw new Error(`${cannot.message} (no lock token to defer it with)`);
+      opts.deferred?.(cannot);
+      await job.moveToDelayed(now() + deferDelay(), token);
+      throw new DelayedError(cannot.message);
+    }
     const rows = jobRows(job.data);
     // A job of an older release holds records, flattened here; a v3 job's points were flattened by the receiver.
     const batch: ReadPoints & { dropped?: number } = rows ? readRows(rows) : pointsOf(decodeJob(job.data), opts.flatten);

@@ -4,7 +4,11 @@
  * summary often, identities rarely), and sometimes reports unused temperature sensors with the
  * sentinel value.
  */
-import { CAN_FIELDS, CELL_TEMPERATURE_FIELDS } from '../../telemetry/fields.js';
+import { fieldNames } from '../../telemetry/fields.js';
+
+/** The CAN parameters the schema names (src/telemetry/vehicleData.ts): the emulator sends these and no others. */
+const CAN_FIELDS = fieldNames('can');
+const CELL_TEMPERATURE_FIELDS = CAN_FIELDS.filter((f) => f.startsWith('cell_temperature_'));
 import type { CanState } from './fleet.js';
 import type { Rng } from './prng.js';
 import type { CanData } from './records.js';

@@ -7,10 +7,11 @@ import { createLogger } from '../../log/index.js';
 import type { NewQuarantineEntry } from '../../ingest/queue/quarantine.js';
 import { pushRoutes } from '../../ingest/receive/app.js';
 import { parseSenders } from '../../config/senders.js';
-import { CAN_FIELDS } from '../../telemetry/fields.js';
+import { fieldNames } from '../../telemetry/fields.js';
 import type { TelemetryRecord } from '../../telemetry/record.js';
 import { type FailedRecord, type FeedOptions, type RejectedRecord, runFeed } from './feed.js';
 import type { PushRecord } from './records.js';
+const CAN_FIELDS = fieldNames('can');
 
 interface Received {
   path: string;

@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { CAN_FIELDS, CELL_TEMPERATURE_FIELDS } from '../../telemetry/fields.js';
+import { fieldNames } from '../../telemetry/fields.js';
 import { UNUSED_SENSOR_SENTINEL, canRecordData } from './can.js';
 import { distanceKm } from './geo.js';
 import { Fleet, READING_INTERVAL_MS } from './fleet.js';
 import { Rng } from './prng.js';
+const CAN_FIELDS = fieldNames('can');
+const CELL_TEMPERATURE_FIELDS = fieldNames('can').filter((f) => f.startsWith('cell_temperature_'));
 
 const NOW = Date.UTC(2025, 5, 1, 12, 0, 0);
 const DAY = 86_400_000;

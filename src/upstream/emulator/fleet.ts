@@ -15,7 +15,7 @@
  */
 import { CITIES, type Point, distanceKm, lerp, offset, terrainMetres } from './geo.js';
 import { Rng, hash32, round, unitAt } from './prng.js';
-import { CAN_ALERT_FLAGS } from '../../telemetry/fields.js';
+import { ALARM_FIELDS } from '../../telemetry/fields.js';
 
 export const SEGMENT_MS = 30 * 60_000;
 export const READING_INTERVAL_MS = 5 * 60_000;
@@ -42,7 +42,7 @@ const SALT_ALERT = 9;
 const SALT_ALERT_FLAG = 10;
 
 /** The spec's alert flags, in its order. */
-const ALERT_FLAGS = CAN_ALERT_FLAGS;
+const ALERT_FLAGS = ALARM_FIELDS;
 
 export type Activity = 'parked' | 'driving' | 'charging';
 

@@ -1,0 +1,84 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { plausibilityTable } from '../ingest/plausibility/table.js';
+import { openApiJson } from '../ingest/receive/openapi.js';
+import { pushRecordSchema } from '../telemetry/schema.js';
+import { fieldTables, unitsTable } from '../telemetry/tables.js';
+
+/**
+ * What `npm run docs` writes, derived from the record's schema (src/telemetry/vehicleData.ts): the
+ * marked regions of the Markdown documents, and whole JSON documents. Shared by the script (docs.ts)
+ * and the test that fails when a checked-in copy drifts (test/docs.test.ts).
+ */
+
+/** The repository's root: this file is src/devstack/generatedDocs.ts. */
+export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** A part of a Markdown file between `<!-- generated: NAME (npm run docs) -->` and `<!-- /generated: NAME -->`. */
+export interface Region {
+  readonly file: string;
+  readonly name: string;
+  readonly render: () => string;
+}
+
+/** A file written whole. */
+export interface Document {
+  readonly file: string;
+  readonly render: () => string;
+}
+
+export const REGIONS: readonly Region[] = [
+  { file: 'README.md', name: 'fields', render: () => fieldTables() },
+  { file: 'README.md', name: 'plausibility', render: () => plausibilityTable() },
+  {
+    file: 'docs/analysts.md',
+    name: 'units',
+    // can_pack and fuel are not the record's fields: their names and units are written here.
+    render: () =>
+      unitsTable(undefined, {
+        also: {
+          V: ['`cell_voltage_*` of `can_pack`'],
+          '°C': ['`cell_temperature_*` of `can_pack`'],
+          count: ['`cells_reported`, `temperature_sensors_reported`, `alerts_raised` of `can_pack`'],
+        },
+        rows: [['`fuel` `value`', 'litres or percent, by the `unit` tag']],
+      }),
+  },
+];
+
+export const DOCUMENTS: readonly Document[] = [
+  // Byte for byte what /openapi.json serves (test/e2e/openapi.test.ts compares the two).
+  { file: 'docs/openapi.json', render: openApiJson },
+  { file: 'docs/push-record.schema.json', render: () => `${JSON.stringify(pushRecordSchema, null, 2)}\n` },
+];
+
+export const startMarker = (name: string): string => `<!-- generated: ${name} (npm run docs) -->`;
+export const endMarker = (name: string): string => `<!-- /generated: ${name} -->`;
+
+/** `text` with region `name` holding `content`; blank lines around it keep the Markdown blocks apart. */
+export function replaceRegion(text: string, name: string, content: string): string {
+  const start = text.indexOf(startMarker(name));
+  const end = text.indexOf(endMarker(name));
+  if (start < 0 || end < start) throw new Error(`no region ${JSON.stringify(name)}: expected ${startMarker(name)} … ${endMarker(name)}`);
+  if (text.indexOf(startMarker(name), start + 1) >= 0) throw new Error(`region ${JSON.stringify(name)} is marked twice`);
+  return `${text.slice(0, start)}${startMarker(name)}\n\n${content.trim()}\n\n${text.slice(end)}`;
+}
+
+/** What is between a region's markers, trimmed; undefined when the file has no such region. */
+export function regionOf(text: string, name: string): string | undefined {
+  const start = text.indexOf(startMarker(name));
+  const end = text.indexOf(endMarker(name));
+  return start < 0 || end < start ? undefined : text.slice(start + startMarker(name).length, end).trim();
+}
+
+/** Every generated file as it should read, by path relative to `root`. */
+export function expectedFiles(root: string = REPO_ROOT, read: (path: string) => string = (p) => readFileSync(p, 'utf8')): Map<string, string> {
+  const files = new Map<string, string>();
+  for (const r of REGIONS) {
+    const text = files.get(r.file) ?? read(join(root, r.file));
+    files.set(r.file, replaceRegion(text, r.name, r.render()));
+  }
+  for (const d of DOCUMENTS) files.set(d.file, d.render());
+  return files;
+}

@@ -1,0 +1,58 @@
+/**
+ * The stages bench (stages.ts) of two builds, interleaved: `npx tsx test/bench/stagesAb.ts <git ref> [rounds] [pushes]`
+ * checks out the ref beside the working tree (a git worktree under .bench/ab, sharing node_modules),
+ * then runs the ref's stages.ts and the working tree's in alternation, `rounds` times each, and prints
+ * every round's core-µs per record and the medians of the per-round ratios (this tree / the ref). On a
+ * noisy machine a single run swings by tens of percent; alternating rounds shares the noise out.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, symlinkSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+const [ref = 'HEAD', roundsArg = '7', pushesArg = '20'] = process.argv.slice(2);
+const rounds = Number(roundsArg);
+const root = resolve(import.meta.dirname, '../..');
+const sha = execFileSync('git', ['rev-parse', ref], { cwd: root, encoding: 'utf8' }).trim();
+const other = join(root, '.bench', 'ab', sha.slice(0, 12));
+if (!existsSync(other)) {
+  mkdirSync(join(root, '.bench', 'ab'), { recursive: true });
+  execFileSync('git', ['worktree', 'add', '--detach', other, sha], { cwd: root, stdio: 'ignore' });
+  symlinkSync(join(root, 'node_modules'), join(other, 'node_modules'));
+}
+
+/** The rows compared: stages.ts prints each as `  <name>  <µs>`. */
+const ROWS = ['receiver: scan (bytes to rows, one pass)', 'receiver stages, scanning', 'worker stages'];
+
+function run(dir: string): number[] {
+  const r = spawnSync('npx', ['tsx', 'test/bench/stages.ts', pushesArg], { cwd: dir, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`stages.ts in ${dir} failed: ${r.stderr}`);
+  return ROWS.map((name) => {
+    const line = r.stdout.split('\n').find((l) => l.trim().startsWith(name));
+    if (!line) throw new Error(`stages.ts in ${dir} printed no row ${name}`);
+    return Number(line.slice(line.indexOf(name) + name.length).trim().split(/\s+/)[0]);
+  });
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+const ratios: number[][] = ROWS.map(() => []);
+process.stdout.write(`stages A/B: this tree against ${ref} (${sha.slice(0, 12)}), ${rounds} rounds alternated, ${pushesArg} pushes of 1000 records; core-µs per record\n`);
+for (let r = 0; r < rounds; r++) {
+  // Alternate which goes first, so neither always runs on a warmer or quieter machine.
+  let a: number[], b: number[];
+  if (r % 2 === 0) {
+    a = run(other);
+    b = run(root);
+  } else {
+    b = run(root);
+    a = run(other);
+  }
+  ROWS.forEach((name, i) => {
+    ratios[i]!.push(b[i]! / a[i]!);
+    process.stdout.write(`  round ${r + 1}  ${name.padEnd(42)} ref ${a[i]!.toFixed(2).padStart(6)}  this ${b[i]!.toFixed(2).padStart(6)}  ratio ${(b[i]! / a[i]!).toFixed(3)}\n`);
+  });
+}
+process.stdout.write('medians of the per-round ratios (this / ref):\n');
+ROWS.forEach((name, i) => process.stdout.write(`  ${name.padEnd(42)} ${median(ratios[i]!).toFixed(3)}\n`));

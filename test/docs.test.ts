@@ -1,0 +1,82 @@
+/** What `npm run docs` derives from the record's schema is checked in as derived: the tables and documents never drift from it. */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { DOCUMENTS, expectedFiles, regionOf, REGIONS, replaceRegion, REPO_ROOT } from '../src/devstack/generatedDocs.js';
+import { RANGE_RULES } from '../src/ingest/plausibility/rules.js';
+import { FIELD_DICTIONARY, TYPES } from '../src/telemetry/fields.js';
+import { collapseNames, markdownTable } from '../src/telemetry/tables.js';
+
+const read = (file: string) => readFileSync(join(REPO_ROOT, file), 'utf8');
+const region = (file: string, name: string) => {
+  const text = regionOf(read(file), name);
+  expect(text, `${file} has the region ${name}`).toBeDefined();
+  return text!;
+};
+
+describe('generated documents', () => {
+  it.each([...expectedFiles()])('%s is as npm run docs writes it', (file, want) => {
+    // On failure: run `npm run docs` and commit what it rewrites.
+    expect(read(file), `${file} drifted from src/telemetry/vehicleData.ts: run npm run docs`).toBe(want);
+  });
+
+  it('covers every marked region and document', () => {
+    expect(REGIONS.map((r) => `${r.file}#${r.name}`)).toEqual(['README.md#fields', 'README.md#plausibility', 'docs/analysts.md#units']);
+    expect(DOCUMENTS.map((d) => d.file)).toEqual(['docs/openapi.json', 'docs/push-record.schema.json']);
+  });
+});
+
+describe('the README field tables', () => {
+  it('name every field of the row dictionary (time included), so a new schema entry appears', () => {
+    const text = region('README.md', 'fields');
+    for (const name of FIELD_DICTIONARY) expect(text, name).toContain(`\`${name}\``);
+  });
+
+  it('hold one row per field of each type, with its wire id', () => {
+    const text = region('README.md', 'fields');
+    for (const t of TYPES) {
+      expect(text).toContain(`**\`${t.name}\`**`);
+      for (const f of t.spec.fields) expect(text, `${t.name}.${f.name}`).toMatch(new RegExp(`^\\| \`${f.name}\` \\|.*\\| ${f.id} \\| [^|]+ \\|$`, 'm'));
+    }
+  });
+});
+
+describe('the Data quality table', () => {
+  it('has a row for each range rule and type, with its bounds', () => {
+    const text = region('README.md', 'plausibility');
+    for (const r of RANGE_RULES) {
+      const row = text.split('\n').find((l) => l.startsWith(`| \`${r.rule}\` |`) && l.includes(`(${r.type})`));
+      expect(row, `${r.rule} (${r.type})`).toBeDefined();
+      expect(row).toContain(r.why);
+    }
+  });
+});
+
+describe('the analysts units table', () => {
+  it('covers every field of every type', () => {
+    const text = region('docs/analysts.md', 'units');
+    const covers = [...text.matchAll(/`([a-z0-9_]+?)(N+|\*)?`/g)].map(([, head, tail]) =>
+      tail === undefined ? new RegExp(`^${head}$`) : tail === '*' ? new RegExp(`^${head}`) : new RegExp(`^${head}\\d{${tail.length === 1 ? '1,' : tail.length}}$`),
+    );
+    for (const t of TYPES) for (const f of t.spec.fields) expect(covers.some((re) => re.test(f.name)), f.name).toBe(true);
+  });
+});
+
+describe('the renderers', () => {
+  it('collapse numbered series and whole prefixes only', () => {
+    const all = ['a_1', 'a_2', 'a_10', 'cell_voltage_01', 'cell_voltage_02', 'alert', 'alert_x', 'alert_y', 'alert_z', 'one_2'];
+    expect(collapseNames(all, all).map((t) => t.text)).toEqual(['a_N', 'cell_voltage_NN', 'alert', 'alert_*', 'one_2']);
+    // A prefix some of whose names are left out is not claimed whole.
+    expect(collapseNames(['alert_x', 'alert_y', 'alert_z'], [...all, 'alert_w']).map((t) => t.text)).toEqual(['alert_x', 'alert_y', 'alert_z']);
+  });
+
+  it('escape a pipe in a cell', () => {
+    expect(markdownTable(['A'], [['x | y']])).toBe('| A |\n|---|\n| x \\| y |');
+  });
+
+  it('replace a region and nothing else, and refuse a file without it', () => {
+    const text = 'before\n<!-- generated: x (npm run docs) -->\nold\n<!-- /generated: x -->\nafter\n';
+    expect(replaceRegion(text, 'x', 'new')).toBe('before\n<!-- generated: x (npm run docs) -->\n\nnew\n\n<!-- /generated: x -->\nafter\n');
+    expect(() => replaceRegion('no markers', 'x', 'new')).toThrow(/no region/);
+  });
+});
