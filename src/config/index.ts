@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { DURATION_HINT, parseDuration } from './duration.js';
 import { parseSenders, type Sender } from './senders.js';
 import { SECRET_SETTINGS, withoutCredentials } from './secrets.js';
+import { secretKey } from '../telemetry/signature.js';
 
 /**
  * One typed configuration for every run mode, read from the environment once at start-up.
@@ -43,6 +44,22 @@ const list = z
   .transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s.length > 0));
 
 const url = z.string().trim().url('expected a URL such as http://127.0.0.1:8086');
+
+/** A non-negative decimal number (metres, km/h, amperes), within bounds. */
+const num = (min: number, max: number) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d+(\.\d+)?$/, 'expected a number such as 100 or 0.5')
+    .transform(Number)
+    .pipe(z.number().min(min).max(max));
+
+/** Where events are posted: http(s) only, since a receiver must be reachable by fetch. */
+const webhookUrl = z
+  .string()
+  .trim()
+  .url('expected a URL such as https://example.com/hooks/telematics')
+  .regex(/^https?:\/\//i, 'expected an http:// or https:// URL');
 
 /** A PLAUSIBLE_RANGES entry: `rule=min..max` or `rule=off` (a name that is no rule is a field, bounded so). */
 export type RangeOverride = { name: string; off: true } | { name: string; off?: false; min: number; max: number };
@@ -172,6 +189,27 @@ const env = z.object({
       { label: '24h', ms: 86_400_000 },
     ]),
   FLEET_STATUS_INTERVAL: duration.default(60_000),
+
+  // Vehicle events (issue #28): derived per vehicle, committed to a per-partition outbox stream.
+  EVENTS: z.enum(['on', 'off']).default('on'),
+  /** The reorder window, in record time: records arriving this much out of order still derive events in order. */
+  EVENTS_WINDOW: duration.default(30_000),
+  TRIP_MIN_DURATION: duration.default(60_000),
+  /** Metres: a shorter trip is GPS drift while parked, not a trip. */
+  TRIP_MIN_DISTANCE: num(0, 1_000_000).default(100),
+  /** km/h: two fixes further apart than this speed allows are a GPS glitch, not travel. */
+  TRIP_MAX_JUMP_SPEED: num(1, 100_000).default(300),
+  /** The sign `current` has while charging (the spec's packs report discharging as negative: positive). */
+  CHARGING_CURRENT_SIGN: z.enum(['positive', 'negative']).default('positive'),
+  /** Amperes: below this the pack is idle, not charging (sensor noise around zero). */
+  CHARGING_MIN_CURRENT: num(0, 100_000).default(0.5),
+  CHARGING_MIN_DURATION: duration.default(60_000),
+  EVENTS_WEBHOOK_URL: webhookUrl.optional(),
+  EVENTS_WEBHOOK_SECRET: z.string().trim().optional(),
+  EVENTS_WEBHOOK_TIMEOUT: duration.default(10_000),
+  /** A receiver down for hours loses nothing: each delivery is retried for this long. */
+  EVENTS_WEBHOOK_RETRY_SPAN: duration.default(24 * 3_600_000),
+  EVENTS_WEBHOOK_MAX_BACKLOG: int(1, 100_000_000).default(100_000),
 });
 
 export type Config = z.output<typeof env> & {
@@ -226,6 +264,17 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   if (beyond.length > 0) problems.push(`WORKER_PARTITIONS: ${beyond.join(', ')} not below QUEUE_PARTITIONS (${cfg.QUEUE_PARTITIONS}); partitions are numbered from 0`);
   if (cfg.UPSTREAM_URL && !cfg.UPSTREAM_TOKEN) problems.push('UPSTREAM_TOKEN: required when UPSTREAM_URL is set');
   if (cfg.RETRY_MAX_DELAY < cfg.RETRY_BASE_DELAY) problems.push('RETRY_MAX_DELAY: must not be below RETRY_BASE_DELAY');
+  if (cfg.EVENTS_WEBHOOK_URL && !cfg.EVENTS_WEBHOOK_SECRET) {
+    problems.push('EVENTS_WEBHOOK_SECRET: required when EVENTS_WEBHOOK_URL is set (whsec_<base64>, shared with the receiver, which verifies each delivery)');
+  }
+  if (cfg.EVENTS_WEBHOOK_SECRET) {
+    try {
+      secretKey(cfg.EVENTS_WEBHOOK_SECRET);
+    } catch (err) {
+      problems.push(`EVENTS_WEBHOOK_SECRET: ${(err as Error).message}`);
+    }
+  }
+  if (cfg.EVENTS_WEBHOOK_TIMEOUT <= 0) problems.push('EVENTS_WEBHOOK_TIMEOUT: must be above 0');
   if (problems.length > 0) throw new ConfigError(problems);
   return { ...cfg, SENDERS: cfg.PUSH_AUTH === 'none' ? [] : senders.senders };
 }

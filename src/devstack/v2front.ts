@@ -5,6 +5,8 @@ import type { AddressInfo } from 'node:net';
  * What InfluxDB 1.8's compatibility endpoint does, in front of a 1.6 server that lacks it:
  * `/api/v2/write?bucket=db[/rp]&precision=p` becomes `/write?db=db&rp=rp&precision=p`.
  * Errors are answered in 2.x's `{code, message}` shape so the client sees what 2.x would send.
+ * `/query` (InfluxQL, the v1-compatible read API that 2.x and 3.x serve too) is passed through as it
+ * is, behind the same token, so that readers use the one URL and token the service writes with.
  */
 export interface V2Front {
   url: string;
@@ -46,9 +48,18 @@ export async function startV2Front(opts: { upstream: string; token?: string; por
         res.writeHead(u.pathname === '/ping' ? 204 : 200, { 'content-type': 'application/json' });
         return res.end(u.pathname === '/ping' ? undefined : JSON.stringify({ status: 'pass' }));
       }
-      if (u.pathname !== '/api/v2/write' || req.method !== 'POST') return reply(res, 404, 'not found', 'path not found');
+      const isQuery = u.pathname === '/query' && (req.method === 'GET' || req.method === 'POST');
+      if (!isQuery && (u.pathname !== '/api/v2/write' || req.method !== 'POST')) return reply(res, 404, 'not found', 'path not found');
       if (opts.token && req.headers.authorization !== `Token ${opts.token}`) {
         return reply(res, 401, 'unauthorized', 'unauthorized access');
+      }
+      if (isQuery) {
+        const body = req.method === 'POST' ? new Uint8Array(await readBody(req)) : undefined;
+        const type = req.headers['content-type'];
+        const up = await fetch(`${opts.upstream}/query${u.search}`, { method: req.method, ...(typeof type === 'string' ? { headers: { 'content-type': type } } : {}), ...(body ? { body } : {}) }).catch(() => undefined);
+        if (!up) return reply(res, 502, 'unavailable', 'influxd is not reachable');
+        res.writeHead(up.status, { 'content-type': up.headers.get('content-type') ?? 'application/json' });
+        return res.end(Buffer.from(await up.arrayBuffer()));
       }
       const bucket = u.searchParams.get('bucket');
       if (!bucket) return reply(res, 400, 'invalid', 'bucket is required');

@@ -60,6 +60,16 @@ export class Metrics {
   );
   readonly fleetSilent = this.gauge('fleet_silent_vehicles', 'Vehicles not seen for longer than a SILENT_AFTER threshold, by threshold', ['after']);
 
+  // Vehicle events (src/ingest/events).
+  readonly vehicleEvents = this.counter('vehicle_events_total', 'Vehicle events derived, by event (alarm raised/cleared per flag, ignition, charging, trips, silent/back); counted once, when committed', ['event']);
+  readonly vehicleEventsLate = this.counter('vehicle_events_late_total', 'Records later than EVENTS_WINDOW behind their vehicle\'s newest: they derive nothing', []);
+  readonly vehicleEventsDuplicate = this.counter('vehicle_events_duplicate_total', 'Records derivation had already seen (a redelivery or a retried job): they derive nothing', []);
+  readonly vehicleEventsOutbox = this.gauge('vehicle_events_outbox', 'Derived events, trips and sessions not yet delivered to InfluxDB and the webhook (the outbox streams\' length)', []);
+  // Vehicle events' webhook (events/webhook.ts).
+  readonly webhookDeliveries = this.counter('events_webhook_deliveries_total', 'Event webhook delivery attempts, by outcome: delivered (2xx), retry (will be tried again), failed (retry span over; kept as a failed job)', ['outcome']);
+  readonly webhookBacklog = this.gauge('events_webhook_backlog', 'Event webhook deliveries not yet made: waiting and delayed (retrying) jobs (sampled from Redis)', []);
+  readonly webhookDropped = this.counter('events_webhook_dropped_total', 'Events not queued for the webhook because EVENTS_WEBHOOK_MAX_BACKLOG deliveries were pending (their points are in InfluxDB)', []);
+
   constructor(info: { version: string; mode: string }) {
     collectDefaultMetrics({ register: this.registry });
     this.gauge('build_info', 'The running build: version, Node.js and mode', ['version', 'node', 'mode']).set({ version: info.version, node: process.version, mode: info.mode }, 1);

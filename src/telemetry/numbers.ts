@@ -24,3 +24,29 @@ export function isEpochMs(n: number): boolean {
 export function toEpochMs(value: number): number {
   return Math.abs(value) < SECONDS_THRESHOLD ? Math.round(value * 1000) : Math.round(value);
 }
+
+const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i);
+
+/**
+ * The number written in bytes `from`..`to` (a decimal as formatFloat writes it): up to 15 significant
+ * digits without an exponent it is the digits over a power of ten (one correctly rounded division of
+ * exact doubles, so the double Number would give); anything else goes through Number.
+ */
+export function decimalAt(b: Uint8Array, from: number, to: number): number {
+  let i = from;
+  const neg = b[i] === 45;
+  if (neg) i++;
+  let mantissa = 0, sig = 0, frac = 0, point = false;
+  for (; i < to; i++) {
+    const c = b[i]!;
+    if (c >= 48 && c <= 57) {
+      if (sig > 0 || c !== 48) sig++;
+      mantissa = mantissa * 10 + (c - 48);
+      if (point) frac++;
+    } else if (c === 46 && !point) point = true;
+    else return Number(Buffer.from(b.buffer, b.byteOffset + from, to - from).toString('latin1'));
+  }
+  if (sig > 15 || frac > 22 || i === from) return Number(Buffer.from(b.buffer, b.byteOffset + from, to - from).toString('latin1'));
+  const v = mantissa / POW10[frac]!;
+  return neg ? -v : v;
+}

@@ -24,6 +24,8 @@ export interface Sighting {
   time: number;
   lat?: number;
   lng?: number;
+  /** The record's fields that the vehicle events read (src/ingest/events), when a worker derives them. */
+  fields?: Record<string, number>;
 }
 
 export function sightingOf(r: TelemetryRecord): Sighting {

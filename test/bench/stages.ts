@@ -12,6 +12,8 @@ import { readRows, rowsOf } from '../../src/ingest/flatten/points.js';
 import { RecordSorter } from '../../src/ingest/receive/sort.js';
 import { scanPush } from '../../src/ingest/scan/scan.js';
 import { BenchData } from './data.js';
+import { DEFAULT_DERIVE_OPTIONS, ingest, newState, parse, serialize, type EventInput } from '../../src/ingest/events/derive.js';
+import { wantedFields } from '../../src/ingest/events/index.js';
 import { FLATTEN } from './options.js';
 
 const PUSHES = Number(process.argv[2] ?? 100);
@@ -40,6 +42,8 @@ function measure<I, O>(name: string, inputs: I[], stage: (input: I) => O, rows: 
 const rows_: Array<[string, number]> = [];
 /** The scanner's row, apart: it replaces the general path's decode, parse, validate, judge and flatten. */
 const scanRows: Array<[string, number]> = [];
+/** The vehicle events' derivation in the worker, apart (EVENTS=on). */
+const eventRows: Array<[string, number]> = [];
 /** Encode and read back without deflate, apart: what a job costs while workers keep up. */
 const deflateRows: Array<[string, number]> = [];
 const texts = measure('receiver: UTF-8 decode (TextDecoder, fatal)', bodies, (b) => decoder.decode(b), rows_);
@@ -91,6 +95,49 @@ const textJobs = measure('job as text (no backlog)', rows, (r) => encodePointsJo
 measure('job rows from text', textJobs, (j) => jobRows(j)!, deflateRows);
 const bytes = measure('worker: job rows (inflate)', jobs, (j) => jobRows(j)!, rows_);
 measure('worker: request body from rows (bytes)', bytes, (b) => readRows(b).lines.bytes, rows_);
+// Vehicle events (EVENTS=on): what store.ts does around its Redis round trip, per job: each vehicle's
+// state parsed, its records derived, the state serialized. States start empty each round and build up
+// over the pushes, as a fleet's do (a few pending records a vehicle, few transitions).
+{
+  const wanted = wantedFields();
+  const sighted = bytes.map((b) => readRows(b, wanted).sightings);
+  let states = new Map<string, string>();
+  let pushIndex = 0;
+  measure('worker: vehicle events (read the inputs, derive, state parse + serialize)', bytes, (b) => {
+    if (pushIndex++ % PUSHES === 0) states = new Map();
+    const byVehicle = new Map<string, EventInput[]>();
+    for (const s of readRows(b, wanted).sightings) {
+      const list = byVehicle.get(s.vehicleno) ?? [];
+      list.push({ type: s.type, time: s.time, fields: s.fields! });
+      byVehicle.set(s.vehicleno, list);
+    }
+    for (const [v, inputs] of byVehicle) {
+      const text = states.get(v);
+      const state = text === undefined ? newState() : parse(text);
+      ingest(v, state, inputs, now, DEFAULT_DERIVE_OPTIONS);
+      states.set(v, serialize(state));
+    }
+    return byVehicle.size;
+  }, eventRows);
+  // The same without reading the rows: derivation and the state's text alone.
+  pushIndex = 0;
+  measure('  of which derive + state parse + serialize', sighted, (sightings) => {
+    if (pushIndex++ % PUSHES === 0) states = new Map();
+    const byVehicle = new Map<string, EventInput[]>();
+    for (const s of sightings) {
+      const list = byVehicle.get(s.vehicleno) ?? [];
+      list.push({ type: s.type, time: s.time, fields: s.fields! });
+      byVehicle.set(s.vehicleno, list);
+    }
+    for (const [v, inputs] of byVehicle) {
+      const text = states.get(v);
+      const state = text === undefined ? newState() : parse(text);
+      ingest(v, state, inputs, now, DEFAULT_DERIVE_OPTIONS);
+      states.set(v, serialize(state));
+    }
+    return byVehicle.size;
+  }, eventRows);
+}
 
 const width = Math.max(...rows_.map(([n]) => n.length));
 process.stdout.write(`${PUSHES} pushes of ${SIZE} mixed records, core-µs per record (${ROUNDS} rounds after a warm-up):\n`);
@@ -99,6 +146,7 @@ const sum = (p: string) => rows_.filter(([n]) => n.startsWith(p)).reduce((a, [, 
 const general = ['decode', 'JSON.parse', 'validate', 'judge', 'flatten'].reduce((a, k) => a + rows_.find(([n]) => n.includes(k))![1], 0);
 process.stdout.write(`  ${scanRows[0]![0].padEnd(width)}  ${scanRows[0]![1].toFixed(2).padStart(6)}  (the general path's decode to flatten: ${general.toFixed(2)})\n`);
 process.stdout.write(`  ${scanRows[1]![0].padEnd(width)}  ${scanRows[1]![1].toFixed(2).padStart(6)}  (${((scanRows[1]![1] / scanRows[2]![1] - 1) * 100).toFixed(1)} % against the same without it: ${scanRows[2]![1].toFixed(2)}; medians of 9 alternated rounds)\n`);
+for (const [n, us] of eventRows) process.stdout.write(`  ${n.padEnd(width)}  ${us.toFixed(2).padStart(6)}  (beside the worker stages)\n`);
 for (const [n, us] of deflateRows) process.stdout.write(`  ${n.padEnd(width)}  ${us.toFixed(2).padStart(6)}\n`);
 process.stdout.write(`  ${'receiver stages, scanning'.padEnd(width)}  ${(sum('receiver') - general + scanRows[0]![1]).toFixed(2).padStart(6)}\n`);
 process.stdout.write(`  ${'receiver stages'.padEnd(width)}  ${sum('receiver').toFixed(2).padStart(6)}\n  ${'worker stages'.padEnd(width)}  ${sum('worker').toFixed(2).padStart(6)}\n`);

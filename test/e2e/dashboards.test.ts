@@ -2,6 +2,8 @@
  * Every query of every InfluxQL dashboard (panel targets and template variables), with Grafana's
  * macros substituted as Grafana does, run on the real influxd holding the emulator's fleet pushed
  * through the push path (and its fuel through the fuel sync): none may fail, and none may be empty.
+ * The derived history (vehicle_events, trips, charging) is written as the service writes it, for two of
+ * the fleet's vehicles and for a plate of its own, whose panels are held to exact values.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
@@ -13,6 +15,7 @@ import { canRecordData } from '../../src/upstream/emulator/can.js';
 import { Fleet } from '../../src/upstream/emulator/fleet.js';
 import { startEmulator } from '../../src/upstream/emulator/index.js';
 import { Rng } from '../../src/upstream/emulator/prng.js';
+import { formatLine } from '../../src/telemetry/lineProtocol.js';
 import { startTestService, type TestService } from '../harness/service.js';
 
 const HOUR = 3_600_000;
@@ -23,6 +26,34 @@ const SEED = 11;
 const SIZE = 8;
 /** The last vehicle stops reporting three hours ago: longer than a one-hour range, shorter than six. */
 const SILENT = { index: SIZE - 1, fromMs: NOW - 3 * HOUR };
+
+const MIN = 60_000;
+/**
+ * The plate docs/analysts.md's history queries name. The emulator's fleet never has it, so whatever the
+ * service derives from the fleet, its history is exactly what `historyLines` writes.
+ */
+const DOC_PLATE = 'KA01AB1234';
+
+/** A vehicle's events, trips and charging sessions over the last five hours, as the service writes them. */
+function historyLines(vehicleno: string): string[] {
+  const at = (minutesAgo: number) => NOW - minutesAgo * MIN;
+  const event = (name: string, ago: number, fields: Record<string, number>) => formatLine('vehicle_events', { vehicleno, event: name }, fields, at(ago));
+  const start = { start_lat: 12.9716, start_lng: 77.5946 };
+  return [
+    event('ignition_on', 300, { value: 1, lat: 12.9716, lng: 77.5946 }),
+    event('alert_over_temp_raised', 290, { value: 1, soc: 71 }),
+    event('alert_short_circuit_raised', 285, { value: 1 }),
+    event('alert_over_temp_cleared', 270, { value: 0 }),
+    event('ignition_off', 240, { value: 0, lat: 13.0321, lng: 77.6412 }),
+    event('charging_started', 180, { value: 1, soc: 61 }),
+    event('charging_stopped', 120, { value: 0, soc: 90 }),
+    formatLine('trips', { vehicleno }, { end: at(240), duration_s: 3600, distance_m: 42_500, max_speed_kmh: 71.5, ...start, end_lat: 13.0321, end_lng: 77.6412, soc_start: 80, soc_end: 61 }, at(300)),
+    // A trip whose state of charge was not known: no soc fields at all.
+    formatLine('trips', { vehicleno }, { end: at(45), duration_s: 900, distance_m: 5_250, max_speed_kmh: 38, ...start, end_lat: 12.98, end_lng: 77.6 }, at(60)),
+    formatLine('charging', { vehicleno }, { end: at(120), duration_s: 3600, soc_start: 61, soc_end: 90, energy_wh: 12_400 }, at(180)),
+    formatLine('charging', { vehicleno }, { end: at(10), duration_s: 1200, soc_start: 88, soc_end: 93 }, at(30)),
+  ];
+}
 
 let svc: TestService;
 let emulator: Awaited<ReturnType<typeof startEmulator>>;
@@ -60,6 +91,10 @@ beforeAll(async () => {
     now: () => NOW,
   });
   expect(fuel.failed).toEqual([]);
+  // The derived history, straight into the database (the write path is the service's own tests').
+  const lines = [DOC_PLATE, fleet.vehicles[0]!.vehicleno, fleet.vehicles[1]!.vehicleno].flatMap(historyLines);
+  const written = await fetch(`${inject('influxRawUrl')}/write?db=${encodeURIComponent(svc.cfg.INFLUX_BUCKET)}&precision=ms`, { method: 'POST', body: lines.join('\n') });
+  expect(written.status).toBe(204);
   const cans = records.filter((r) => (r as { type: string }).type === 'can').length;
   await svc.waitForRows('SELECT count(soc) FROM can GROUP BY vehicleno', SIZE, 30_000);
   await svc.waitForRows(`SELECT count(*) FROM can WHERE time >= ${FROM}ms`, 1, 30_000);
@@ -135,6 +170,40 @@ it('keeps a vehicle silent for longer than the range on the fleet table and the 
   expect(map.find((r) => r.vehicleno === silentPlate)).toMatchObject({ time: lastReport, lat: fleet.gpsAt(fleet.vehicles[SILENT.index]!, lastReport).lat });
   // Exactly the silent vehicle, with its true last-seen time: every other one reported within the hour.
   expect((await svc.query(query('Vehicles silent'))).map((r) => [r.vehicleno, r.last_seen])).toEqual([[silentPlate, lastReport]]);
+});
+
+describe('the derived history panels, for one vehicle', () => {
+  const fleetDash = () => dashboards.find((d) => d.title === 'Telematics fleet')!;
+  const panel = (title: string) => substitute(fleetDash().panels.find((p) => p.title === title)!.targets[0]!.query, regexOf([DOC_PLATE]));
+  const at = (minutesAgo: number) => NOW - minutesAgo * MIN;
+
+  it('counts the alarms raised in the range, not the cleared ones', async () => {
+    expect(await svc.query(panel('Alarms raised (range)'))).toEqual([{ time: FROM, 'alarms raised': 2 }]);
+  });
+
+  it('lists the trips that started in the range, in km, with the state of charge where known', async () => {
+    expect(await svc.query(panel('Trips started in the range'))).toEqual([
+      { vehicleno: DOC_PLATE, time: at(300), end: at(240), duration: 3600, km: 42.5, 'max km/h': 71.5, 'soc start %': 80, 'soc end %': 61 },
+      { vehicleno: DOC_PLATE, time: at(60), end: at(45), duration: 900, km: 5.25, 'max km/h': 38, 'soc start %': null, 'soc end %': null },
+    ]);
+  });
+
+  it('lists alarms raised and cleared and ignition on and off, newest first, without the charging events', async () => {
+    expect((await svc.query(panel('Vehicle events: alarms raised and cleared, ignition on and off'))).map((r) => [r.time, r.event, r.value])).toEqual([
+      [at(240), 'ignition_off', 0],
+      [at(270), 'alert_over_temp_cleared', 0],
+      [at(285), 'alert_short_circuit_raised', 1],
+      [at(290), 'alert_over_temp_raised', 1],
+      [at(300), 'ignition_on', 1],
+    ]);
+  });
+
+  it('lists the charging sessions, with the energy where known', async () => {
+    expect(await svc.query(panel('Charging sessions started in the range'))).toEqual([
+      { vehicleno: DOC_PLATE, time: at(180), end: at(120), duration: 3600, 'soc start %': 61, 'soc end %': 90, 'energy Wh': 12_400 },
+      { vehicleno: DOC_PLATE, time: at(30), end: at(10), duration: 1200, 'soc start %': 88, 'soc end %': 93, 'energy Wh': null },
+    ]);
+  });
 });
 
 it('runs every InfluxQL query of the analysts’ guide (docs/analysts.md), each with data', async () => {

@@ -1,13 +1,42 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { DERIVE_FIELDS, DEFAULT_DERIVE_OPTIONS, eventId, flush, ingest, newState, sessionId, tripId, type EventInput } from '../../src/ingest/events/derive.js';
 import { runFeed } from '../../src/upstream/emulator/feed.js';
 import { waitUntil } from '../harness/service.js';
 import { startStack, TOKEN, type Stack } from '../harness/stack.js';
 
+const SECRET = `whsec_${Buffer.from('worker-kill-events-secret').toString('base64')}`;
+/**
+ * Wider than the feed's span of record time (it stamps records with its clock: a second or two), so
+ * however the kill reorders jobs, the retried job's records are within the window and derive in order.
+ */
+const WINDOW_MS = 5_000;
+
 let stack: Stack;
+let hook: Server;
+/** Webhook deliveries by webhook-id: each derived event, trip and session once, however often posted. */
+const posted = new Map<string, number>();
 beforeAll(async () => {
-  stack = await startStack();
+  hook = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      const id = String(req.headers['webhook-id']);
+      posted.set(id, (posted.get(id) ?? 0) + 1);
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((r) => hook.listen(0, '127.0.0.1', r));
+  stack = await startStack({
+    EVENTS_WINDOW: `${WINDOW_MS / 1000}s`,
+    EVENTS_WEBHOOK_URL: `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hooks`,
+    EVENTS_WEBHOOK_SECRET: SECRET,
+  });
 });
-afterAll(async () => stack?.stop());
+afterAll(async () => {
+  await stack?.stop();
+  await new Promise((r) => hook?.close(r));
+});
 
 it('a worker killed with SIGKILL in the middle of a write: its job is taken again and every record lands exactly once', async () => {
   const receiver = await stack.spawn('receiver');
@@ -24,4 +53,28 @@ it('a worker killed with SIGKILL in the middle of a write: its job is taken agai
 
   const r = await stack.settle(feed.records.acknowledged);
   expect(r).toEqual({ expected: 1_000, missing: [], wrong: [], extra: 0 });
-});
+
+  // The events derived through the kill are those an ordered run of the same records derives, each once.
+  const byVehicle = new Map<string, EventInput[]>();
+  for (const rec of feed.records.acknowledged) {
+    const data = rec.data as Record<string, number>;
+    const fields = Object.fromEntries(DERIVE_FIELDS.filter((f) => typeof data[f] === 'number').map((f) => [f, data[f]!]));
+    const list = byVehicle.get(rec.vehicleno) ?? [];
+    list.push({ type: rec.type, time: data.time!, fields });
+    byVehicle.set(rec.vehicleno, list);
+  }
+  const want = new Set<string>();
+  const opts = { ...DEFAULT_DERIVE_OPTIONS, windowMs: WINDOW_MS, idleMs: WINDOW_MS };
+  for (const [v, inputs] of byVehicle) {
+    const state = newState();
+    const sorted = [...inputs].sort((a, b) => a.time - b.time);
+    for (const d of [ingest(v, state, sorted, 0, opts), flush(v, state, Number.MAX_SAFE_INTEGER, opts)]) {
+      for (const e of d.events) want.add(eventId(e));
+      for (const t of d.trips) want.add(tripId(t));
+      for (const c of d.sessions) want.add(sessionId(c));
+    }
+  }
+  expect(want.size).toBeGreaterThan(0);
+  await waitUntil(async () => posted.size >= want.size, WINDOW_MS + 30_000, `${want.size} events posted`);
+  expect(new Set(posted.keys())).toEqual(want);
+}, 180_000);

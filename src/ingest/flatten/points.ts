@@ -1,6 +1,7 @@
 import type { Sighting, TelemetryRecord } from '../../telemetry/record.js';
 import { FIELD_DICTIONARY, TYPES, typeOf, typeOfRow, WIRE_ID, type RecordTypeInfo } from '../../telemetry/fields.js';
 import { formatFloat, TAG_ESCAPED } from '../../telemetry/lineProtocol.js';
+import { decimalAt } from '../../telemetry/numbers.js';
 import { flattenDraft, remembered, type FlattenOptions } from './flatten.js';
 import { RowDraft } from './draft.js';
 import { DICTIONARY_SIZE, NAMES } from './names.js';
@@ -380,6 +381,7 @@ const EMPTY = new Uint8Array(0);
 
 let LAT = -1;
 let LNG = -1;
+const NO_POSITION: [number, number] = [-1, -1];
 
 /** Plates by their escaped tag text, for the fleet's sightings. */
 const platesByTag = new Map<string, string>();
@@ -389,8 +391,11 @@ export function unescapeTag(tag: string): string {
   return tag.includes('\\') ? tag.replace(/\\([,= ])/g, '$1') : tag;
 }
 
-/** Every line of a job's rows, by copying bytes; with the records' sightings for the fleet. */
-export function readRows(b: Buffer): ReadPoints {
+/**
+ * Every line of a job's rows, by copying bytes; with the records' sightings for the fleet, and in
+ * them the fields whose wire ids `wanted` marks (what the vehicle events read).
+ */
+export function readRows(b: Buffer, wanted?: Uint8Array): ReadPoints {
   const out: ReadPoints = { lines: Lines.EMPTY, sources: [], measurements: [], records: 0, emptyRecords: 0, sightings: [] };
   // A line is about four times its row (the names are spelled out); put() grows it when not.
   scratch = Buffer.allocUnsafe(Math.max(16_384, 4 * b.length));
@@ -401,9 +406,11 @@ export function readRows(b: Buffer): ReadPoints {
   let record = -1;
   let tagFrom = 0, tagTo = 0, timeFrom = 0, timeTo = 0;
   let lat: [number, number] | undefined, lng: [number, number] | undefined;
+  let picked: Record<string, number> | undefined;
   const position = (i: number, from: number, to: number) => {
     if (i === LAT) lat = [from, to];
     else if (i === LNG) lng = [from, to];
+    if (wanted !== undefined && wanted[i] === 1) (picked ??= Object.create(null) as Record<string, number>)[FIELD_DICTIONARY[i]!] = decimalAt(b, from, to);
   };
   while (p < end) {
     const r = parseRow(b, p, end);
@@ -419,12 +426,12 @@ export function readRows(b: Buffer): ReadPoints {
     put(m, 0, m.length);
     put(b, tagFrom, tagTo);
     putByte(SPACE);
-    lat = lng = undefined;
+    lat = lng = picked = undefined;
     const type = typeOfRow(r.kind);
     const pos = POSITION[r.kind];
     const positioned = pos !== undefined && pos[0] >= 0;
-    if (positioned) [LAT, LNG] = pos;
-    const fields = putFields(b, r, r.kind === ROW_PACK ? PACK_KEY_BYTES : KEY_BYTES, positioned ? position : undefined);
+    [LAT, LNG] = positioned ? pos : NO_POSITION;
+    const fields = putFields(b, r, r.kind === ROW_PACK ? PACK_KEY_BYTES : KEY_BYTES, positioned || (wanted !== undefined && type !== undefined) ? position : undefined);
     if (type !== undefined) {
       const tag = b.toString('utf8', tagFrom, tagTo);
       const s: Sighting = { vehicleno: remembered(platesByTag, tag, unescapeTag), type: type.name, time: Number(b.toString('latin1', timeFrom, timeTo)) };
@@ -432,6 +439,7 @@ export function readRows(b: Buffer): ReadPoints {
         s.lat = Number(b.toString('latin1', lat[0], lat[1]));
         s.lng = Number(b.toString('latin1', lng[0], lng[1]));
       }
+      if (wanted !== undefined) s.fields = picked ?? {};
       out.sightings.push(s);
     }
     if (fields === 0) {

@@ -17,6 +17,15 @@ import type { FleetState } from './state.js';
 export const STATUS_MEASUREMENT = 'fleet_status';
 export const COUNTS_MEASUREMENT = 'fleet';
 
+/** A change of status as a vehicle event (the shape of src/ingest/events' events). */
+export interface StatusEvent {
+  vehicleno: string;
+  event: 'silent' | 'back';
+  time: number;
+  value: number;
+  fields: Record<string, number>;
+}
+
 /** A SILENT_AFTER threshold: its label as configured (`1h`) and its length. */
 export interface SilentAfter {
   label: string;
@@ -32,8 +41,16 @@ export interface StatusChanges {
 }
 
 /** One run at `now`: finds the crossings since the last run, writes them, then remembers them. */
-export async function writeStatusChanges(fleet: FleetState, sink: PointSink, thresholds: readonly SilentAfter[], now: number): Promise<StatusChanges> {
+export async function writeStatusChanges(
+  fleet: FleetState,
+  sink: PointSink,
+  thresholds: readonly SilentAfter[],
+  now: number,
+  /** The changes as vehicle events (`silent`, `back`), delivered before they are remembered. */
+  events?: (e: StatusEvent[]) => Promise<void>,
+): Promise<StatusChanges> {
   const lines: string[] = [];
+  const changes: StatusEvent[] = [];
   const apply: Array<() => Promise<unknown>> = [];
   const result: StatusChanges = { wentSilent: {}, cameBack: {}, known: 0, silent: {} };
   const counts = await fleet.counts(now, thresholds.map((t) => t.ms));
@@ -46,12 +63,20 @@ export async function writeStatusChanges(fleet: FleetState, sink: PointSink, thr
       const written = new Set(members);
       const back = members.filter((v) => !silentNow.has(v));
       const went = [...silentNow.keys()].filter((v) => !written.has(v));
-      for (const v of went) lines.push(formatLine(STATUS_MEASUREMENT, { after: t.label, vehicleno: v }, { silent: 1, last_seen: silentNow.get(v)! }, now));
+      for (const v of went) {
+        const lastSeen = silentNow.get(v)!;
+        lines.push(formatLine(STATUS_MEASUREMENT, { after: t.label, vehicleno: v }, { silent: 1, last_seen: lastSeen }, now));
+        // At the instant it crossed the threshold: the same event however often a failed run is done again.
+        changes.push({ vehicleno: v, event: 'silent', time: lastSeen + t.ms, value: 1, fields: { after_s: t.ms / 1000, last_seen: lastSeen } });
+      }
       if (back.length > 0) {
         const seen = await redis.zmscore(k.seen, ...back);
         // A vehicle gone from the sorted set (its state was deleted by hand) is no longer known: it is not reported back.
         back.forEach((v, i) => {
-          if (seen[i] !== null && seen[i] !== undefined) lines.push(formatLine(STATUS_MEASUREMENT, { after: t.label, vehicleno: v }, { silent: 0, last_seen: Number(seen[i]) }, now));
+          if (seen[i] === null || seen[i] === undefined) return;
+          lines.push(formatLine(STATUS_MEASUREMENT, { after: t.label, vehicleno: v }, { silent: 0, last_seen: Number(seen[i]) }, now));
+          // At the record that ended the silence.
+          changes.push({ vehicleno: v, event: 'back', time: Number(seen[i]), value: 0, fields: { after_s: t.ms / 1000, last_seen: Number(seen[i]) } });
         });
       }
       result.wentSilent[t.label] = (result.wentSilent[t.label] ?? 0) + went.length;
@@ -65,6 +90,7 @@ export async function writeStatusChanges(fleet: FleetState, sink: PointSink, thr
     lines.push(formatLine(COUNTS_MEASUREMENT, { after: t.label }, { vehicles: counts.known, silent: counts.silent[i]!, reporting: counts.known - counts.silent[i]! }, now));
   });
   await sink.write(Lines.of(lines));
+  if (changes.length > 0) await events?.(changes);
   for (const a of apply) await a();
   return result;
 }

@@ -1,7 +1,10 @@
-/** `telematics-fleet`: which vehicles report and which went silent, on the one CLI framework (`src/cli`). */
-import { parse, parseDurationFlag, parseNumber, noPositionals } from '../../cli/args.js';
+/**
+ * `telematics-fleet`: which vehicles report and which went silent (Redis), and each vehicle's derived
+ * history, events, trips and charging sessions (InfluxDB), on the one CLI framework (`src/cli`).
+ */
+import { parse, parseDurationFlag, parseNumber, parseTime, noPositionals } from '../../cli/args.js';
 import { type Command, showHelp } from '../../cli/command.js';
-import { EXIT } from '../../cli/exit.js';
+import { EXIT, UsageError, type ErrorClassifier } from '../../cli/exit.js';
 import { isoTime, table } from '../../cli/format.js';
 import type { CliIO } from '../../cli/io.js';
 import type { Program } from '../../cli/program.js';
@@ -10,6 +13,26 @@ import { fleetStateFor } from '../service/components.js';
 import { classifyToolError, TOOL_SETTINGS, withServiceRedis } from '../service/tool.js';
 import { span } from '../plausibility/judge.js';
 import type { FleetState, VehicleSeen } from './state.js';
+import {
+  ALARM_FLAGS,
+  decimal,
+  EVENT_NAMES,
+  HISTORY_MEASUREMENTS,
+  historyQuery,
+  hms,
+  InfluxError,
+  influxSelect,
+  influxTarget,
+  socSpan,
+  toCharging,
+  toEvent,
+  toTrip,
+  type ChargingRow,
+  type HistoryQuery,
+  type InfluxRow,
+  type TripRow,
+  type VehicleEvent,
+} from './history.js';
 
 const SETTINGS_HELP = `${TOOL_SETTINGS}
   QUEUE_NAME, QUEUE_PARTITIONS and SILENT_AFTER (as for the service).\n`;
@@ -81,22 +104,189 @@ export function silentColumns(now: number) {
   ];
 }
 
+const HISTORY_SETTINGS_HELP = `Settings: INFLUX_URL (required: the InfluxDB the service writes to), INFLUX_TOKEN, INFLUX_BUCKET
+  (the database; db/rp names a retention policy) and INFLUX_TIMEOUT, as for the service. Read with InfluxQL
+  at INFLUX_URL/query, which InfluxDB 1.x, 2.x (through a DBRP mapping) and 3.x serve.\n`;
+
+const HISTORY_OPTIONS = { vehicle: { type: 'string' }, since: { type: 'string' }, until: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } } as const;
+const RANGE_HELP = `  --vehicle <plate>  the vehicle (required)
+  --since <date>     from (default: 24 hours before --until); ISO 8601, epoch s or ms, or "now"
+  --until <date>     to (default: now); both bounds inclusive
+  --limit N          at most N rows, oldest first (default 1000)
+  --json             one JSON array instead of the table
+`;
+
+/** The flags every history command shares, as a query of one vehicle and range. */
+function historySelection(values: { vehicle?: string | undefined; since?: string | undefined; until?: string | undefined; limit?: string | undefined }, command: string): HistoryQuery {
+  if (values.vehicle === undefined || values.vehicle === '') throw new UsageError('missing --vehicle <plate>', command);
+  const now = Date.now();
+  const until = values.until === undefined ? now : parseTime(values.until, '--until', command, now);
+  const since = values.since === undefined ? until - 86_400_000 : parseTime(values.since, '--since', command, now);
+  if (since > until) throw new UsageError('--since is after --until', command);
+  const limit = values.limit === undefined ? 1000 : parseNumber(values.limit, '--limit', command, { integer: true, min: 1, max: 100_000 });
+  return { vehicle: values.vehicle, since, until, limit };
+}
+
+/** Reads one history measurement; the InfluxDB settings are checked before the flags' query is sent. */
+async function readHistory<T>(io: CliIO, measurement: string, q: HistoryQuery, to: (r: InfluxRow) => T): Promise<T[]> {
+  const target = influxTarget(io.env);
+  return (await influxSelect(target, historyQuery(measurement, q))).map(to);
+}
+
+/** The empty answer, naming what was asked, so that a wrong plate or range shows as such. */
+const nothing = (io: CliIO, what: string, q: HistoryQuery) => line(io, `no ${what} of ${q.vehicle} from ${isoTime(q.since)} to ${isoTime(q.until)}`);
+
+/** A full page: more rows may lie in the range. */
+const truncated = (io: CliIO, n: number, q: HistoryQuery) => {
+  if (n >= q.limit) io.stderr.write(`(the first ${q.limit} rows; narrow --since/--until or raise --limit for the rest)\n`);
+};
+
+/** `text` in lines of at most `width` characters, broken at spaces, the lines after the first indented. */
+function wrap(text: string, width: number, indent: string): string {
+  const lines: string[] = [];
+  let current = '';
+  for (const word of text.split(' ')) {
+    if (current && current.length + 1 + word.length > width) {
+      lines.push(current);
+      current = indent + word;
+    } else current = current ? `${current} ${word}` : word;
+  }
+  return [...lines, current].join('\n');
+}
+
+const events: Command = {
+  name: 'events',
+  summary: "a vehicle's events (alarms raised and cleared, ignition, charging, silent and back) from InfluxDB",
+  help: `Usage: telematics-fleet events --vehicle <plate> [--since <date>] [--until <date>] [--event <name>] [--limit N] [--json]
+
+The vehicle's events in the range, oldest first, from measurement vehicle_events: time, event, value
+(1 raised, on, started, silent; 0 cleared, off, stopped, back) and what the event carried (lat, lng, soc…).
+
+${RANGE_HELP}  --event <name>     only this event: alert_<flag>_raised, alert_<flag>_cleared, ignition_on, ignition_off,
+                     charging_started, charging_stopped, silent or back
+
+Alarm flags: ${wrap(ALARM_FLAGS.join(', '), 100, '  ')}
+
+${HISTORY_SETTINGS_HELP}`,
+  async run(args, io) {
+    const { values, positionals } = parse(this.name, args, { ...HISTORY_OPTIONS, event: { type: 'string' } });
+    if (values.help) return showHelp(io, this.help);
+    noPositionals(positionals, this.name);
+    const q = historySelection(values, this.name);
+    if (values.event !== undefined) {
+      if (!EVENT_NAMES.includes(values.event)) throw new UsageError(`--event: "${values.event}" is no event; see the names in --help`, this.name);
+      q.event = values.event;
+    }
+    const rows = await readHistory(io, HISTORY_MEASUREMENTS.events, q, toEvent);
+    if (values.json) line(io, JSON.stringify(rows.map((r) => ({ vehicleno: q.vehicle, ...r }))));
+    else if (rows.length === 0) nothing(io, q.event ?? 'event', q);
+    else
+      io.stdout.write(
+        table<VehicleEvent>(rows, [
+          { header: 'TIME', value: (r) => isoTime(r.time) },
+          { header: 'EVENT', value: (r) => r.event },
+          { header: 'VALUE', value: (r) => decimal(r.value, 6), align: 'right' },
+          { header: 'FIELDS', value: (r) => Object.entries(r.fields).map(([k, v]) => `${k}=${v}`).join(' ') || '-' },
+        ]),
+      );
+    truncated(io, rows.length, q);
+    return EXIT.ok;
+  },
+};
+
+const trips: Command = {
+  name: 'trips',
+  summary: "a vehicle's trips (start, end, duration, km, max speed, state of charge) from InfluxDB",
+  help: `Usage: telematics-fleet trips --vehicle <plate> [--since <date>] [--until <date>] [--limit N] [--json]
+
+The vehicle's trips that started in the range, oldest first, from measurement trips: start, end,
+duration, distance (km), top speed (km/h) and state of charge at start and end (%, ? when unknown).
+A trip is written when it ends, so one under way is not listed yet.
+
+${RANGE_HELP}
+${HISTORY_SETTINGS_HELP}`,
+  async run(args, io) {
+    const { values, positionals } = parse(this.name, args, HISTORY_OPTIONS);
+    if (values.help) return showHelp(io, this.help);
+    noPositionals(positionals, this.name);
+    const q = historySelection(values, this.name);
+    const rows = await readHistory(io, HISTORY_MEASUREMENTS.trips, q, toTrip);
+    if (values.json) line(io, JSON.stringify(rows.map((r) => ({ vehicleno: q.vehicle, ...r }))));
+    else if (rows.length === 0) nothing(io, 'trip', q);
+    else
+      io.stdout.write(
+        table<TripRow>(rows, [
+          { header: 'START', value: (r) => isoTime(r.start) },
+          { header: 'END', value: (r) => (r.end === null ? '-' : isoTime(r.end)) },
+          { header: 'DURATION', value: (r) => hms(r.duration_s), align: 'right' },
+          { header: 'KM', value: (r) => (r.distance_m === null ? '-' : (r.distance_m / 1000).toFixed(1)), align: 'right' },
+          { header: 'MAX KM/H', value: (r) => decimal(r.max_speed_kmh, 0), align: 'right' },
+          { header: 'SOC %', value: (r) => socSpan(r.soc_start, r.soc_end) },
+        ]),
+      );
+    truncated(io, rows.length, q);
+    return EXIT.ok;
+  },
+};
+
+const charging: Command = {
+  name: 'charging',
+  summary: "a vehicle's charging sessions (start, end, duration, state of charge, energy) from InfluxDB",
+  help: `Usage: telematics-fleet charging --vehicle <plate> [--since <date>] [--until <date>] [--limit N] [--json]
+
+The vehicle's charging sessions that started in the range, oldest first, from measurement charging:
+start, end, duration, state of charge at start and end (%) and energy charged (Wh, - when unknown).
+A session is written when it ends, so one under way is not listed yet.
+
+${RANGE_HELP}
+${HISTORY_SETTINGS_HELP}`,
+  async run(args, io) {
+    const { values, positionals } = parse(this.name, args, HISTORY_OPTIONS);
+    if (values.help) return showHelp(io, this.help);
+    noPositionals(positionals, this.name);
+    const q = historySelection(values, this.name);
+    const rows = await readHistory(io, HISTORY_MEASUREMENTS.charging, q, toCharging);
+    if (values.json) line(io, JSON.stringify(rows.map((r) => ({ vehicleno: q.vehicle, ...r }))));
+    else if (rows.length === 0) nothing(io, 'charging session', q);
+    else
+      io.stdout.write(
+        table<ChargingRow>(rows, [
+          { header: 'START', value: (r) => isoTime(r.start) },
+          { header: 'END', value: (r) => (r.end === null ? '-' : isoTime(r.end)) },
+          { header: 'DURATION', value: (r) => hms(r.duration_s), align: 'right' },
+          { header: 'SOC %', value: (r) => socSpan(r.soc_start, r.soc_end) },
+          { header: 'ENERGY WH', value: (r) => decimal(r.energy_wh, 0), align: 'right' },
+        ]),
+      );
+    truncated(io, rows.length, q);
+    return EXIT.ok;
+  },
+};
+
+/** InfluxDB's errors first (the history commands'), then the Redis tools' (the rest). */
+const classify: ErrorClassifier = (e) => (e instanceof InfluxError ? { code: e.code, message: `InfluxDB: ${e.message}` } : classifyToolError(e));
+
 export const FLEET: Program = {
   name: 'telematics-fleet',
-  commands: [status, silent],
-  classify: classifyToolError,
+  commands: [status, silent, events, trips, charging],
+  classify,
   help: (commands) => `Usage: telematics-fleet <command> [options]
 
 Which vehicles report and which went silent, from each vehicle's last-seen time (its newest record that
-passed the plausibility rules), kept by the service's workers.
+passed the plausibility rules), kept by the service's workers (status, silent: Redis). And each vehicle's
+history the workers derive from its records: events, trips and charging sessions (InfluxDB).
 
 Commands:
 ${commands}
 
+status and silent:
 ${SETTINGS_HELP}
+events, trips and charging:
+${HISTORY_SETTINGS_HELP}
 Exit status:
   0  done
-  2  usage or configuration error (REDIS_URL unset, bad flags)
-  3  Redis unreachable or refused a command
+  2  usage or configuration error (REDIS_URL or INFLUX_URL unset, bad flags)
+  3  Redis or InfluxDB unreachable, or refused a command or query
+  4  InfluxDB answered what is no query result
 `,
 };

@@ -19,6 +19,41 @@ describe('key names', () => {
   });
 });
 
+describe('vehicle event keys', () => {
+  it('names the state and outbox beside each partition, and the webhook queue beside the fuel queue', () => {
+    const k = redisKeys('telematics-push');
+    expect([k.vehicleState(0), k.eventsOutbox(0), k.eventsWebhookQueue]).toEqual([
+      'telematics-push:events:state',
+      'telematics-push:events:outbox',
+      'telematics-push-events-webhook',
+    ]);
+    expect(() => k.eventsOutbox(1)).toThrow(RangeError);
+  });
+
+  it('puts a partition’s state and outbox on its queue’s slot, so one script may touch all three', () => {
+    for (const layout of [{ partitions: 1, cluster: true }, { partitions: 6, cluster: true }, { partitions: 6, cluster: false }]) {
+      const k = redisKeys('q', layout);
+      const slots = new Set<number>();
+      k.partitions.forEach((queue, i) => {
+        const slot = keySlot(bullKey(queue, 'wait'));
+        expect(keySlot(k.vehicleState(i)), `${queue} state`).toBe(slot);
+        expect(keySlot(k.eventsOutbox(i)), `${queue} outbox`).toBe(slot);
+        for (const kind of ['active', 'id', 'meta', 'events', '42']) expect(keySlot(bullKey(queue, kind))).toBe(slot);
+        slots.add(slot);
+      });
+      // Partitions keep their spread: each one's events live with it, not all on one master.
+      expect(slots.size).toBe(layout.partitions);
+    }
+  });
+
+  it('tags the webhook queue in cluster mode, so its BullMQ scripts stay in one slot', () => {
+    const k = redisKeys('q', { partitions: 3, cluster: true });
+    expect(k.eventsWebhookQueue).toBe('{q-events-webhook}');
+    const slot = keySlot(k.eventsWebhookQueue);
+    for (const kind of ['wait', 'delayed', 'failed', 'completed', 'id', 'some-event-id']) expect(keySlot(bullKey(k.eventsWebhookQueue, kind))).toBe(slot);
+  });
+});
+
 describe('slots and partitions', () => {
   it('computes the slot as Redis does, hash tags included', () => {
     // CLUSTER KEYSLOT of redis-server 7.0 (the cluster test asks a live node for many more keys).

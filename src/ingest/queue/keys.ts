@@ -1,7 +1,8 @@
 /**
  * Every Redis key the service uses, named in this one module (as BullMQ's queue-keys.ts names its
  * own): the push queues and BullMQ's structures under them, the quarantine stream, the fuel
- * sync's queue and watermarks, and the workers' announcements of the job formats they read. All derive from QUEUE_NAME, so one Redis can hold several deployments.
+ * sync's queue and watermarks, the workers' announcements of the job formats they read, and the
+ * vehicle events' derivation state, outbox streams and webhook queue. All derive from QUEUE_NAME, so one Redis can hold several deployments.
  *
  * Redis Cluster runs a Lua script only when all its keys hash to one slot, and every BullMQ command
  * is such a script over one queue's keys; so in cluster mode each queue's name carries a hash tag
@@ -49,6 +50,18 @@ export interface RedisKeys {
    * deployment, whatever its partitions: receivers read it whole (HGETALL), never by SCAN.
    */
   readers: string;
+  /**
+   * Hash: vehicleno → its event derivation state (ignition, alarms, trip and charging in progress),
+   * beside partition i's queue: in cluster mode it carries the partition's hash tag, so one script
+   * reads the state, appends to the outbox and completes the job on one slot.
+   */
+  vehicleState(partition: number): string;
+  /** Stream of partition i's derived events, points and deliveries (the outbox), on its queue's slot. */
+  eventsOutbox(partition: number): string;
+  /** BullMQ queue of event webhook deliveries (events/webhook.ts), a job per event. */
+  /** Sorted set: vehicles of partition i with records still pending derivation, by the wall time they last sent (the window's sweep reads it). */
+  vehiclesPending(partition: number): string;
+  eventsWebhookQueue: string;
 }
 
 export function redisKeys(queueName: string, layout: KeyLayout = SINGLE_QUEUE): RedisKeys {
@@ -65,7 +78,18 @@ export function redisKeys(queueName: string, layout: KeyLayout = SINGLE_QUEUE): 
     idempotency: (digest) => `${queueName}:idem:${digest}`,
     rateLimit: (sender) => `${queueName}:rate:${sender}`,
     readers: `${queueName}:readers`,
+    vehicleState: (i) => `${partitionQueue(partitions, i)}:events:state`,
+    eventsOutbox: (i) => `${partitionQueue(partitions, i)}:events:outbox`,
+    vehiclesPending: (i) => `${partitionQueue(partitions, i)}:events:pending`,
+    eventsWebhookQueue: layout.cluster ? `{${queueName}-events-webhook}` : `${queueName}-events-webhook`,
   };
+}
+
+/** Partition i's queue name; a partition beyond the layout is a bug, not a key to invent. */
+function partitionQueue(partitions: readonly string[], i: number): string {
+  const q = partitions[i];
+  if (q === undefined) throw new RangeError(`partition ${i} is not below the ${partitions.length} partition(s)`);
+  return q;
 }
 
 /** A BullMQ structure of `queue`: `wait` (a list of waiting job ids), `failed`, or a job's hash by its id. */

@@ -9,6 +9,7 @@ import { untilAccessible } from '../../redis/access.js';
 import { fleetStateFor, flattenOptions, keysOf, pointSink, quarantineFor, retryPolicy, servedPartitions } from './components.js';
 import { writeStatusChanges } from '../fleet/changes.js';
 import { scheduleRuns } from './schedule.js';
+import { startEvents } from '../events/index.js';
 import type { HealthCheck } from './health.js';
 import { ReadsAnnouncer, THIS_RELEASE, type Reads } from '../queue/formats.js';
 
@@ -46,6 +47,8 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
     const served = servedPartitions(cfg);
     const concurrency = Math.max(1, Math.ceil(cfg.WORKER_CONCURRENCY / served.length));
     const fleet = fleetStateFor(cfg, redis);
+    const events = cfg.EVENTS === 'on' ? startEvents(cfg, redis, keys, served.map((q) => keys.partitions.indexOf(q)), sink, log, metrics) : undefined;
+    if (events) closers.unshift(() => events.close());
     for (const queue of served) {
       const partition = keys.partitions.indexOf(queue);
       const worker = startWorker(redis, {
@@ -57,7 +60,12 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
         retry: retryPolicy(cfg),
         flatten: flattenOptions(cfg),
         sink,
-        written: (records) => fleet.record(partition, records),
+        // After InfluxDB confirmed the job's points: the fleet's last-seen state, then the vehicle events.
+        written: async (records) => {
+          await fleet.record(partition, records);
+          await events?.record(partition, records);
+        },
+        ...(events ? { wanted: events.wanted } : {}),
         log,
         metrics,
         skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK,
@@ -74,7 +82,7 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
     const status = await scheduleRuns(
       redis,
       { queue: keys.fleetQueue, job: 'fleet-status', intervalMs: cfg.FLEET_STATUS_INTERVAL, skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK },
-      async () => ({ summary: { ...(await writeStatusChanges(fleet, sink, cfg.SILENT_AFTER, Date.now())) } }),
+      async () => ({ summary: { ...(await writeStatusChanges(fleet, sink, cfg.SILENT_AFTER, Date.now(), events?.status)) } }),
       log,
     );
     closers.unshift(() => status.close());

@@ -27,6 +27,8 @@ export interface WorkerOptions {
   sink: PointSink;
   /** Told each job's records once the store holds them (the fleet's last-seen state). */
   written?: (records: readonly Sighting[]) => Promise<void>;
+  /** Wire ids of the fields `written` is told (the vehicle events' inputs). */
+  wanted?: Uint8Array;
   log: Logger;
   metrics?: Metrics | undefined;
   skipVersionCheck?: boolean;
@@ -57,6 +59,7 @@ export function startWorker(redis: RedisClient, opts: WorkerOptions): RunningWor
     flatten: opts.flatten,
     retrySpanMs: opts.retry.spanMs,
     ...(opts.written ? { written: opts.written } : {}),
+    ...(opts.wanted ? { wanted: opts.wanted } : {}),
     ...(opts.reads ? { reads: opts.reads } : {}),
     deferred: (why) => {
       opts.metrics?.jobsDeferred.inc({ reason: why.reason });

@@ -6,6 +6,7 @@ import { asPushRecord, sightingOf, type Sighting, type TelemetryRecord } from '.
 import { flattenRecords, type FlattenOptions } from '../flatten/flatten.js';
 import { readRows, recordsOfRows, type ReadPoints } from '../flatten/points.js';
 import { Lines } from '../write/lines.js';
+import { WIRE_ID } from '../../telemetry/fields.js';
 import { PartialWriteError, type PointSink, type RefusedLine } from '../write/sink.js';
 
 export interface ProcessResult {
@@ -26,6 +27,8 @@ export interface ProcessorOptions {
   quarantine: (entries: NewQuarantineEntry[]) => Promise<void>;
   /** Told the job's records once the store holds them (the fleet's last-seen state); a throw retries the job. */
   written?: (records: readonly Sighting[]) => Promise<void>;
+  /** Wire ids of the fields `written` is told in each sighting (the vehicle events' inputs); none when unset. */
+  wanted?: Uint8Array;
   /** The job formats this worker reads (queue/formats.ts); this release's when unset. */
   reads?: Reads;
   /** Told of each job left for a worker that reads it. */
@@ -63,7 +66,7 @@ export function createProcessor(opts: ProcessorOptions): (job: Job, token?: stri
     }
     const rows = jobRows(job.data);
     // A job of an older release holds records, flattened here; a v3 job's points were flattened by the receiver.
-    const batch: ReadPoints & { dropped?: number } = rows ? readRows(rows) : pointsOf(decodeJob(job.data), opts.flatten);
+    const batch: ReadPoints & { dropped?: number } = rows ? readRows(rows, opts.wanted) : pointsOf(decodeJob(job.data), opts.flatten, opts.wanted);
     const d = (job.data as { d?: unknown }).d;
     const droppedFields = batch.dropped ?? (typeof d === 'number' ? d : 0);
     let refused: readonly RefusedLine[] = [];
@@ -103,7 +106,7 @@ export function createProcessor(opts: ProcessorOptions): (job: Job, token?: stri
 }
 
 /** The points of an older job's records, as a v3 job's rows would give them. */
-function pointsOf(records: readonly TelemetryRecord[], flatten: FlattenOptions): ReadPoints & { dropped: number } {
+function pointsOf(records: readonly TelemetryRecord[], flatten: FlattenOptions, wanted?: Uint8Array): ReadPoints & { dropped: number } {
   const f = flattenRecords(records, flatten);
   return {
     lines: Lines.of(f.lines),
@@ -111,7 +114,11 @@ function pointsOf(records: readonly TelemetryRecord[], flatten: FlattenOptions):
     measurements: f.lines.map((line) => line.slice(0, line.indexOf(','))),
     records: records.length,
     emptyRecords: f.emptyRecords,
-    sightings: records.map(sightingOf),
+    sightings: records.map((r) => {
+      const s = sightingOf(r);
+      if (wanted !== undefined) s.fields = Object.fromEntries(Object.entries(r.fields).filter(([k]) => wanted[WIRE_ID.get(k) ?? -1] === 1));
+      return s;
+    }),
     dropped: f.droppedFields,
   };
 }

@@ -1,0 +1,138 @@
+import { hostname } from 'node:os';
+import type { Config } from '../../config/index.js';
+import type { Logger } from '../../log/index.js';
+import type { Metrics } from '../../metrics/index.js';
+import { sampleEvery, type Sampler } from '../../metrics/sampler.js';
+import type { RedisClient } from '../../redis/connect.js';
+import { WIRE_ID } from '../../telemetry/fields.js';
+import type { Sighting } from '../../telemetry/record.js';
+import type { RedisKeys } from '../queue/keys.js';
+import type { PointSink } from '../write/sink.js';
+import { DERIVE_FIELDS, type Derived, type DeriveOptions, type DerivedEvent } from './derive.js';
+import { outboundOf, pointOf, startDispatch, type OutboxEntry } from './outbox.js';
+import { Lines } from '../write/lines.js';
+import { VehicleEvents } from './store.js';
+import { sampleWebhookBacklog, startWebhookDelivery, WebhookOutbox, webhookRetryPolicy, type RunningDelivery } from './webhook.js';
+
+/**
+ * The vehicle events of a worker process (EVENTS=on): derivation after each job's points are written
+ * (`record`), the sweep that commits what vehicles that stopped sending still hold pending, the
+ * dispatch of the outbox to InfluxDB and the webhook, and the webhook's deliveries.
+ */
+export interface RunningEvents {
+  /** Wire ids of the fields derivation reads: a worker hands these in each sighting. */
+  wanted: Uint8Array;
+  record(partition: number, sightings: readonly Sighting[]): Promise<void>;
+  /** Silent / back (the fleet status job's changes): straight to InfluxDB and the webhook. */
+  status(events: readonly DerivedEvent[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function deriveOptions(cfg: Config): DeriveOptions {
+  return {
+    windowMs: cfg.EVENTS_WINDOW,
+    tripMinDurationMs: cfg.TRIP_MIN_DURATION,
+    tripMinDistanceM: cfg.TRIP_MIN_DISTANCE,
+    maxJumpSpeedKmh: cfg.TRIP_MAX_JUMP_SPEED,
+    chargingCurrentSign: cfg.CHARGING_CURRENT_SIGN,
+    chargingMinCurrentA: cfg.CHARGING_MIN_CURRENT,
+    chargingMinDurationMs: cfg.CHARGING_MIN_DURATION,
+    idleMs: cfg.EVENTS_WINDOW,
+  };
+}
+
+/** The wire ids of DERIVE_FIELDS, marked. */
+export function wantedFields(): Uint8Array {
+  const wanted = new Uint8Array(WIRE_ID.size);
+  for (const name of DERIVE_FIELDS) {
+    const id = WIRE_ID.get(name);
+    if (id !== undefined) wanted[id] = 1;
+  }
+  return wanted;
+}
+
+/** What a commit derived, counted once (a retried job derives nothing new). */
+function counted(metrics: Metrics | undefined, all: readonly Derived[]): void {
+  if (!metrics) return;
+  for (const d of all) {
+    for (const e of d.events) metrics.vehicleEvents.inc({ event: e.event });
+    if (d.trips.length > 0) metrics.vehicleEvents.inc({ event: 'trip' }, d.trips.length);
+    if (d.sessions.length > 0) metrics.vehicleEvents.inc({ event: 'charging_session' }, d.sessions.length);
+    if (d.late > 0) metrics.vehicleEventsLate.inc(d.late);
+    if (d.duplicates > 0) metrics.vehicleEventsDuplicate.inc(d.duplicates);
+  }
+}
+
+export function startEvents(
+  cfg: Config,
+  redis: RedisClient,
+  keys: RedisKeys,
+  /** Partitions this process serves (their indices). */
+  served: readonly number[],
+  sink: PointSink,
+  log: Logger,
+  metrics?: Metrics,
+): RunningEvents {
+  const partitions = keys.partitions.map((_, i) => ({ state: keys.vehicleState(i), outbox: keys.eventsOutbox(i), pending: keys.vehiclesPending(i) }));
+  const opts = deriveOptions(cfg);
+  const store = new VehicleEvents(redis, partitions, opts, (d) => counted(metrics, d));
+  const ready = () => redis.status === 'ready';
+
+  let outbox: WebhookOutbox | undefined;
+  let delivery: RunningDelivery | undefined;
+  let backlog: Sampler | undefined;
+  if (cfg.EVENTS_WEBHOOK_URL && cfg.EVENTS_WEBHOOK_SECRET) {
+    const common = { queue: keys.eventsWebhookQueue, retry: webhookRetryPolicy(cfg), metrics, log, skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK };
+    outbox = new WebhookOutbox(redis, { ...common, maxBacklog: cfg.EVENTS_WEBHOOK_MAX_BACKLOG });
+    delivery = startWebhookDelivery(redis, { ...common, url: cfg.EVENTS_WEBHOOK_URL, secret: cfg.EVENTS_WEBHOOK_SECRET, timeoutMs: cfg.EVENTS_WEBHOOK_TIMEOUT });
+    if (metrics) backlog = sampleWebhookBacklog(metrics, outbox, cfg.METRICS_SAMPLE_INTERVAL, ready);
+  }
+  const webhook = outbox ? (out: Parameters<WebhookOutbox['add']>[0]) => outbox!.add(out) : undefined;
+  const dispatch = startDispatch({
+    redis,
+    outboxes: served.map((i) => partitions[i]!.outbox),
+    sink,
+    ...(webhook ? { webhook } : {}),
+    consumer: `${hostname()}:${process.pid}`,
+    log,
+  });
+  // The window in wall time: a vehicle that stopped sending has its pending records committed.
+  const sweep = sampleEvery(
+    Math.max(1_000, Math.round(opts.idleMs / 4)),
+    async () => {
+      for (const i of served) await store.sweep(i);
+    },
+    { ready, onError: (err) => log.warn({ err: (err as Error).message }, 'vehicle events: the sweep failed; retried') },
+  );
+  const outboxGauge = metrics
+    ? sampleEvery(
+        cfg.METRICS_SAMPLE_INTERVAL,
+        async () => {
+          let n = 0;
+          for (const i of served) n += await redis.xlen(partitions[i]!.outbox);
+          metrics.vehicleEventsOutbox.set(n);
+        },
+        { ready, onError: () => metrics.sampleErrors.inc() },
+      )
+    : undefined;
+
+  return {
+    wanted: wantedFields(),
+    record: (partition, sightings) => store.record(partition, sightings),
+    async status(events) {
+      if (events.length === 0) return;
+      const entries: OutboxEntry[] = events.map((e) => ({ kind: 'event', ...e }));
+      await sink.write(Lines.of(entries.map(pointOf)));
+      await webhook?.(entries.map(outboundOf));
+      counted(metrics, [{ events: [...events], trips: [], sessions: [], late: 0, duplicates: 0, forced: 0 }]);
+    },
+    async close() {
+      sweep.stop();
+      outboxGauge?.stop();
+      backlog?.stop();
+      await dispatch.stop();
+      await delivery?.close();
+      await outbox?.close();
+    },
+  };
+}

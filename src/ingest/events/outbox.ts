@@ -1,0 +1,131 @@
+import type { RedisClient } from '../../redis/connect.js';
+import type { Logger } from '../../log/index.js';
+import { formatLine } from '../../telemetry/lineProtocol.js';
+import { Lines } from '../write/lines.js';
+import type { PointSink } from '../write/sink.js';
+import { eventId, sessionId, tripId, type ChargingSession, type DerivedEvent, type Trip } from './derive.js';
+
+/**
+ * The outbox of derived events, trips and charging sessions (a stream per partition, written by
+ * `store.ts` in the same script as the states they came from), delivered at least once: each entry is
+ * written to InfluxDB (`vehicle_events`, `trips`, `charging`: a point is the same however often it is
+ * written) and handed to the webhook (`webhook.ts`, which drops a repeat by the event's id), and only
+ * then acknowledged and deleted. An entry a dispatcher took and never acknowledged (it died) is taken
+ * over by another after CLAIM_IDLE_MS.
+ */
+
+export const MEASUREMENTS = { event: 'vehicle_events', trip: 'trips', charging: 'charging' } as const;
+
+export type OutboxEntry = ({ kind: 'event' } & DerivedEvent) | ({ kind: 'trip' } & Trip) | ({ kind: 'charging' } & ChargingSession);
+
+/** What the webhook is handed: the Standard Webhooks payload, its id the entry's stable id. */
+export interface Outbound {
+  id: string;
+  type: string;
+  timestamp: string;
+  data: Record<string, unknown>;
+}
+
+const GROUP = 'dispatch';
+const COUNT = 500;
+const CLAIM_IDLE_MS = 60_000;
+
+/** The entry as a point (its time: the transition's, or the trip's or session's start). */
+export function pointOf(e: OutboxEntry): string {
+  if (e.kind === 'event') return formatLine(MEASUREMENTS.event, { vehicleno: e.vehicleno, event: e.event }, { value: e.value, ...snakeFields(e.fields) }, e.time);
+  const { kind, vehicleno, start, ...rest } = e;
+  return formatLine(MEASUREMENTS[kind], { vehicleno }, snakeFields(rest), start);
+}
+
+/** The entry as the webhook posts it. */
+export function outboundOf(e: OutboxEntry): Outbound {
+  if (e.kind === 'event') {
+    return { id: eventId(e), type: `vehicle.${e.event}`, timestamp: new Date(e.time).toISOString(), data: { vehicleno: e.vehicleno, event: e.event, time: e.time, value: e.value, ...e.fields } };
+  }
+  const { kind, ...data } = e;
+  return kind === 'trip'
+    ? { id: tripId(e), type: 'vehicle.trip', timestamp: new Date(e.end).toISOString(), data }
+    : { id: sessionId(e), type: 'vehicle.charging', timestamp: new Date(e.end).toISOString(), data };
+}
+
+/** Numeric fields with InfluxDB-style names (`durationS` → `duration_s`), as analysts query them. */
+function snakeFields(o: Record<string, unknown>): Record<string, number> {
+  const fields: Record<string, number> = {};
+  for (const [k, v] of Object.entries(o)) if (typeof v === 'number' && Number.isFinite(v)) fields[k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = v;
+  return fields;
+}
+
+export interface DispatchOptions {
+  redis: RedisClient;
+  outboxes: readonly string[];
+  sink: PointSink;
+  /** Hands entries to the webhook; undefined without EVENTS_WEBHOOK_URL. */
+  webhook?: (out: Outbound[]) => Promise<unknown>;
+  consumer: string;
+  log: Logger;
+  everyMs?: number;
+}
+
+/** Reads the outboxes and delivers what they hold, until `stop`. */
+export function startDispatch(opts: DispatchOptions): { stop(): Promise<void>; once(): Promise<number> } {
+  const { redis, log } = opts;
+  const ready = new Set<string>();
+  let stopped = false;
+  let running: Promise<unknown> = Promise.resolve();
+
+  async function ensureGroup(key: string): Promise<void> {
+    if (ready.has(key)) return;
+    await redis.xgroup('CREATE', key, GROUP, '0', 'MKSTREAM').catch((err: Error) => {
+      if (!/BUSYGROUP/.test(err.message)) throw err;
+    });
+    ready.add(key);
+  }
+
+  async function deliver(key: string, entries: Array<[string, string[]]>): Promise<number> {
+    if (entries.length === 0) return 0;
+    const parsed = entries.map(([, f]) => JSON.parse(f[1]!) as OutboxEntry);
+    await opts.sink.write(Lines.of(parsed.map(pointOf)));
+    await opts.webhook?.(parsed.map(outboundOf));
+    const ids = entries.map(([id]) => id);
+    await redis.multi().xack(key, GROUP, ...ids).xdel(key, ...ids).exec();
+    return entries.length;
+  }
+
+  async function once(): Promise<number> {
+    let n = 0;
+    for (const key of opts.outboxes) {
+      await ensureGroup(key);
+      // Our own unacknowledged entries first (a write that failed), then others' long idle, then new ones.
+      const own = (await redis.xreadgroup('GROUP', GROUP, opts.consumer, 'COUNT', COUNT, 'STREAMS', key, '0')) as Array<[string, Array<[string, string[]]>]> | null;
+      n += await deliver(key, own?.[0]?.[1] ?? []);
+      const claimed = (await redis.xautoclaim(key, GROUP, opts.consumer, CLAIM_IDLE_MS, '0-0', 'COUNT', COUNT)) as [string, Array<[string, string[]]>];
+      n += await deliver(key, claimed[1].filter((e) => e[1] !== null));
+      const fresh = (await redis.xreadgroup('GROUP', GROUP, opts.consumer, 'COUNT', COUNT, 'STREAMS', key, '>')) as Array<[string, Array<[string, string[]]>]> | null;
+      n += await deliver(key, fresh?.[0]?.[1] ?? []);
+    }
+    return n;
+  }
+
+  const every = opts.everyMs ?? 500;
+  let timer: NodeJS.Timeout | undefined;
+  const loop = () => {
+    if (stopped) return;
+    running = once()
+      .then((n) => {
+        if (!stopped) timer = setTimeout(loop, n >= COUNT ? 0 : every);
+      })
+      .catch((err: Error) => {
+        log.warn({ err: err.message }, 'vehicle events: delivering the outbox failed; retried');
+        if (!stopped) timer = setTimeout(loop, every * 4);
+      });
+  };
+  timer = setTimeout(loop, 0);
+  return {
+    once,
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running.catch(() => undefined);
+    },
+  };
+}

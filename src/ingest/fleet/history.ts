@@ -1,0 +1,234 @@
+/**
+ * The read side of the derived history (issue #28): a vehicle's events, trips and charging sessions as
+ * the service writes them to InfluxDB (`vehicle_events`, `trips`, `charging`), read with InfluxQL over
+ * the v1-compatible query API (`GET /query`), which InfluxDB 1.x, 2.x (through a DBRP mapping) and 3.x
+ * all serve. For `telematics-fleet events|trips|charging`.
+ */
+import { EXIT } from '../../cli/exit.js';
+import { ConfigError, loadConfig } from '../../config/index.js';
+import { ALARM_FIELDS } from '../../telemetry/fields.js';
+
+export const HISTORY_MEASUREMENTS = { events: 'vehicle_events', trips: 'trips', charging: 'charging' } as const;
+
+/** The alarm flags whose raising and clearing are events. */
+export const ALARM_FLAGS: readonly string[] = ALARM_FIELDS.filter((f) => f.startsWith('alert_'));
+
+/** Every event name the service writes (`--event` is checked against them: a typo would list nothing). */
+export const EVENT_NAMES: readonly string[] = [
+  ...ALARM_FLAGS.flatMap((f) => [`${f}_raised`, `${f}_cleared`]),
+  'ignition_on',
+  'ignition_off',
+  'charging_started',
+  'charging_stopped',
+  'silent',
+  'back',
+];
+
+/** An InfluxQL string literal: `\` and `'` escaped, and a newline written as `\n` (a raw one ends the statement). */
+export function quoteString(s: string): string {
+  return `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'").replace(/\n/g, '\\n')}'`;
+}
+
+/** An InfluxQL identifier, always quoted (`end` is a keyword, and a quoted name is never one). */
+export function quoteIdent(s: string): string {
+  return `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`;
+}
+
+/** A time bound as an RFC 3339 literal, which every InfluxQL version compares `time` with. */
+const timeLiteral = (ms: number): string => quoteString(new Date(ms).toISOString());
+
+export interface HistoryQuery {
+  vehicle: string;
+  /** Epoch ms, both inclusive. */
+  since: number;
+  until: number;
+  limit: number;
+  /** `events` only: one event name. */
+  event?: string;
+}
+
+/**
+ * One vehicle's points of `measurement` in the range, oldest first. `SELECT *` rather than a field
+ * list: a field no point has yet (`energy_wh` before any session knew it) is then absent, never an error.
+ */
+export function historyQuery(measurement: string, q: HistoryQuery): string {
+  const where = [`${quoteIdent('vehicleno')} = ${quoteString(q.vehicle)}`, `time >= ${timeLiteral(q.since)}`, `time <= ${timeLiteral(q.until)}`];
+  if (q.event !== undefined) where.push(`${quoteIdent('event')} = ${quoteString(q.event)}`);
+  return `SELECT * FROM ${quoteIdent(measurement)} WHERE ${where.join(' AND ')} ORDER BY time ASC LIMIT ${q.limit}`;
+}
+
+/** Where the history is read: the InfluxDB the service writes to. */
+export interface InfluxTarget {
+  url: string;
+  token: string;
+  db: string;
+  rp?: string;
+  timeoutMs: number;
+}
+
+const INFLUX_KEYS = ['INFLUX_URL', 'INFLUX_TOKEN', 'INFLUX_BUCKET', 'INFLUX_TIMEOUT'] as const;
+
+/**
+ * The InfluxDB settings, checked by the service's own schema. INFLUX_URL must be given: a tool reads
+ * the InfluxDB it is pointed at, never the schema's default one. Only these keys are read, and with
+ * PUSH_AUTH=none, since the service's other requirements (push tokens, Redis) are not this tool's.
+ */
+export function influxTarget(env: Readonly<Record<string, string | undefined>>): InfluxTarget {
+  if (!env.INFLUX_URL?.trim()) throw new ConfigError(['INFLUX_URL: set it to the InfluxDB the service writes to; this tool does not assume one']);
+  const picked: Record<string, string | undefined> = { PUSH_AUTH: 'none' };
+  for (const k of INFLUX_KEYS) picked[k] = env[k];
+  const cfg = loadConfig(picked);
+  // A bucket may name a retention policy (`db/rp`), as the service's writes through /api/v2/write take it.
+  const [db, rp] = cfg.INFLUX_BUCKET.split('/', 2);
+  return { url: cfg.INFLUX_URL.replace(/\/+$/, ''), token: cfg.INFLUX_TOKEN, db: db!, ...(rp ? { rp } : {}), timeoutMs: cfg.INFLUX_TIMEOUT };
+}
+
+/** InfluxDB unreachable, refusing, or answering what is no query result; `code` is the exit status. */
+export class InfluxError extends Error {
+  override readonly name = 'InfluxError';
+  constructor(
+    message: string,
+    readonly code: number = EXIT.network,
+  ) {
+    super(message);
+  }
+}
+
+export type InfluxRow = Record<string, string | number | boolean | null>;
+
+interface Series {
+  columns?: string[];
+  values?: unknown[][];
+}
+interface QueryBody {
+  results?: Array<{ series?: Series[]; error?: string }>;
+  error?: string;
+  message?: string;
+}
+
+/** One InfluxQL statement's rows (time in epoch ms), its series merged in the order they came. */
+export async function influxSelect(target: InfluxTarget, q: string): Promise<InfluxRow[]> {
+  const params = new URLSearchParams({ db: target.db, q, epoch: 'ms' });
+  if (target.rp) params.set('rp', target.rp);
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (target.token) headers.authorization = `Token ${target.token}`;
+  let res: Response;
+  let text: string;
+  try {
+    res = await fetch(`${target.url}/query?${params}`, { headers, signal: AbortSignal.timeout(target.timeoutMs) });
+    text = await res.text();
+  } catch (err) {
+    const e = err as Error & { cause?: { message?: string; code?: string } };
+    const why = e.name === 'TimeoutError' ? `no answer within ${target.timeoutMs} ms (INFLUX_TIMEOUT)` : (e.cause?.code ?? e.cause?.message ?? e.message);
+    throw new InfluxError(`cannot reach ${target.url}: ${why}`);
+  }
+  let body: QueryBody | undefined;
+  try {
+    body = JSON.parse(text) as QueryBody;
+  } catch {
+    // Left undefined: told apart below, by the status.
+  }
+  // 1.x answers {error}, 2.x and 3.x {code, message}.
+  const refused = body?.error ?? body?.message ?? body?.results?.find((r) => r.error)?.error;
+  if (!res.ok) throw new InfluxError(`${target.url} answered ${res.status}${refused ? `: ${refused}` : ''}`);
+  if (refused) throw new InfluxError(refused);
+  if (!body || !Array.isArray(body.results)) throw new InfluxError(`${target.url}/query answered what is no InfluxQL result: ${text.slice(0, 200)}`, EXIT.protocol);
+  const rows: InfluxRow[] = [];
+  for (const s of body.results[0]?.series ?? []) {
+    const columns = s.columns ?? [];
+    for (const values of s.values ?? []) {
+      const row: InfluxRow = {};
+      columns.forEach((c, i) => {
+        const v = values[i];
+        row[c] = typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? v : null;
+      });
+      rows.push(row);
+    }
+  }
+  return rows;
+}
+
+/** A vehicle event as the CLI shows it. */
+export interface VehicleEvent {
+  time: number;
+  event: string;
+  value: number | null;
+  /** What the event carried besides `value` (lat, lng, soc…), by name. */
+  fields: Record<string, number>;
+}
+
+export interface TripRow {
+  start: number;
+  end: number | null;
+  duration_s: number | null;
+  distance_m: number | null;
+  max_speed_kmh: number | null;
+  start_lat: number | null;
+  start_lng: number | null;
+  end_lat: number | null;
+  end_lng: number | null;
+  soc_start: number | null;
+  soc_end: number | null;
+}
+
+export interface ChargingRow {
+  start: number;
+  end: number | null;
+  duration_s: number | null;
+  soc_start: number | null;
+  soc_end: number | null;
+  energy_wh: number | null;
+}
+
+const num = (v: InfluxRow[string] | undefined): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+const TAGS = new Set(['time', 'vehicleno', 'event']);
+
+export function toEvent(r: InfluxRow): VehicleEvent {
+  const fields: Record<string, number> = {};
+  for (const k of Object.keys(r).sort()) {
+    const v = num(r[k]);
+    if (!TAGS.has(k) && k !== 'value' && v !== null) fields[k] = v;
+  }
+  return { time: Number(r.time), event: String(r.event ?? ''), value: num(r.value), fields };
+}
+
+export function toTrip(r: InfluxRow): TripRow {
+  return {
+    start: Number(r.time),
+    end: num(r.end),
+    duration_s: num(r.duration_s),
+    distance_m: num(r.distance_m),
+    max_speed_kmh: num(r.max_speed_kmh),
+    start_lat: num(r.start_lat),
+    start_lng: num(r.start_lng),
+    end_lat: num(r.end_lat),
+    end_lng: num(r.end_lng),
+    soc_start: num(r.soc_start),
+    soc_end: num(r.soc_end),
+  };
+}
+
+export function toCharging(r: InfluxRow): ChargingRow {
+  return { start: Number(r.time), end: num(r.end), duration_s: num(r.duration_s), soc_start: num(r.soc_start), soc_end: num(r.soc_end), energy_wh: num(r.energy_wh) };
+}
+
+/** `45s`, `12m 30s`, `2h 05m`: a trip's or a session's length, to the second below an hour. */
+export function hms(seconds: number | null): string {
+  if (seconds === null) return '-';
+  const s = Math.round(seconds);
+  if (s < 60) return `${s}s`;
+  if (s < 3_600) return `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(s / 3_600)}h ${String(Math.floor((s % 3_600) / 60)).padStart(2, '0')}m`;
+}
+
+/** A number to at most `digits` decimals, without trailing zeros; `-` when unknown. */
+export function decimal(n: number | null, digits: number): string {
+  return n === null ? '-' : String(Number(n.toFixed(digits)));
+}
+
+/** `80→64`, `80→?` when only the start is known, `-` when neither is. */
+export function socSpan(start: number | null, end: number | null): string {
+  if (start === null && end === null) return '-';
+  const pct = (n: number | null) => (n === null ? '?' : decimal(n, 1));
+  return `${pct(start)}→${pct(end)}`;
+}

@@ -1,0 +1,278 @@
+/**
+ * `telematics-fleet events|trips|charging`: a vehicle's derived history read back from the real
+ * influxd (through the v2 front's /query, with its token, as INFLUX_URL names it for the service),
+ * printed exactly; plates that need quoting; the usage and unreachable-InfluxDB exit codes. And the
+ * history queries of docs/analysts.md, held to the values written.
+ */
+import { readFileSync } from 'node:fs';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { runProgram } from '../../src/cli/program.js';
+import { freePort } from '../../src/devstack/process.js';
+import { FLEET } from '../../src/ingest/fleet/commands.js';
+import { formatLine } from '../../src/telemetry/lineProtocol.js';
+import { influxQuery } from '../harness/influx.js';
+import { captureIO } from '../harness/io.js';
+import { uniqueName } from '../harness/service.js';
+
+const MIN = 60_000;
+const HOUR = 60 * MIN;
+/** A fixed day, so that the tables are exact; the docs' queries (relative to now()) get points of their own. */
+const DAY = Date.parse('2025-06-01T00:00:00Z');
+const V = 'KA01AB1234';
+/** A plate with what InfluxQL must have escaped: a quote of each kind and a backslash. */
+const ODD = `KA'01"AB\\7`;
+const OTHER = 'KA01AB9999';
+
+const db = uniqueName('history');
+const env = () => ({ INFLUX_URL: inject('influxUrl'), INFLUX_TOKEN: inject('influxToken'), INFLUX_BUCKET: db });
+
+const event = (vehicleno: string, name: string, time: number, fields: Record<string, number>) => formatLine('vehicle_events', { vehicleno, event: name }, fields, time);
+const trip = (vehicleno: string, start: number, fields: Record<string, number>) => formatLine('trips', { vehicleno }, fields, start);
+const session = (vehicleno: string, start: number, fields: Record<string, number>) => formatLine('charging', { vehicleno }, fields, start);
+
+async function write(lines: string[]): Promise<void> {
+  const res = await fetch(`${inject('influxRawUrl')}/write?db=${db}&precision=ms`, { method: 'POST', body: lines.join('\n') });
+  expect(res.status, await res.text()).toBe(204);
+}
+
+/** `telematics-fleet argv` in-process, with `e` as its whole environment. */
+async function fleetWith(e: Record<string, string>, ...argv: string[]) {
+  const cli = captureIO(e);
+  const code = await runProgram(FLEET, argv, cli.io);
+  return { code, out: cli.out(), err: cli.err() };
+}
+const fleet = (...argv: string[]) => fleetWith(env(), ...argv);
+const RANGE = ['--since', '2025-06-01T00:00:00Z', '--until', '2025-06-01T23:59:59Z'];
+
+beforeAll(async () => {
+  await influxQuery(db, `CREATE DATABASE "${db}"`);
+  const t = (h: number, m = 0, s = 0) => DAY + h * HOUR + m * MIN + s * 1000;
+  await write([
+    event(V, 'ignition_on', t(6), { value: 1, lat: 12.9716, lng: 77.5946 }),
+    event(V, 'alert_over_temp_raised', t(6, 10), { value: 1, soc: 64 }),
+    event(V, 'alert_over_temp_cleared', t(6, 25), { value: 0 }),
+    event(V, 'ignition_off', t(6, 40), { value: 0, lat: 12.99, lng: 77.61 }),
+    event(V, 'charging_started', t(7), { value: 1, soc: 41 }),
+    event(V, 'charging_stopped', t(8, 30), { value: 0, soc: 88.5 }),
+    // The next day: outside the range asked.
+    event(V, 'ignition_on', t(25), { value: 1, lat: 12.9716, lng: 77.5946 }),
+    event(ODD, 'ignition_on', t(9), { value: 1 }),
+    event(OTHER, 'ignition_on', t(6, 5), { value: 1 }),
+    trip(V, t(6), { end: t(6, 40), duration_s: 2400, distance_m: 18_360, max_speed_kmh: 62.5, start_lat: 12.9716, start_lng: 77.5946, end_lat: 12.99, end_lng: 77.61, soc_start: 72, soc_end: 58.5 }),
+    // A short trip whose state of charge was not known, and a long one.
+    trip(V, t(9), { end: t(9, 5, 30), duration_s: 330, distance_m: 1_240, max_speed_kmh: 31, start_lat: 12.99, start_lng: 77.61, end_lat: 12.995, end_lng: 77.615 }),
+    trip(V, t(13), { end: t(15, 7), duration_s: 7620, distance_m: 131_000, max_speed_kmh: 88, start_lat: 12.995, start_lng: 77.615, end_lat: 13.5, end_lng: 78.1, soc_start: 95, soc_end: 20 }),
+    trip(OTHER, t(10), { end: t(10, 30), duration_s: 1800, distance_m: 9_000, max_speed_kmh: 50, start_lat: 1, start_lng: 1, end_lat: 2, end_lng: 2 }),
+    session(V, t(7), { end: t(8, 30), duration_s: 5400, soc_start: 41, soc_end: 88.5, energy_wh: 14_120.4 }),
+    session(V, t(20), { end: t(20, 45), duration_s: 2700, soc_start: 50, soc_end: 62 }),
+  ]);
+});
+
+describe('telematics-fleet events', () => {
+  it("prints the vehicle's events in the range, oldest first, with what each carried", async () => {
+    const r = await fleet('events', '--vehicle', V, ...RANGE);
+    expect(r).toEqual({
+      code: 0,
+      err: '',
+      out: [
+        'TIME                  EVENT                    VALUE  FIELDS',
+        '2025-06-01T06:00:00Z  ignition_on                  1  lat=12.9716 lng=77.5946',
+        '2025-06-01T06:10:00Z  alert_over_temp_raised       1  soc=64',
+        '2025-06-01T06:25:00Z  alert_over_temp_cleared      0  -',
+        '2025-06-01T06:40:00Z  ignition_off                 0  lat=12.99 lng=77.61',
+        '2025-06-01T07:00:00Z  charging_started             1  soc=41',
+        '2025-06-01T08:30:00Z  charging_stopped             0  soc=88.5',
+        '',
+      ].join('\n'),
+    });
+  });
+
+  it('keeps to one event with --event, and to the range with --since and --until (both inclusive)', async () => {
+    expect((await fleet('events', '--vehicle', V, '--since', '2025-06-01T00:00:00Z', '--until', '2025-06-02T01:00:00Z', '--event', 'ignition_on')).out).toBe(
+      ['TIME                  EVENT        VALUE  FIELDS', '2025-06-01T06:00:00Z  ignition_on      1  lat=12.9716 lng=77.5946', '2025-06-02T01:00:00Z  ignition_on      1  lat=12.9716 lng=77.5946', ''].join('\n'),
+    );
+    const bounded = await fleet('events', '--vehicle', V, '--since', '2025-06-01T06:10:00Z', '--until', '2025-06-01T06:25:00Z');
+    expect(bounded.out.split('\n').slice(1, -1).map((l) => l.split(/\s+/)[1])).toEqual(['alert_over_temp_raised', 'alert_over_temp_cleared']);
+  });
+
+  it('gives JSON with --json, and stops at --limit saying so', async () => {
+    const r = await fleet('events', '--vehicle', V, ...RANGE, '--json', '--limit', '2');
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.out)).toEqual([
+      { vehicleno: V, time: DAY + 6 * HOUR, event: 'ignition_on', value: 1, fields: { lat: 12.9716, lng: 77.5946 } },
+      { vehicleno: V, time: DAY + 6 * HOUR + 10 * MIN, event: 'alert_over_temp_raised', value: 1, fields: { soc: 64 } },
+    ]);
+    expect(r.err).toBe('(the first 2 rows; narrow --since/--until or raise --limit for the rest)\n');
+  });
+
+  it('reads a plate with quotes and a backslash as it is, and no other', async () => {
+    expect((await fleet('events', '--vehicle', ODD, ...RANGE)).out).toBe(['TIME                  EVENT        VALUE  FIELDS', '2025-06-01T09:00:00Z  ignition_on      1  -', ''].join('\n'));
+    // Quoting that failed would have matched all, or been refused.
+    expect((await fleet('events', '--vehicle', `x' OR "vehicleno" =~ /.*/ OR 'a' = 'a`, ...RANGE)).out).toMatch(/^no event of x' OR/);
+  });
+
+  it('says so when there is nothing, naming the vehicle and the range', async () => {
+    expect(await fleet('events', '--vehicle', 'NOPE', ...RANGE)).toEqual({ code: 0, err: '', out: 'no event of NOPE from 2025-06-01T00:00:00Z to 2025-06-01T23:59:59Z\n' });
+  });
+});
+
+describe('telematics-fleet trips and charging', () => {
+  it('prints the trips that started in the range: duration, km, top speed, state of charge where known', async () => {
+    expect(await fleet('trips', '--vehicle', V, ...RANGE)).toEqual({
+      code: 0,
+      err: '',
+      out: [
+        'START                 END                   DURATION     KM  MAX KM/H  SOC %',
+        '2025-06-01T06:00:00Z  2025-06-01T06:40:00Z   40m 00s   18.4        63  72→58.5',
+        '2025-06-01T09:00:00Z  2025-06-01T09:05:30Z    5m 30s    1.2        31  -',
+        '2025-06-01T13:00:00Z  2025-06-01T15:07:00Z    2h 07m  131.0        88  95→20',
+        '',
+      ].join('\n'),
+    });
+  });
+
+  it('gives every field of a trip with --json, an unknown state of charge as null', async () => {
+    const r = await fleet('trips', '--vehicle', V, '--since', '2025-06-01T09:00:00Z', '--until', '2025-06-01T09:00:00Z', '--json');
+    expect(JSON.parse(r.out)).toEqual([
+      {
+        vehicleno: V,
+        start: DAY + 9 * HOUR,
+        end: DAY + 9 * HOUR + 5 * MIN + 30_000,
+        duration_s: 330,
+        distance_m: 1240,
+        max_speed_kmh: 31,
+        start_lat: 12.99,
+        start_lng: 77.61,
+        end_lat: 12.995,
+        end_lng: 77.615,
+        soc_start: null,
+        soc_end: null,
+      },
+    ]);
+  });
+
+  it('prints the charging sessions, the energy where known', async () => {
+    expect(await fleet('charging', '--vehicle', V, ...RANGE)).toEqual({
+      code: 0,
+      err: '',
+      out: [
+        'START                 END                   DURATION  SOC %    ENERGY WH',
+        '2025-06-01T07:00:00Z  2025-06-01T08:30:00Z    1h 30m  41→88.5      14120',
+        '2025-06-01T20:00:00Z  2025-06-01T20:45:00Z   45m 00s  50→62            -',
+        '',
+      ].join('\n'),
+    });
+    expect((await fleet('charging', '--vehicle', OTHER, ...RANGE)).out).toBe(`no charging session of ${OTHER} from 2025-06-01T00:00:00Z to 2025-06-01T23:59:59Z\n`);
+  });
+});
+
+describe('usage, configuration and an unreachable InfluxDB', () => {
+  it.each([
+    [['events'], 'missing --vehicle <plate>'],
+    [['trips', '--vehicle', V, '--since', 'yesterday'], '--since: "yesterday" is not a date'],
+    [['charging', '--vehicle', V, '--since', '2025-06-02T00:00:00Z', '--until', '2025-06-01T00:00:00Z'], '--since is after --until'],
+    [['events', '--vehicle', V, '--event', 'ignition'], '--event: "ignition" is no event'],
+    [['trips', '--vehicle', V, '--limit', '0'], '--limit: "0" is not an integer >= 1'],
+    [['trips', '--vehicle', V, 'extra'], 'unexpected argument "extra"'],
+  ])('%j exits 2 with the reason and where to look', async (argv, reason) => {
+    const r = await fleet(...argv);
+    expect(r.code).toBe(2);
+    expect(r.out).toBe('');
+    expect(r.err).toContain(`error: ${reason}`);
+    expect(r.err).toContain(`(see telematics-fleet ${argv[0]} --help)`);
+  });
+
+  it('refuses to guess an InfluxDB: INFLUX_URL unset is a configuration error (exit 2)', async () => {
+    const r = await fleetWith({ INFLUX_BUCKET: db }, 'trips', '--vehicle', V);
+    expect(r).toEqual({ code: 2, out: '', err: 'error: INFLUX_URL: set it to the InfluxDB the service writes to; this tool does not assume one\n' });
+    expect((await fleetWith({ INFLUX_URL: 'not a url' }, 'trips', '--vehicle', V)).code).toBe(2);
+  });
+
+  it('exits 3 with one line when InfluxDB is unreachable, refuses the token, or lacks the database', async () => {
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const down = await fleetWith({ INFLUX_URL: url, INFLUX_BUCKET: db }, 'events', '--vehicle', V);
+    expect(down).toEqual({ code: 3, out: '', err: `error: InfluxDB: cannot reach ${url}: ECONNREFUSED\n` });
+    const denied = await fleetWith({ ...env(), INFLUX_TOKEN: 'wrong' }, 'trips', '--vehicle', V);
+    expect(denied).toEqual({ code: 3, out: '', err: `error: InfluxDB: ${inject('influxUrl')} answered 401: unauthorized access\n` });
+    const missing = await fleetWith({ ...env(), INFLUX_BUCKET: 'no_such_db' }, 'charging', '--vehicle', V);
+    expect(missing).toEqual({ code: 3, out: '', err: 'error: InfluxDB: database not found: no_such_db\n' });
+  });
+
+  it('lists the history commands and their settings in the help', async () => {
+    const r = await fleetWith({}, '--help');
+    expect(r.code).toBe(0);
+    for (const c of ['events', 'trips', 'charging']) expect(r.out).toMatch(new RegExp(`^  ${c} +\\S`, 'm'));
+    expect(r.out).toContain('INFLUX_URL (required');
+  });
+});
+
+describe('the history queries of docs/analysts.md', () => {
+  /** The guide's queries on the derived measurements, in the guide's order. */
+  const queries = [...readFileSync('docs/analysts.md', 'utf8').matchAll(/```influxql\n([\s\S]*?)\n```/g)]
+    .map((m) => m[1]!.trim())
+    .filter((q) => /FROM "(vehicle_events|trips|charging)"/.test(q));
+  const now = Math.floor(Date.now() / MIN) * MIN;
+  const ago = (minutes: number) => now - minutes * MIN;
+  const docDb = uniqueName('historydocs');
+  const run = (q: string) => influxQuery(docDb, q);
+
+  beforeAll(async () => {
+    await influxQuery(docDb, `CREATE DATABASE "${docDb}"`);
+    const lines = [
+      trip(V, ago(300), { end: ago(260), duration_s: 2400, distance_m: 18_000, max_speed_kmh: 60, soc_start: 80, soc_end: 70 }),
+      trip(V, ago(120), { end: ago(90), duration_s: 1800, distance_m: 12_500, max_speed_kmh: 45 }),
+      // Two days ago: not today's.
+      trip(V, ago(2 * 24 * 60), { end: ago(2 * 24 * 60 - 30), duration_s: 1800, distance_m: 99_000, max_speed_kmh: 45 }),
+      trip(OTHER, ago(100), { end: ago(50), duration_s: 3000, distance_m: 30_000, max_speed_kmh: 80 }),
+      session(V, ago(3 * 24 * 60), { end: ago(3 * 24 * 60 - 90), duration_s: 5400, soc_start: 35, soc_end: 95, energy_wh: 15_000 }),
+      session(V, ago(200), { end: ago(170), duration_s: 1800, soc_start: 70, soc_end: 84 }),
+      event(V, 'ignition_on', ago(300), { value: 1, lat: 12.97, lng: 77.59 }),
+      event(V, 'alert_over_temp_raised', ago(290), { value: 1 }),
+      event(V, 'alert_over_temp_cleared', ago(280), { value: 0 }),
+      event(V, 'ignition_off', ago(260), { value: 0, lat: 12.99, lng: 77.61 }),
+      event(OTHER, 'alert_over_temp_raised', ago(2 * 24 * 60), { value: 1 }),
+      event(OTHER, 'alert_short_circuit_raised', ago(100), { value: 1 }),
+      // Eight days ago: not this week's.
+      event(OTHER, 'alert_thermal_runaway_raised', ago(8 * 24 * 60), { value: 1 }),
+    ];
+    const res = await fetch(`${inject('influxRawUrl')}/write?db=${docDb}&precision=ms`, { method: 'POST', body: lines.join('\n') });
+    expect(res.status).toBe(204);
+  });
+
+  it('are the six questions the guide asks of the history', () => {
+    expect(queries).toHaveLength(6);
+  });
+
+  it("how far the vehicle drove today, and in how many trips; and each of today's trips", async () => {
+    expect((await run(queries[0]!)).map((r) => [r.km, r.trips])).toEqual([[30.5, 2]]);
+    expect((await run(queries[1]!)).map(({ time, ...r }) => [time, r])).toEqual([
+      [ago(300), { end: ago(260), minutes: 40, km: 18, max_speed_kmh: 60, soc_start: 80, soc_end: 70 }],
+      [ago(120), { end: ago(90), minutes: 30, km: 12.5, max_speed_kmh: 45, soc_start: null, soc_end: null }],
+    ]);
+  });
+
+  it('when it charged this week, from what state of charge to what', async () => {
+    expect(await run(queries[2]!)).toEqual([
+      { time: ago(3 * 24 * 60), end: ago(3 * 24 * 60 - 90), minutes: 90, soc_start: 35, soc_end: 95, energy_wh: 15_000 },
+      { time: ago(200), end: ago(170), minutes: 30, soc_start: 70, soc_end: 84, energy_wh: null },
+    ]);
+  });
+
+  it("which alarms were raised this week, per flag; and one vehicle's raised and cleared", async () => {
+    expect((await run(queries[3]!)).map((r) => [r.event, r.raised])).toEqual([
+      ['alert_over_temp_raised', 2],
+      ['alert_short_circuit_raised', 1],
+    ]);
+    expect((await run(queries[4]!)).map((r) => [r.time, r.event, r.value])).toEqual([
+      [ago(290), 'alert_over_temp_raised', 1],
+      [ago(280), 'alert_over_temp_cleared', 0],
+    ]);
+  });
+
+  it('ignition on and off times, with where', async () => {
+    expect(await run(queries[5]!)).toEqual([
+      { time: ago(300), event: 'ignition_on', lat: 12.97, lng: 77.59 },
+      { time: ago(260), event: 'ignition_off', lat: 12.99, lng: 77.61 },
+    ]);
+  });
+});
