@@ -55,6 +55,12 @@ interface WithCommit {
 
 /** Tries before a job's derivation gives up to a retry of the job (other jobs kept changing its vehicles). */
 const ATTEMPTS = 8;
+/**
+ * Parsed states this process committed, by vehicle, with their version: the next job of a vehicle reads
+ * the same version back and skips the parse (a vehicle's jobs mostly go to the process serving its
+ * partition). Bounded: past it, all are forgotten at once (the fleet's size, not the process's age).
+ */
+const CACHED_MAX = 20_000;
 
 export class VehicleEvents {
   constructor(
@@ -65,6 +71,18 @@ export class VehicleEvents {
     private readonly onCommit?: (derived: readonly Derived[]) => void,
   ) {
     redis.defineCommand('telematicsEventsCommit', { numberOfKeys: 3, lua: COMMIT_SCRIPT });
+  }
+
+  private readonly cached = new Map<string, { version: number; state: VehicleState }>();
+
+  /** The state stored as `text` (`<version> <state>`), parsed unless this process holds that version. */
+  private stateOf(vehicleno: string, text: string | null): { version: number; state: VehicleState } {
+    if (!text) return { version: 0, state: newState() };
+    const space = text.indexOf(' ');
+    const version = Number(text.slice(0, space));
+    const hit = this.cached.get(vehicleno);
+    if (hit !== undefined && hit.version === version) return hit;
+    return { version, state: parse(text.slice(space + 1)) };
   }
 
   /** Derives from one job's records of `partition` (their sightings, with the fields derivation reads). */
@@ -96,11 +114,13 @@ export class VehicleEvents {
       const args: string[] = [String(vehicles.length)];
       const entries: string[] = [];
       const derived: Derived[] = [];
+      const states: VehicleState[] = [];
       vehicles.forEach((vehicleno, i) => {
         const text = stored[i];
-        const space = text ? text.indexOf(' ') : -1;
-        const version = text ? Number(text.slice(0, space)) : 0;
-        const state = text ? parse(text.slice(space + 1)) : newState();
+        const { version, state } = this.stateOf(vehicleno, text ?? null);
+        // A cached state is changed in place: it is dropped now, and cached again only once committed.
+        this.cached.delete(vehicleno);
+        states.push(state);
         const d = step(vehicleno, state);
         derived.push(d);
         args.push(vehicleno, text ? String(version) : '', `${version + 1} ${serialize(state)}`, pendingCount(state) > 0 ? String(now) : '');
@@ -110,6 +130,11 @@ export class VehicleEvents {
       });
       const conflict = await (this.redis as unknown as WithCommit).telematicsEventsCommit(keys.state, keys.outbox, keys.pending, ...args, ...entries);
       if (conflict === '') {
+        if (this.cached.size + vehicles.length > CACHED_MAX) this.cached.clear();
+        vehicles.forEach((vehicleno, i) => {
+          const text = stored[i];
+          this.cached.set(vehicleno, { version: (text ? Number(text.slice(0, text.indexOf(' '))) : 0) + 1, state: states[i]! });
+        });
         this.onCommit?.(derived);
         return;
       }

@@ -7,7 +7,7 @@ import { sampleEvery, type Sampler } from '../../metrics/sampler.js';
 import type { RedisClient } from '../../redis/connect.js';
 import { sign } from '../../telemetry/signature.js';
 import { attemptsForSpan, BACKOFF_TYPE, retryDelay, type RetryPolicy } from '../queue/retry.js';
-import { guardFetch } from '../worker/guard.js';
+import { failedForGood, guarded, type RunningWorker } from '../worker/guard.js';
 
 /**
  * The vehicle events' webhook: each event is POSTed to EVENTS_WEBHOOK_URL as a Standard Webhooks
@@ -184,11 +184,8 @@ export interface WebhookDeliveryOptions {
   skipVersionCheck?: boolean;
 }
 
-export interface RunningDelivery {
-  /** Why this worker cannot fetch deliveries now (Redis refused it), or undefined. */
-  fetchProblem(): string | undefined;
-  close(): Promise<void>;
-}
+/** The deliveries' worker: why it cannot fetch now, and how to stop it. */
+export type RunningDelivery = RunningWorker;
 
 /** What an attempt that was not a 2xx says, for the job's failed reason and the log. */
 function problemOf(err: unknown, timeoutMs: number): string {
@@ -257,20 +254,13 @@ export function startWebhookDelivery(redis: RedisClient, opts: WebhookDeliveryOp
   worker.on('completed', () => m?.webhookDeliveries.inc({ outcome: 'delivered' }));
   worker.on('failed', (job, err) => {
     if (!job) return;
-    const final = job.finishedOn !== undefined || job.attemptsMade >= (job.opts.attempts ?? 1);
+    const final = failedForGood(job);
     m?.webhookDeliveries.inc({ outcome: final ? 'failed' : 'retry' });
     const fields = { eventId: job.data.id, type: job.data.type, attemptsMade: job.attemptsMade, err: err.message };
     if (final) failThrottle.pass((times) => opts.log.error({ ...fields, times }, 'event webhook delivery failed for good (retry span over); kept as a failed job'));
     else retryThrottle.pass((times) => opts.log.warn({ ...fields, times }, 'event webhook delivery failed; will retry'));
   });
-  const guard = guardFetch(worker, opts.log);
-  return {
-    fetchProblem: () => guard.problem(),
-    async close() {
-      guard.stop();
-      await worker.close();
-    },
-  };
+  return guarded(worker, opts.log);
 }
 
 /** `telematics_events_webhook_backlog`, sampled like the queue gauges (every METRICS_SAMPLE_INTERVAL). */

@@ -154,7 +154,42 @@ function wrap(text: string, width: number, indent: string): string {
   return [...lines, current].join('\n');
 }
 
-const events: Command = {
+/**
+ * A history command: its rows of one measurement for one vehicle and range, as a table or JSON. `filter`
+ * reads the command's own options into the selection (events: --event).
+ */
+function historyCommand<R>(c: {
+  name: string;
+  summary: string;
+  help: string;
+  measurement: string;
+  what: string;
+  toRow: Parameters<typeof readHistory<R>>[3];
+  columns: Parameters<typeof table<R>>[1];
+  options?: Record<string, { type: 'string' }>;
+  filter?: (values: Record<string, unknown>, q: ReturnType<typeof historySelection>) => string | undefined;
+}): Command {
+  return {
+    name: c.name,
+    summary: c.summary,
+    help: c.help,
+    async run(args, io) {
+      const { values, positionals } = parse(this.name, args, { ...HISTORY_OPTIONS, ...(c.options ?? {}) });
+      if (values.help) return showHelp(io, this.help);
+      noPositionals(positionals, this.name);
+      const q = historySelection(values, this.name);
+      const what = c.filter?.(values, q) ?? c.what;
+      const rows = await readHistory(io, c.measurement, q, c.toRow);
+      if (values.json) line(io, JSON.stringify(rows.map((r) => ({ vehicleno: q.vehicle, ...r }))));
+      else if (rows.length === 0) nothing(io, what, q);
+      else io.stdout.write(table<R>(rows, c.columns));
+      truncated(io, rows.length, q);
+      return EXIT.ok;
+    },
+  };
+}
+
+const events = historyCommand<VehicleEvent>({
   name: 'events',
   summary: "a vehicle's events (alarms raised and cleared, ignition, charging, silent and back) from InfluxDB",
   help: `Usage: telematics-fleet events --vehicle <plate> [--since <date>] [--until <date>] [--event <name>] [--limit N] [--json]
@@ -168,33 +203,26 @@ ${RANGE_HELP}  --event <name>     only this event: alert_<flag>_raised, alert_<f
 Alarm flags: ${wrap(ALARM_FLAGS.join(', '), 100, '  ')}
 
 ${HISTORY_SETTINGS_HELP}`,
-  async run(args, io) {
-    const { values, positionals } = parse(this.name, args, { ...HISTORY_OPTIONS, event: { type: 'string' } });
-    if (values.help) return showHelp(io, this.help);
-    noPositionals(positionals, this.name);
-    const q = historySelection(values, this.name);
-    if (values.event !== undefined) {
-      if (!EVENT_NAMES.includes(values.event)) throw new UsageError(`--event: "${values.event}" is no event; see the names in --help`, this.name);
-      q.event = values.event;
-    }
-    const rows = await readHistory(io, HISTORY_MEASUREMENTS.events, q, toEvent);
-    if (values.json) line(io, JSON.stringify(rows.map((r) => ({ vehicleno: q.vehicle, ...r }))));
-    else if (rows.length === 0) nothing(io, q.event ?? 'event', q);
-    else
-      io.stdout.write(
-        table<VehicleEvent>(rows, [
-          { header: 'TIME', value: (r) => isoTime(r.time) },
-          { header: 'EVENT', value: (r) => r.event },
-          { header: 'VALUE', value: (r) => decimal(r.value, 6), align: 'right' },
-          { header: 'FIELDS', value: (r) => Object.entries(r.fields).map(([k, v]) => `${k}=${v}`).join(' ') || '-' },
-        ]),
-      );
-    truncated(io, rows.length, q);
-    return EXIT.ok;
+  measurement: HISTORY_MEASUREMENTS.events,
+  what: 'event',
+  toRow: toEvent,
+  options: { event: { type: 'string' } },
+  filter(values, q) {
+    const event = values.event;
+    if (typeof event !== 'string') return undefined;
+    if (!EVENT_NAMES.includes(event)) throw new UsageError(`--event: "${event}" is no event; see the names in --help`, 'events');
+    q.event = event;
+    return event;
   },
-};
+  columns: [
+    { header: 'TIME', value: (r) => isoTime(r.time) },
+    { header: 'EVENT', value: (r) => r.event },
+    { header: 'VALUE', value: (r) => decimal(r.value, 6), align: 'right' },
+    { header: 'FIELDS', value: (r) => Object.entries(r.fields).map(([k, v]) => `${k}=${v}`).join(' ') || '-' },
+  ],
+});
 
-const trips: Command = {
+const trips = historyCommand<TripRow>({
   name: 'trips',
   summary: "a vehicle's trips (start, end, duration, km, max speed, state of charge) from InfluxDB",
   help: `Usage: telematics-fleet trips --vehicle <plate> [--since <date>] [--until <date>] [--limit N] [--json]
@@ -205,31 +233,20 @@ A trip is written when it ends, so one under way is not listed yet.
 
 ${RANGE_HELP}
 ${HISTORY_SETTINGS_HELP}`,
-  async run(args, io) {
-    const { values, positionals } = parse(this.name, args, HISTORY_OPTIONS);
-    if (values.help) return showHelp(io, this.help);
-    noPositionals(positionals, this.name);
-    const q = historySelection(values, this.name);
-    const rows = await readHistory(io, HISTORY_MEASUREMENTS.trips, q, toTrip);
-    if (values.json) line(io, JSON.stringify(rows.map((r) => ({ vehicleno: q.vehicle, ...r }))));
-    else if (rows.length === 0) nothing(io, 'trip', q);
-    else
-      io.stdout.write(
-        table<TripRow>(rows, [
-          { header: 'START', value: (r) => isoTime(r.start) },
-          { header: 'END', value: (r) => (r.end === null ? '-' : isoTime(r.end)) },
-          { header: 'DURATION', value: (r) => hms(r.duration_s), align: 'right' },
-          { header: 'KM', value: (r) => (r.distance_m === null ? '-' : (r.distance_m / 1000).toFixed(1)), align: 'right' },
-          { header: 'MAX KM/H', value: (r) => decimal(r.max_speed_kmh, 0), align: 'right' },
-          { header: 'SOC %', value: (r) => socSpan(r.soc_start, r.soc_end) },
-        ]),
-      );
-    truncated(io, rows.length, q);
-    return EXIT.ok;
-  },
-};
+  measurement: HISTORY_MEASUREMENTS.trips,
+  what: 'trip',
+  toRow: toTrip,
+  columns: [
+    { header: 'START', value: (r) => isoTime(r.start) },
+    { header: 'END', value: (r) => (r.end === null ? '-' : isoTime(r.end)) },
+    { header: 'DURATION', value: (r) => hms(r.duration_s), align: 'right' },
+    { header: 'KM', value: (r) => (r.distance_m === null ? '-' : (r.distance_m / 1000).toFixed(1)), align: 'right' },
+    { header: 'MAX KM/H', value: (r) => decimal(r.max_speed_kmh, 0), align: 'right' },
+    { header: 'SOC %', value: (r) => socSpan(r.soc_start, r.soc_end) },
+  ],
+});
 
-const charging: Command = {
+const charging = historyCommand<ChargingRow>({
   name: 'charging',
   summary: "a vehicle's charging sessions (start, end, duration, state of charge, energy) from InfluxDB",
   help: `Usage: telematics-fleet charging --vehicle <plate> [--since <date>] [--until <date>] [--limit N] [--json]
@@ -240,28 +257,17 @@ A session is written when it ends, so one under way is not listed yet.
 
 ${RANGE_HELP}
 ${HISTORY_SETTINGS_HELP}`,
-  async run(args, io) {
-    const { values, positionals } = parse(this.name, args, HISTORY_OPTIONS);
-    if (values.help) return showHelp(io, this.help);
-    noPositionals(positionals, this.name);
-    const q = historySelection(values, this.name);
-    const rows = await readHistory(io, HISTORY_MEASUREMENTS.charging, q, toCharging);
-    if (values.json) line(io, JSON.stringify(rows.map((r) => ({ vehicleno: q.vehicle, ...r }))));
-    else if (rows.length === 0) nothing(io, 'charging session', q);
-    else
-      io.stdout.write(
-        table<ChargingRow>(rows, [
-          { header: 'START', value: (r) => isoTime(r.start) },
-          { header: 'END', value: (r) => (r.end === null ? '-' : isoTime(r.end)) },
-          { header: 'DURATION', value: (r) => hms(r.duration_s), align: 'right' },
-          { header: 'SOC %', value: (r) => socSpan(r.soc_start, r.soc_end) },
-          { header: 'ENERGY WH', value: (r) => decimal(r.energy_wh, 0), align: 'right' },
-        ]),
-      );
-    truncated(io, rows.length, q);
-    return EXIT.ok;
-  },
-};
+  measurement: HISTORY_MEASUREMENTS.charging,
+  what: 'charging session',
+  toRow: toCharging,
+  columns: [
+    { header: 'START', value: (r) => isoTime(r.start) },
+    { header: 'END', value: (r) => (r.end === null ? '-' : isoTime(r.end)) },
+    { header: 'DURATION', value: (r) => hms(r.duration_s), align: 'right' },
+    { header: 'SOC %', value: (r) => socSpan(r.soc_start, r.soc_end) },
+    { header: 'ENERGY WH', value: (r) => decimal(r.energy_wh, 0), align: 'right' },
+  ],
+});
 
 /** InfluxDB's errors first (the history commands'), then the Redis tools' (the rest). */
 const classify: ErrorClassifier = (e) => (e instanceof InfluxError ? { code: e.code, message: `InfluxDB: ${e.message}` } : classifyToolError(e));

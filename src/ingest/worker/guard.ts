@@ -63,3 +63,27 @@ export function guardFetch(worker: Worker, log: Logger, backoff: Backoff = DEFAU
     },
   };
 }
+
+/** A running BullMQ worker as a process's parts see it: why it cannot fetch now, and how to stop it. */
+export interface RunningWorker {
+  /** Why this worker cannot fetch jobs now (Redis refused it), or undefined. */
+  fetchProblem(): string | undefined;
+  close(): Promise<void>;
+}
+
+/** `worker` with its fetch guarded (guardFetch), as a RunningWorker. */
+export function guarded(worker: Worker, log: Logger): RunningWorker {
+  const guard = guardFetch(worker, log);
+  return {
+    fetchProblem: () => guard.problem(),
+    async close() {
+      guard.stop();
+      await worker.close();
+    },
+  };
+}
+
+/** Whether a failed job failed for good (its attempts or its retry span are over), not for a retry. */
+export function failedForGood(job: { finishedOn?: number | undefined; attemptsMade: number; opts: { attempts?: number | undefined } }): boolean {
+  return job.finishedOn !== undefined || job.attemptsMade >= (job.opts.attempts ?? 1);
+}

@@ -9,7 +9,7 @@ import { retryDelay, type RetryPolicy } from '../queue/retry.js';
 import type { DeferReason, Reads } from '../queue/formats.js';
 import { LogThrottle } from '../../log/throttle.js';
 import type { Quarantine } from '../queue/quarantine.js';
-import { guardFetch } from './guard.js';
+import { failedForGood, guarded, type RunningWorker } from './guard.js';
 import { createProcessor, type ProcessResult } from './processor.js';
 
 export interface WorkerOptions {
@@ -44,11 +44,7 @@ function deferThrottlesOf(log: Logger): Record<DeferReason, LogThrottle> {
   return t;
 }
 
-export interface RunningWorker {
-  /** Why this worker cannot fetch jobs now (Redis refused it), or undefined. */
-  fetchProblem(): string | undefined;
-  close(): Promise<void>;
-}
+export type { RunningWorker } from './guard.js';
 
 /** Pulls jobs from the queue and writes their points; run as many replicas as the store can take. */
 export function startWorker(redis: RedisClient, opts: WorkerOptions): RunningWorker {
@@ -90,19 +86,12 @@ export function startWorker(redis: RedisClient, opts: WorkerOptions): RunningWor
   });
   worker.on('failed', (job, err) => {
     if (!job) return;
-    const final = job.finishedOn !== undefined || job.attemptsMade >= (job.opts.attempts ?? 1);
+    const final = failedForGood(job);
     (final ? m?.jobsFailed : m?.jobRetries)?.inc();
     opts.log[final ? 'error' : 'warn'](
       { jobId: job.id, attemptsMade: job.attemptsMade, err: err.message },
       final ? 'job failed for good; kept as dead letter' : 'job failed; will retry',
     );
   });
-  const guard = guardFetch(worker, opts.log);
-  return {
-    fetchProblem: () => guard.problem(),
-    async close() {
-      guard.stop();
-      await worker.close();
-    },
-  };
+  return guarded(worker, opts.log);
 }
