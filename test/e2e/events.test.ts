@@ -8,7 +8,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { mulberry32 } from '../../src/upstream/emulator/prng.js';
 import { startTestService, waitUntil, type TestService } from '../harness/service.js';
 
@@ -160,5 +160,28 @@ describe('derived from a scripted drive, alarm flaps and a charge', () => {
     expect(value('telematics_vehicle_events_total{event="charging_session"}')).toBe(2);
     expect(value('telematics_vehicle_events_duplicate_total')).toBe(history('X').length);
     expect(value('telematics_vehicle_events_late_total')).toBe(0);
+  });
+});
+
+describe('an event point InfluxDB refuses for good', () => {
+  it('does not stall the outbox: it is logged and counted, the rest stored and posted', async () => {
+    const other = await startTestService({ EVENTS_WINDOW: '1s', ADMIN_AUTH: 'none' });
+    try {
+      // Someone else's writer made `value` a string in vehicle_events: every float `value` now conflicts.
+      const conflict = await fetch(`${inject('influxRawUrl')}/write?db=${encodeURIComponent(other.cfg.INFLUX_BUCKET)}&precision=ms`, {
+        method: 'POST',
+        body: `vehicle_events,vehicleno=SOMEONE,event=x value="text" ${T0}`,
+      });
+      expect(conflict.status).toBe(204);
+      const drive = history('EV-REFUSED').filter((r) => r.data.time! <= T0 + 300 * S);
+      expect((await other.post('/push/bulk', { bulkData: drive })).status).toBe(202);
+      // The trip is a point of its own measurement: stored although the events beside it were refused.
+      await other.waitForRows(`SELECT distance_m FROM trips WHERE vehicleno = 'EV-REFUSED'`, 1, 30_000);
+      const metrics = async () => (await fetch(`${other.adminUrl}/metrics`)).text();
+      await waitUntil(async () => /^telematics_vehicle_events_outbox 0$/m.test(await metrics()), 15_000, 'the outbox drained');
+      expect(Number(/^telematics_points_refused_total (\d+)/m.exec(await metrics())?.[1])).toBeGreaterThanOrEqual(4);
+    } finally {
+      await other.close();
+    }
   });
 });

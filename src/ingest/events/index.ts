@@ -95,6 +95,7 @@ export function startEvents(
     ...(webhook ? { webhook } : {}),
     consumer: `${hostname()}:${process.pid}`,
     log,
+    metrics,
   });
   // The window in wall time: a vehicle that stopped sending has its pending records committed.
   const sweep = sampleEvery(

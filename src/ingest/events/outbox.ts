@@ -2,7 +2,8 @@ import type { RedisClient } from '../../redis/connect.js';
 import type { Logger } from '../../log/index.js';
 import { formatLine } from '../../telemetry/lineProtocol.js';
 import { Lines } from '../write/lines.js';
-import type { PointSink } from '../write/sink.js';
+import { PartialWriteError, type PointSink } from '../write/sink.js';
+import type { Metrics } from '../../metrics/index.js';
 import { eventId, sessionId, tripId, type ChargingSession, type DerivedEvent, type Trip } from './derive.js';
 
 /**
@@ -63,6 +64,7 @@ export interface DispatchOptions {
   webhook?: (out: Outbound[]) => Promise<unknown>;
   consumer: string;
   log: Logger;
+  metrics?: Metrics | undefined;
   everyMs?: number;
 }
 
@@ -84,7 +86,15 @@ export function startDispatch(opts: DispatchOptions): { stop(): Promise<void>; o
   async function deliver(key: string, entries: Array<[string, string[]]>): Promise<number> {
     if (entries.length === 0) return 0;
     const parsed = entries.map(([, f]) => JSON.parse(f[1]!) as OutboxEntry);
-    await opts.sink.write(Lines.of(parsed.map(pointOf)));
+    try {
+      await opts.sink.write(Lines.of(parsed.map(pointOf)));
+    } catch (err) {
+      // A point InfluxDB refuses for good (a field-type conflict someone else's writes made) would stall
+      // the outbox forever if retried: it is logged with InfluxDB's reason, the rest is written and posted.
+      if (!(err instanceof PartialWriteError)) throw err;
+      log.error({ refused: err.refused.length, first: err.refused[0]?.error }, 'vehicle events: InfluxDB refused derived points; they are posted to the webhook but not stored');
+      opts.metrics?.pointsRefused.inc(err.refused.length);
+    }
     await opts.webhook?.(parsed.map(outboundOf));
     const ids = entries.map(([id]) => id);
     await redis.multi().xack(key, GROUP, ...ids).xdel(key, ...ids).exec();
