@@ -13,6 +13,11 @@ import {
   parse,
   pendingCount,
   serialize,
+  serializeCommitted,
+  packPending,
+  pendingScore,
+  restore,
+  watermarkScore,
   sessionId,
   tripId,
   type DeriveOptions,
@@ -304,7 +309,10 @@ function deliver(records: readonly EventInput[], seed: number, opts: DeriveOptio
     const batch = arrivals.slice(j, j + n).map((a) => a.r);
     j += n;
     parts.push(ingest(V, s, batch, (now += 10), opts));
-    if (rnd() < 0.05) s = parse(serialize(s));
+    // Round trips, in one piece (serialize) or in two (the committed part and each pending record, as store.ts keeps them).
+    const trip = rnd();
+    if (trip < 0.05) s = parse(serialize(s));
+    else if (trip < 0.1) s = restore(serializeCommitted(s), s.pending.map(packPending));
   }
   parts.push(flush(V, s, now + opts.idleMs, opts));
   return { derived: collect(parts), copies };
@@ -411,6 +419,14 @@ describe('state', () => {
     const oddRecords = [gps(T0, 12.123456789, -77.1, 0.123, 1), can(T0 + 1, { soc: 33.333, battery_voltage: 1e300, current: -1 / 3, load_status: 2.5 }), gps(T0 + 2, -0.0000001, 179.9999999, 250, 0)];
     ingest(V, odd, oddRecords, 1);
     expect(parse(serialize(odd)).pending).toEqual(odd.pending);
+    // In two parts: the committed one, and each pending record on its own, sorted by its score.
+    for (const x of [s, odd]) {
+      const two = restore(serializeCommitted(x), [...x.pending].sort((a, b) => pendingScore(a) - pendingScore(b)).map(packPending));
+      expect(serialize(two)).toBe(serialize(x));
+      expect(two.pending).toEqual(x.pending);
+    }
+    expect(serializeCommitted(s)).not.toContain('"q"');
+    expect(watermarkScore(newState())).toBeUndefined();
     expect(pendingCount(odd)).toBe(3);
     expect(() => parse('{"v":99}')).toThrow(/version/);
     expect(() => parse('{"v":1,"q":[1]}')).toThrow();

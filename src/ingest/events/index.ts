@@ -73,7 +73,12 @@ export function startEvents(
   log: Logger,
   metrics?: Metrics,
 ): RunningEvents {
-  const partitions = keys.partitions.map((_, i) => ({ state: keys.vehicleState(i), outbox: keys.eventsOutbox(i), pending: keys.vehiclesPending(i) }));
+  const partitions = keys.partitions.map((_, i) => ({
+    state: keys.vehicleState(i),
+    outbox: keys.eventsOutbox(i),
+    pending: keys.vehiclesPending(i),
+    records: (vehicleno: string) => keys.vehicleRecords(i, vehicleno),
+  }));
   const opts = deriveOptions(cfg);
   const store = new VehicleEvents(redis, partitions, opts, (d) => counted(metrics, d));
   const ready = () => redis.status === 'ready';

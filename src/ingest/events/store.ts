@@ -1,32 +1,45 @@
 import type { RedisClient } from '../../redis/connect.js';
 import type { Sighting } from '../../telemetry/record.js';
-import { flush, ingest, newState, parse, pendingCount, serialize, type Derived, type DeriveOptions, type EventInput, type VehicleState } from './derive.js';
+import {
+  flush,
+  ingest,
+  packPending,
+  pendingCount,
+  pendingScore,
+  restore,
+  serializeCommitted,
+  stillPending,
+  watermarkScore,
+  type Derived,
+  type DeriveOptions,
+  type EventInput,
+  type PendingRecord,
+  type VehicleState,
+} from './derive.js';
 
 /**
  * Per-vehicle derivation state in Redis, beside the vehicle's partition (its keys carry the partition's
  * hash tag, so a Redis Cluster keeps them on the queue's master), and the outbox of what it derived.
  *
- * A job's records change its vehicles' states and produce their outputs in one script (`commit`): the
- * new states and the outbox entries are written together or not at all, and only if no other job
- * changed those vehicles meanwhile (each state carries a version; a stale one retries the job's
- * derivation on the fresh state). It runs after InfluxDB confirmed the job's points. So a worker killed
- * before it committed leaves nothing (the retried job derives again), one killed after leaves
- * everything (the retried job's records are duplicates, which derive nothing): each transition is in
- * the outbox once.
+ * A state is kept in two parts (derive.ts, "a state kept in two parts"): the committed part, a few
+ * hundred bytes in a hash, rewritten by each job; and the records still pending, a sorted set a vehicle,
+ * each written once when it arrives and removed once committed. A job's changes and what they derived
+ * are written in one script (`commit`), together or not at all, and only if no other job changed those
+ * vehicles meanwhile (each committed part carries a version; a stale one derives the job again on the
+ * fresh state). It runs after InfluxDB confirmed the job's points. So a worker killed before it
+ * committed leaves nothing (the retried job derives again), one killed after leaves everything (the
+ * retried job's records are duplicates, which derive nothing): each transition is in the outbox once.
  */
 
 export interface PartitionKeys {
-  /** Hash: vehicleno → `<version> <state>`. */
+  /** Hash: vehicleno → `<version> <committed part>`. */
   state: string;
   /** Stream of derived outputs (`outbox.ts`). */
   outbox: string;
   /** Sorted set: vehicles with records still pending, by the wall time of their last arrival. */
   pending: string;
-}
-
-/** What one commit derived, for the metrics. */
-export interface Committed {
-  derived: Derived[];
+  /** Sorted set of one vehicle's pending records, by score (`pendingScore`). */
+  records(vehicleno: string): string;
 }
 
 const COMMIT_SCRIPT = `
@@ -36,33 +49,40 @@ for k = 1, n do
   local cur = redis.call('HGET', KEYS[1], ARGV[i])
   local ver = cur and string.match(cur, '^(%d+) ') or ''
   if ver ~= ARGV[i + 1] then return ARGV[i] end
-  i = i + 4
+  i = i + 6 + 2 * tonumber(ARGV[i + 5])
 end
 i = 2
 for k = 1, n do
   local v = ARGV[i]
+  local records = KEYS[3 + k]
   redis.call('HSET', KEYS[1], v, ARGV[i + 2])
   if ARGV[i + 3] == '' then redis.call('ZREM', KEYS[3], v) else redis.call('ZADD', KEYS[3], ARGV[i + 3], v) end
-  i = i + 4
+  if ARGV[i + 4] ~= '' then redis.call('ZREMRANGEBYSCORE', records, '-inf', ARGV[i + 4]) end
+  local adds = tonumber(ARGV[i + 5])
+  if adds > 0 then redis.call('ZADD', records, unpack(ARGV, i + 6, i + 5 + 2 * adds)) end
+  i = i + 6 + 2 * adds
 end
 for j = i, #ARGV do redis.call('XADD', KEYS[2], '*', 'e', ARGV[j]) end
 return ''
 `;
 
 interface WithCommit {
-  telematicsEventsCommit(state: string, outbox: string, pending: string, ...args: string[]): Promise<string>;
+  telematicsEventsCommit(numKeys: number, ...keysAndArgs: string[]): Promise<string>;
 }
 
 /** Tries before a job's derivation gives up to a retry of the job (other jobs kept changing its vehicles). */
 const ATTEMPTS = 8;
 /**
  * Parsed states this process committed, by vehicle, with their version: the next job of a vehicle reads
- * the same version back and skips the parse (a vehicle's jobs mostly go to the process serving its
- * partition). Bounded: past it, all are forgotten at once (the fleet's size, not the process's age).
+ * the same version back and skips reading its pending records and the parse (a vehicle's jobs mostly go
+ * to the process serving its partition). Bounded: past it, all are forgotten at once (the fleet's size,
+ * not the process's age).
  */
 const CACHED_MAX = 20_000;
 
 export class VehicleEvents {
+  private readonly cached = new Map<string, { version: number; state: VehicleState }>();
+
   constructor(
     private readonly redis: RedisClient,
     private readonly partitions: readonly PartitionKeys[],
@@ -70,19 +90,7 @@ export class VehicleEvents {
     /** Told what each commit derived (metrics). */
     private readonly onCommit?: (derived: readonly Derived[]) => void,
   ) {
-    redis.defineCommand('telematicsEventsCommit', { numberOfKeys: 3, lua: COMMIT_SCRIPT });
-  }
-
-  private readonly cached = new Map<string, { version: number; state: VehicleState }>();
-
-  /** The state stored as `text` (`<version> <state>`), parsed unless this process holds that version. */
-  private stateOf(vehicleno: string, text: string | null): { version: number; state: VehicleState } {
-    if (!text) return { version: 0, state: newState() };
-    const space = text.indexOf(' ');
-    const version = Number(text.slice(0, space));
-    const hit = this.cached.get(vehicleno);
-    if (hit !== undefined && hit.version === version) return hit;
-    return { version, state: parse(text.slice(space + 1)) };
+    redis.defineCommand('telematicsEventsCommit', { lua: COMMIT_SCRIPT });
   }
 
   /** Derives from one job's records of `partition` (their sightings, with the fields derivation reads). */
@@ -95,7 +103,7 @@ export class VehicleEvents {
       list.push({ type: s.type, time: s.time, fields: s.fields });
     }
     if (byVehicle.size === 0) return;
-    await this.commit(partition, [...byVehicle.keys()], (vehicleno, state) => ingest(vehicleno, state, byVehicle.get(vehicleno)!, now, this.opts), now);
+    await this.commit(partition, [...byVehicle.keys()], (vehicleno, state, added) => ingest(vehicleno, state, byVehicle.get(vehicleno)!, now, this.opts, added), now);
   }
 
   /** Commits what vehicles of `partition` that stopped sending still hold pending (the window in wall time). */
@@ -107,34 +115,73 @@ export class VehicleEvents {
     return idle.length;
   }
 
-  private async commit(partition: number, vehicles: readonly string[], step: (vehicleno: string, state: VehicleState) => Derived, now: number): Promise<void> {
+  /** The states of `vehicles`: from this process's cache where Redis still holds that version, else read and parsed. */
+  private async states(keys: PartitionKeys, vehicles: readonly string[]): Promise<Array<{ version: number; state: VehicleState }>> {
+    const stored = await this.redis.hmget(keys.state, ...vehicles);
+    const out: Array<{ version: number; state: VehicleState } | undefined> = [];
+    const misses: number[] = [];
+    vehicles.forEach((vehicleno, i) => {
+      const text = stored[i];
+      if (!text) {
+        out.push({ version: 0, state: restore(undefined, []) });
+        return;
+      }
+      const version = Number(text.slice(0, text.indexOf(' ')));
+      const hit = this.cached.get(vehicleno);
+      if (hit !== undefined && hit.version === version) out.push(hit);
+      else {
+        out.push(undefined);
+        misses.push(i);
+      }
+    });
+    if (misses.length > 0) {
+      const pipeline = this.redis.pipeline();
+      for (const i of misses) pipeline.zrange(keys.records(vehicles[i]!), 0, -1);
+      const read = (await pipeline.exec()) ?? [];
+      misses.forEach((i, j) => {
+        const [err, members] = read[j] ?? [new Error('no answer')];
+        if (err) throw err;
+        const text = stored[i]!;
+        const space = text.indexOf(' ');
+        out[i] = { version: Number(text.slice(0, space)), state: restore(text.slice(space + 1), members as string[]) };
+      });
+    }
+    return out as Array<{ version: number; state: VehicleState }>;
+  }
+
+  private async commit(
+    partition: number,
+    vehicles: readonly string[],
+    /** The vehicle's derivation; it tells `added` the records it put in the pending buffer. */
+    step: (vehicleno: string, state: VehicleState, added: PendingRecord[]) => Derived,
+    now: number,
+  ): Promise<void> {
     const keys = this.partitions[partition]!;
     for (let attempt = 1; ; attempt++) {
-      const stored = await this.redis.hmget(keys.state, ...vehicles);
+      const read = await this.states(keys, vehicles);
       const args: string[] = [String(vehicles.length)];
       const entries: string[] = [];
       const derived: Derived[] = [];
-      const states: VehicleState[] = [];
       vehicles.forEach((vehicleno, i) => {
-        const text = stored[i];
-        const { version, state } = this.stateOf(vehicleno, text ?? null);
+        const { version, state } = read[i]!;
         // A cached state is changed in place: it is dropped now, and cached again only once committed.
         this.cached.delete(vehicleno);
-        states.push(state);
-        const d = step(vehicleno, state);
+        const fresh: PendingRecord[] = [];
+        const d = step(vehicleno, state, fresh);
         derived.push(d);
-        args.push(vehicleno, text ? String(version) : '', `${version + 1} ${serialize(state)}`, pendingCount(state) > 0 ? String(now) : '');
+        const added = fresh.filter((r) => stillPending(state, r));
+        const wm = watermarkScore(state);
+        args.push(vehicleno, version === 0 ? '' : String(version), `${version + 1} ${serializeCommitted(state)}`, pendingCount(state) > 0 ? String(now) : '', wm === undefined ? '' : String(wm), String(added.length));
+        for (const r of added) args.push(String(pendingScore(r)), packPending(r));
         for (const e of d.events) entries.push(JSON.stringify({ kind: 'event', ...e }));
         for (const t of d.trips) entries.push(JSON.stringify({ kind: 'trip', ...t }));
         for (const c of d.sessions) entries.push(JSON.stringify({ kind: 'charging', ...c }));
       });
-      const conflict = await (this.redis as unknown as WithCommit).telematicsEventsCommit(keys.state, keys.outbox, keys.pending, ...args, ...entries);
+      const keyList = [keys.state, keys.outbox, keys.pending, ...vehicles.map((v) => keys.records(v))];
+      const conflict = await (this.redis as unknown as WithCommit).telematicsEventsCommit(keyList.length, ...keyList, ...args, ...entries);
       if (conflict === '') {
         if (this.cached.size + vehicles.length > CACHED_MAX) this.cached.clear();
-        vehicles.forEach((vehicleno, i) => {
-          const text = stored[i];
-          this.cached.set(vehicleno, { version: (text ? Number(text.slice(0, text.indexOf(' '))) : 0) + 1, state: states[i]! });
-        });
+        vehicles.forEach((vehicleno, i) => this.cached.set(vehicleno, { version: read[i]!.version + 1, state: read[i]!.state }));
         this.onCommit?.(derived);
         return;
       }

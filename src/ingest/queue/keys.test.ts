@@ -38,6 +38,9 @@ describe('vehicle event keys', () => {
         const slot = keySlot(bullKey(queue, 'wait'));
         expect(keySlot(k.vehicleState(i)), `${queue} state`).toBe(slot);
         expect(keySlot(k.eventsOutbox(i)), `${queue} outbox`).toBe(slot);
+        expect(keySlot(k.vehiclesPending(i)), `${queue} pending vehicles`).toBe(slot);
+        // A plate with braces of its own: the partition's tag comes first and decides.
+        for (const plate of ['KA01AB1234', '{x}', 'a}b{c}']) expect(keySlot(k.vehicleRecords(i, plate)), `${queue} records of ${plate}`).toBe(slot);
         for (const kind of ['active', 'id', 'meta', 'events', '42']) expect(keySlot(bullKey(queue, kind))).toBe(slot);
         slots.add(slot);
       });

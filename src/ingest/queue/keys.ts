@@ -61,6 +61,11 @@ export interface RedisKeys {
   /** BullMQ queue of event webhook deliveries (events/webhook.ts), a job per event. */
   /** Sorted set: vehicles of partition i with records still pending derivation, by the wall time they last sent (the window's sweep reads it). */
   vehiclesPending(partition: number): string;
+  /**
+   * Sorted set: one vehicle's records pending derivation, by (time, type), beside its partition (the
+   * partition's hash tag comes first in the name, so a plate's own braces do not move the key's slot).
+   */
+  vehicleRecords(partition: number, vehicleno: string): string;
   eventsWebhookQueue: string;
 }
 
@@ -81,6 +86,7 @@ export function redisKeys(queueName: string, layout: KeyLayout = SINGLE_QUEUE): 
     vehicleState: (i) => `${partitionQueue(partitions, i)}:events:state`,
     eventsOutbox: (i) => `${partitionQueue(partitions, i)}:events:outbox`,
     vehiclesPending: (i) => `${partitionQueue(partitions, i)}:events:pending`,
+    vehicleRecords: (i, vehicleno) => `${partitionQueue(partitions, i)}:events:records:${vehicleno}`,
     eventsWebhookQueue: layout.cluster ? `{${queueName}-events-webhook}` : `${queueName}-events-webhook`,
   };
 }
