@@ -136,17 +136,25 @@ measure('worker: request body from rows (bytes)', bytes, (b) => readRows(b).line
     }
     const byVehicle = groupByVehicle(sightings);
     for (const [v, inputs] of byVehicle) {
-      const kept = stored.get(v) ?? { committed: '', pending: new Map<number, string>() };
-      const state = (cached ? cache.get(v) : undefined) ?? (kept.committed === '' ? newState() : restore(kept.committed, [...kept.pending.entries()].sort((x, y) => x[0] - y[0]).map((e) => e[1])));
+      const hit = cached ? cache.get(v) : undefined;
+      const kept = hit === undefined ? stored.get(v) : undefined;
+      const state = hit ?? (kept === undefined ? newState() : restore(kept.committed, [...kept.pending.entries()].sort((x, y) => x[0] - y[0]).map((e) => e[1])));
       const added: PendingRecord[] = [];
       ingest(v, state, inputs, now, DEFAULT_DERIVE_OPTIONS, added);
-      kept.committed = serializeCommitted(state);
-      for (const r of added) if (stillPending(state, r)) kept.pending.set(pendingScore(r), packPending(r));
-      // What Redis does (ZREMRANGEBYSCORE), needed here only when the next job reads the parts back.
-      const wm = watermarkScore(state);
-      if (!cached && wm !== undefined) for (const score of kept.pending.keys()) if (score <= wm) kept.pending.delete(score);
-      stored.set(v, kept);
-      cache.set(v, state);
+      // What the worker writes (its committed part, each new pending record); Redis keeps them, which a
+      // cached run never reads back.
+      const committed = serializeCommitted(state);
+      const fresh: Array<[number, string]> = [];
+      for (const r of added) if (stillPending(state, r)) fresh.push([pendingScore(r), packPending(r)]);
+      if (cached) cache.set(v, state);
+      else {
+        const k = kept ?? { committed, pending: new Map<number, string>() };
+        k.committed = committed;
+        for (const [score, text] of fresh) k.pending.set(score, text);
+        const wm = watermarkScore(state);
+        if (wm !== undefined) for (const score of k.pending.keys()) if (score <= wm) k.pending.delete(score);
+        stored.set(v, k);
+      }
     }
     return byVehicle.size;
   };
