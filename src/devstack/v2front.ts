@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { gunzipSync } from 'node:zlib';
 
 /**
  * What InfluxDB 1.8's compatibility endpoint does, in front of a 1.6 server that lacks it:
@@ -12,8 +13,8 @@ export interface V2Front {
   url: string;
   /** Holds every write this long before passing it on: a slow store, for fault tests and demos. */
   setWriteDelay(ms: number): void;
-  /** Write requests received so far. */
-  writesStarted(): number;
+  /** Write requests received so far; given measurements, those whose first point is of one of them. */
+  writesStarted(measurements?: readonly string[]): number;
   /** Write requests with a gzip body, and body bytes as they came over the wire, so far. */
   wire(): { gzipped: number; bytes: number };
   close(): Promise<void>;
@@ -37,6 +38,7 @@ async function readBody(req: IncomingMessage): Promise<Buffer> {
 export async function startV2Front(opts: { upstream: string; token?: string; port?: number }): Promise<V2Front> {
   let writeDelay = 0;
   let writes = 0;
+  const byMeasurement = new Map<string, number>();
   let gzipped = 0;
   let bytes = 0;
   const server = createServer((req, res) => {
@@ -70,6 +72,9 @@ export async function startV2Front(opts: { upstream: string; token?: string; por
       if (rp) q.set('rp', rp);
       const body = await readBody(req);
       writes++;
+      const plain = req.headers['content-encoding'] === 'gzip' ? gunzipSync(body) : body;
+      const first = /^((?:[^\\, ]|\\.)*)/.exec(plain.toString('utf8', 0, 256))![1]!;
+      byMeasurement.set(first, (byMeasurement.get(first) ?? 0) + 1);
       bytes += body.length;
       if (req.headers['content-encoding'] === 'gzip') gzipped++;
       if (writeDelay > 0) await new Promise((r) => setTimeout(r, writeDelay));
@@ -99,7 +104,7 @@ export async function startV2Front(opts: { upstream: string; token?: string; por
     setWriteDelay: (ms) => {
       writeDelay = ms;
     },
-    writesStarted: () => writes,
+    writesStarted: (measurements) => (measurements === undefined ? writes : measurements.reduce((n, m) => n + (byMeasurement.get(m) ?? 0), 0)),
     wire: () => ({ gzipped, bytes }),
     close: () =>
       new Promise<void>((resolve) => {

@@ -1,4 +1,4 @@
-import { TIME, typeOf } from './fields.js';
+import { TIME, typeOf, WIRE_ID } from './fields.js';
 
 /**
  * The record: what a valid push record becomes, and the shape every ingest stage works on
@@ -24,8 +24,35 @@ export interface Sighting {
   time: number;
   lat?: number;
   lng?: number;
-  /** The record's fields that the vehicle events read (src/ingest/events), when a worker derives them. */
-  fields?: Record<string, number>;
+  /**
+   * With a FieldPick (what the vehicle events read, src/ingest/events): the picked fields' values at
+   * `values[at + slot]`, NaN where the record did not carry one. Shared by a job's sightings.
+   */
+  values?: Float64Array;
+  at?: number;
+}
+
+/** Fields a reader of sightings wants: `slots[wire id]` is the field's slot + 1 (0: not picked). */
+export interface FieldPick {
+  readonly names: readonly string[];
+  readonly slots: Uint8Array;
+}
+
+/** The pick of `names`, slot i for names[i] (every one a schema field). */
+export function fieldPick(names: readonly string[]): FieldPick {
+  if (names.length > 255) throw new Error('a field pick holds at most 255 names');
+  const slots = new Uint8Array(WIRE_ID.size);
+  names.forEach((name, i) => {
+    const id = WIRE_ID.get(name);
+    if (id === undefined) throw new Error(`a field pick names ${name}, which the schema does not declare`);
+    slots[id] = i + 1;
+  });
+  return { names, slots };
+}
+
+/** Room for `records` sightings' picked values, every one absent. */
+export function pickedValues(pick: FieldPick, records: number): Float64Array {
+  return new Float64Array(pick.names.length * records).fill(NaN);
 }
 
 export function sightingOf(r: TelemetryRecord): Sighting {

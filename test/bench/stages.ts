@@ -12,21 +12,9 @@ import { readRows, rowsOf } from '../../src/ingest/flatten/points.js';
 import { RecordSorter } from '../../src/ingest/receive/sort.js';
 import { scanPush } from '../../src/ingest/scan/scan.js';
 import { BenchData } from './data.js';
-import {
-  DEFAULT_DERIVE_OPTIONS,
-  ingest,
-  newState,
-  packPending,
-  pendingScore,
-  restore,
-  serializeCommitted,
-  stillPending,
-  watermarkScore,
-  type EventInput,
-  type PendingRecord,
-  type VehicleState,
-} from '../../src/ingest/events/derive.js';
-import { wantedFields } from '../../src/ingest/events/index.js';
+import { DEFAULT_DERIVE_OPTIONS, DERIVE_PICK, ingest, newState, type PendingRecord, type VehicleState } from '../../src/ingest/events/derive.js';
+import { restore } from '../../src/ingest/events/wire.js';
+import { inputsByVehicle, vehicleArgs } from '../../src/ingest/events/store.js';
 import type { Sighting } from '../../src/telemetry/record.js';
 import { FLATTEN } from './options.js';
 
@@ -109,56 +97,65 @@ const textJobs = measure('job as text (no backlog)', rows, (r) => encodePointsJo
 measure('job rows from text', textJobs, (j) => jobRows(j)!, deflateRows);
 const bytes = measure('worker: job rows (inflate)', jobs, (j) => jobRows(j)!, rows_);
 measure('worker: request body from rows (bytes)', bytes, (b) => readRows(b).lines.bytes, rows_);
-// Vehicle events (EVENTS=on): what store.ts does around its Redis round trip, per job and vehicle: the
-// state (cached in the process, or parsed from its committed part and its pending records' texts), its
-// records derived, the committed part written and each new pending record written once. States start
-// empty each round and build up over the pushes, as a fleet's do (a few pending records a vehicle).
+// Vehicle events (EVENTS=on): what store.ts does around its Redis round trip, per job and vehicle (its
+// own functions): the job's inputs by vehicle, each state (cached in the process, or restored from what
+// Redis holds: its committed part and its pending records' texts), its records derived, and the
+// arguments of the commit script (the committed part, each new pending record's score and text). States
+// start empty each round and build up over the pushes, as a fleet's do (a few pending records a vehicle).
 {
-  const wanted = wantedFields();
-  const sighted = bytes.map((b) => readRows(b, wanted).sightings);
-  const groupByVehicle = (sightings: readonly Sighting[]) => {
-    const byVehicle = new Map<string, EventInput[]>();
-    for (const s of sightings) {
-      const list = byVehicle.get(s.vehicleno) ?? [];
-      list.push({ type: s.type, time: s.time, fields: s.fields! });
-      byVehicle.set(s.vehicleno, list);
-    }
-    return byVehicle;
-  };
-  /** The store's two parts of each vehicle, as Redis holds them; and the process's cache of states. */
-  let stored = new Map<string, { committed: string; pending: Map<number, string> }>();
+  const sighted = bytes.map((b) => readRows(b, DERIVE_PICK).sightings);
+  /** What Redis holds of each vehicle, from the commit arguments; and the process's cache of states. */
+  /** By vehicle, as Redis holds them: the committed part, and the pending records sorted by score (Redis sorts them). */
+  let stored = new Map<string, { committed: Buffer; pending: Array<[number, Buffer]> }>();
   let cache = new Map<string, VehicleState>();
   let pushIndex = 0;
+  const nowText = String(now);
   const deriveJob = (sightings: readonly Sighting[], cached: boolean) => {
     if (pushIndex++ % PUSHES === 0) {
       stored = new Map();
       cache = new Map();
     }
-    const byVehicle = groupByVehicle(sightings);
+    const byVehicle = inputsByVehicle(sightings);
     for (const [v, inputs] of byVehicle) {
       const hit = cached ? cache.get(v) : undefined;
       const kept = hit === undefined ? stored.get(v) : undefined;
-      const state = hit ?? (kept === undefined ? newState() : restore(kept.committed, [...kept.pending.entries()].sort((x, y) => x[0] - y[0]).map((e) => e[1])));
+      const state = hit ?? (kept === undefined ? newState() : restore(kept.committed, kept.pending.map((e) => e[1])));
       const added: PendingRecord[] = [];
       ingest(v, state, inputs, now, DEFAULT_DERIVE_OPTIONS, added);
-      // What the worker writes (its committed part, each new pending record); Redis keeps them, which a
-      // cached run never reads back.
-      const committed = serializeCommitted(state);
-      const fresh: Array<[number, string]> = [];
-      for (const r of added) if (stillPending(state, r)) fresh.push([pendingScore(r), packPending(r)]);
+      const args: Array<string | Buffer> = [];
+      vehicleArgs(args, v, 1, state, added, nowText);
       if (cached) cache.set(v, state);
       else {
-        const k = kept ?? { committed, pending: new Map<number, string>() };
-        k.committed = committed;
-        for (const [score, text] of fresh) k.pending.set(score, text);
-        const wm = watermarkScore(state);
-        if (wm !== undefined) for (const score of k.pending.keys()) if (score <= wm) k.pending.delete(score);
+        // As the script does: the committed part, the new pending records, those at or below the watermark removed.
+        const k = kept ?? { committed: Buffer.alloc(0), pending: [] };
+        const committed = args[2] as Buffer;
+        k.committed = committed.subarray(committed.indexOf(0x20) + 1);
+        for (let j = 6; j < args.length; j += 2) k.pending.push([Number(args[j]), args[j + 1] as Buffer]);
+        k.pending.sort((x, y) => x[0] - y[0]);
+        const wm = args[4] === '' ? -Infinity : Number(args[4]);
+        k.pending = k.pending.filter((e) => e[0] > wm);
         stored.set(v, k);
       }
     }
     return byVehicle.size;
   };
-  measure('worker: vehicle events (read the inputs, derive, write; state cached)', bytes, (b) => deriveJob(readRows(b, wanted).sightings, true), eventRows);
+  measure('worker: vehicle events (read the inputs, derive, write; state cached)', bytes, (b) => deriveJob(readRows(b, DERIVE_PICK).sightings, true), eventRows);
+  // Picking the inputs, beyond reading the lines the worker reads anyway: alternated with the same reads
+  // without it, each job's result dropped at once as a worker drops it (kept, a hundred jobs' picked values
+  // would be garbage collection's work here, as they are not in a worker).
+  {
+    const withPick: number[] = [];
+    const without: number[] = [];
+    for (let r = 0; r < 9; r++) {
+      for (const [pick, out] of [[DERIVE_PICK, withPick], [undefined, without]] as const) {
+        const row: Array<[string, number]> = [];
+        measure('', bytes, (b) => readRows(b, pick).sightings.length, row);
+        out.push(row[0]![1]);
+      }
+    }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+    eventRows.push(['  of which picking the inputs (beyond the lines; medians of 9 alternated rounds)', median(withPick) - median(without)]);
+  }
   pushIndex = 0;
   measure('  of which derive + write (state cached, as while a vehicle stays with one process)', sighted, (x) => deriveJob(x, true), eventRows);
   pushIndex = 0;

@@ -21,7 +21,13 @@ if (!existsSync(other)) {
 }
 
 /** The rows compared: stages.ts prints each as `  <name>  <µs>`. */
-const ROWS = ['receiver: scan (bytes to rows, one pass)', 'receiver stages, scanning', 'worker stages'];
+const ROWS = [
+  'receiver: scan (bytes to rows, one pass)',
+  'receiver stages, scanning',
+  'worker stages',
+  'worker: vehicle events (read the inputs, derive, write; state cached)',
+  'of which derive + write (state cached, as while a vehicle stays with one process)',
+];
 
 function run(dir: string): number[] {
   const r = spawnSync('npx', ['tsx', 'test/bench/stages.ts', pushesArg], { cwd: dir, encoding: 'utf8' });

@@ -6,7 +6,7 @@ import { startStack, TOKEN, type Stack } from '../harness/stack.js';
 
 let stack: Stack;
 beforeAll(async () => {
-  stack = await startStack({ SHUTDOWN_GRACE: '10s', EVENTS: 'off' });
+  stack = await startStack({ SHUTDOWN_GRACE: '10s' });
 });
 afterAll(async () => stack?.stop());
 
@@ -29,14 +29,17 @@ it('SIGTERM on a receiver under load: it stops taking pushes, answers those in f
 
 it('SIGTERM on a worker in the middle of a write: it finishes the job before it exits', async () => {
   for (const p of stack.procs) await p.stop('SIGKILL');
-  const receiver = await stack.spawn('receiver');
+  // A queue of its own: the one job in it is this test's.
+  const queue = { QUEUE_NAME: `${stack.env.QUEUE_NAME!}-sigterm` };
+  const receiver = await stack.spawn('receiver', queue);
   const feed = await runFeed({ url: receiver.url, token: TOKEN, mode: 'bulk', bulkSize: 300, count: 300, rate: Infinity, seed: 22, keep: true });
   expect(feed.acknowledged).toBe(300);
-  const before = stack.influx.front.writesStarted();
+  // The write waited for is the job's (records), not one of vehicle events derived from an earlier test's.
+  const records = ['gps', 'can'];
+  const before = stack.influx.front.writesStarted(records);
   stack.influx.front.setWriteDelay(2_000);
-  // Without vehicle events, whose outbox writes could be the first write seen: the write waited for must be the job's.
-  const worker = await stack.spawn('worker', { EVENTS: 'off' });
-  await waitUntil(async () => stack.influx.front.writesStarted() > before, 10_000, 'the write under way');
+  const worker = await stack.spawn('worker', queue);
+  await waitUntil(async () => stack.influx.front.writesStarted(records) > before, 10_000, 'the write under way');
   expect(await worker.stop('SIGTERM')).toBe(0);
   stack.influx.front.setWriteDelay(0);
   // No other worker ran: the points are there because the stopping worker finished its job.

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { DERIVE_FIELDS, DEFAULT_DERIVE_OPTIONS, eventId, flush, ingest, newState, sessionId, tripId, type EventInput } from '../../src/ingest/events/derive.js';
+import { DEFAULT_DERIVE_OPTIONS, inputOf, eventId, flush, ingest, newState, sessionId, tripId, type EventInput } from '../../src/ingest/events/derive.js';
 import { runFeed } from '../../src/upstream/emulator/feed.js';
 import { waitUntil } from '../harness/service.js';
 import { startStack, TOKEN, type Stack } from '../harness/stack.js';
@@ -58,9 +58,8 @@ it('a worker killed with SIGKILL in the middle of a write: its job is taken agai
   const byVehicle = new Map<string, EventInput[]>();
   for (const rec of feed.records.acknowledged) {
     const data = rec.data as Record<string, number>;
-    const fields = Object.fromEntries(DERIVE_FIELDS.filter((f) => typeof data[f] === 'number').map((f) => [f, data[f]!]));
     const list = byVehicle.get(rec.vehicleno) ?? [];
-    list.push({ type: rec.type, time: data.time!, fields });
+    list.push(inputOf(rec.type, data.time!, data));
     byVehicle.set(rec.vehicleno, list);
   }
   const want = new Set<string>();

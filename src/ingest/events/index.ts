@@ -4,11 +4,10 @@ import type { Logger } from '../../log/index.js';
 import type { Metrics } from '../../metrics/index.js';
 import { sampleEvery, type Sampler } from '../../metrics/sampler.js';
 import type { RedisClient } from '../../redis/connect.js';
-import { WIRE_ID } from '../../telemetry/fields.js';
-import type { Sighting } from '../../telemetry/record.js';
+import type { FieldPick, Sighting } from '../../telemetry/record.js';
 import type { RedisKeys } from '../queue/keys.js';
 import type { PointSink } from '../write/sink.js';
-import { DERIVE_FIELDS, type Derived, type DeriveOptions, type DerivedEvent } from './derive.js';
+import { DERIVE_PICK, type Derived, type DeriveOptions, type DerivedEvent } from './derive.js';
 import { outboundOf, pointOf, startDispatch, type OutboxEntry } from './outbox.js';
 import { Lines } from '../write/lines.js';
 import { VehicleEvents } from './store.js';
@@ -20,8 +19,8 @@ import { sampleWebhookBacklog, startWebhookDelivery, WebhookOutbox, webhookRetry
  * dispatch of the outbox to InfluxDB and the webhook, and the webhook's deliveries.
  */
 export interface RunningEvents {
-  /** Wire ids of the fields derivation reads: a worker hands these in each sighting. */
-  wanted: Uint8Array;
+  /** The fields derivation reads: a worker hands their values in each sighting. */
+  pick: FieldPick;
   record(partition: number, sightings: readonly Sighting[]): Promise<void>;
   /** Silent / back (the fleet status job's changes): straight to InfluxDB and the webhook. */
   status(events: readonly DerivedEvent[]): Promise<void>;
@@ -39,16 +38,6 @@ export function deriveOptions(cfg: Config): DeriveOptions {
     chargingMinDurationMs: cfg.CHARGING_MIN_DURATION,
     idleMs: cfg.EVENTS_WINDOW,
   };
-}
-
-/** The wire ids of DERIVE_FIELDS, marked. */
-export function wantedFields(): Uint8Array {
-  const wanted = new Uint8Array(WIRE_ID.size);
-  for (const name of DERIVE_FIELDS) {
-    const id = WIRE_ID.get(name);
-    if (id !== undefined) wanted[id] = 1;
-  }
-  return wanted;
 }
 
 /** What a commit derived, counted once (a retried job derives nothing new). */
@@ -123,7 +112,7 @@ export function startEvents(
     : undefined;
 
   return {
-    wanted: wantedFields(),
+    pick: DERIVE_PICK,
     record: (partition, sightings) => store.record(partition, sightings),
     async status(events) {
       if (events.length === 0) return;

@@ -1,13 +1,11 @@
 import type { RedisClient } from '../../redis/connect.js';
+import { numberText } from '../../telemetry/numbers.js';
 import type { Sighting } from '../../telemetry/record.js';
 import {
   flush,
   ingest,
-  packPending,
   pendingCount,
   pendingScore,
-  restore,
-  serializeCommitted,
   stillPending,
   watermarkScore,
   type Derived,
@@ -16,6 +14,7 @@ import {
   type PendingRecord,
   type VehicleState,
 } from './derive.js';
+import { restore, writeCommitted, writePending } from './wire.js';
 
 /**
  * Per-vehicle derivation state in Redis, beside the vehicle's partition (its keys carry the partition's
@@ -67,11 +66,18 @@ return ''
 `;
 
 interface WithCommit {
-  telematicsEventsCommit(numKeys: number, ...keysAndArgs: string[]): Promise<string>;
+  telematicsEventsCommit(numKeys: number, ...keysAndArgs: Array<string | Buffer>): Promise<string>;
 }
 
 /** Tries before a job's derivation gives up to a retry of the job (other jobs kept changing its vehicles). */
-const ATTEMPTS = 8;
+const ATTEMPTS = 16;
+/**
+ * Before another try, a random wait up to this, doubled each try: processes that serve the same
+ * partition and read a state together would otherwise try again together (within a process a
+ * partition's derivations take turns, `inTurn`).
+ */
+const FIRST_BACKOFF_MS = 2;
+const MAX_BACKOFF_MS = 100;
 /**
  * Parsed states this process committed, by vehicle, with their version: the next job of a vehicle reads
  * the same version back and skips reading its pending records and the parse (a vehicle's jobs mostly go
@@ -80,8 +86,43 @@ const ATTEMPTS = 8;
  */
 const CACHED_MAX = 20_000;
 
+/** A job's sightings by vehicle, as derivation takes them (those read without its values are left out). */
+export function inputsByVehicle(sightings: readonly Sighting[]): Map<string, EventInput[]> {
+  const byVehicle = new Map<string, EventInput[]>();
+  for (const s of sightings) {
+    if (!isInput(s)) continue;
+    const list = byVehicle.get(s.vehicleno);
+    if (list === undefined) byVehicle.set(s.vehicleno, [s]);
+    else list.push(s);
+  }
+  return byVehicle;
+}
+
+const isInput = (s: Sighting): s is Sighting & EventInput => s.values !== undefined && s.at !== undefined;
+
+/**
+ * What the commit script is told of one vehicle after its derivation: its plate, the version its state
+ * was read at ('' none), its new committed part, the wall time it still holds pending records at ('':
+ * none), the watermark's score (pending records at or below it are removed), and the records `fresh`
+ * (those its derivation added) that are still pending, each as score and text.
+ */
+export function vehicleArgs(args: Array<string | Buffer>, vehicleno: string, version: number, state: VehicleState, fresh: readonly PendingRecord[], nowText: string): void {
+  const wm = watermarkScore(state);
+  const at = args.length;
+  args.push(vehicleno, version === 0 ? '' : String(version), writeCommitted(state, `${version + 1} `), pendingCount(state) > 0 ? nowText : '', wm === undefined ? '' : numberText(wm), '');
+  let adds = 0;
+  for (const r of fresh) {
+    if (!stillPending(state, r)) continue;
+    args.push(numberText(pendingScore(r)), writePending(r));
+    adds++;
+  }
+  args[at + 5] = String(adds);
+}
+
 export class VehicleEvents {
   private readonly cached = new Map<string, { version: number; state: VehicleState }>();
+  /** By partition: the end of this process's last derivation queued (`inTurn`). */
+  private readonly turns = new Map<number, Promise<void>>();
 
   constructor(
     private readonly redis: RedisClient,
@@ -93,17 +134,11 @@ export class VehicleEvents {
     redis.defineCommand('telematicsEventsCommit', { lua: COMMIT_SCRIPT });
   }
 
-  /** Derives from one job's records of `partition` (their sightings, with the fields derivation reads). */
+  /** Derives from one job's records of `partition` (their sightings, with the values derivation reads). */
   async record(partition: number, sightings: readonly Sighting[], now = Date.now()): Promise<void> {
-    const byVehicle = new Map<string, EventInput[]>();
-    for (const s of sightings) {
-      if (s.fields === undefined) continue;
-      let list = byVehicle.get(s.vehicleno);
-      if (list === undefined) byVehicle.set(s.vehicleno, (list = []));
-      list.push({ type: s.type, time: s.time, fields: s.fields });
-    }
+    const byVehicle = inputsByVehicle(sightings);
     if (byVehicle.size === 0) return;
-    await this.commit(partition, [...byVehicle.keys()], (vehicleno, state, added) => ingest(vehicleno, state, byVehicle.get(vehicleno)!, now, this.opts, added), now);
+    await this.inTurn(partition, () => this.commit(partition, [...byVehicle.keys()], (vehicleno, state, added) => ingest(vehicleno, state, byVehicle.get(vehicleno)!, now, this.opts, added), now));
   }
 
   /** Commits what vehicles of `partition` that stopped sending still hold pending (the window in wall time). */
@@ -111,22 +146,42 @@ export class VehicleEvents {
     const keys = this.partitions[partition]!;
     const idle = await this.redis.zrangebyscore(keys.pending, '-inf', now - this.opts.idleMs, 'LIMIT', 0, 500);
     if (idle.length === 0) return 0;
-    await this.commit(partition, idle, (vehicleno, state) => flush(vehicleno, state, now, this.opts), now);
+    await this.inTurn(partition, () => this.commit(partition, idle, (vehicleno, state) => flush(vehicleno, state, now, this.opts), now));
     return idle.length;
+  }
+
+  /**
+   * Runs `step` after this process's earlier derivations of `partition`. A partition's jobs share its
+   * vehicles: run side by side (WORKER_CONCURRENCY), their commits would conflict on the same states and
+   * derive again, over and over while jobs keep coming. Only the derivation waits its turn, a Redis
+   * round trip or two a job; the jobs' writes to InfluxDB still overlap.
+   */
+  private inTurn<T>(partition: number, step: () => Promise<T>): Promise<T> {
+    const run = (this.turns.get(partition) ?? Promise.resolve()).then(step);
+    const settled = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.turns.set(partition, settled);
+    void settled.then(() => {
+      if (this.turns.get(partition) === settled) this.turns.delete(partition);
+    });
+    return run;
   }
 
   /** The states of `vehicles`: from this process's cache where Redis still holds that version, else read and parsed. */
   private async states(keys: PartitionKeys, vehicles: readonly string[]): Promise<Array<{ version: number; state: VehicleState }>> {
-    const stored = await this.redis.hmget(keys.state, ...vehicles);
+    const stored = await this.redis.hmgetBuffer(keys.state, ...vehicles);
     const out: Array<{ version: number; state: VehicleState } | undefined> = [];
     const misses: number[] = [];
+    const versionOf = (b: Buffer): number => Number(b.toString('latin1', 0, b.indexOf(0x20)));
     vehicles.forEach((vehicleno, i) => {
-      const text = stored[i];
-      if (!text) {
+      const b = stored[i];
+      if (!b) {
         out.push({ version: 0, state: restore(undefined, []) });
         return;
       }
-      const version = Number(text.slice(0, text.indexOf(' ')));
+      const version = versionOf(b);
       const hit = this.cached.get(vehicleno);
       if (hit !== undefined && hit.version === version) out.push(hit);
       else {
@@ -136,14 +191,13 @@ export class VehicleEvents {
     });
     if (misses.length > 0) {
       const pipeline = this.redis.pipeline();
-      for (const i of misses) pipeline.zrange(keys.records(vehicles[i]!), 0, -1);
+      for (const i of misses) pipeline.zrangeBuffer(keys.records(vehicles[i]!), 0, -1);
       const read = (await pipeline.exec()) ?? [];
       misses.forEach((i, j) => {
         const [err, members] = read[j] ?? [new Error('no answer')];
         if (err) throw err;
-        const text = stored[i]!;
-        const space = text.indexOf(' ');
-        out[i] = { version: Number(text.slice(0, space)), state: restore(text.slice(space + 1), members as string[]) };
+        const b = stored[i]!;
+        out[i] = { version: versionOf(b), state: restore(b.subarray(b.indexOf(0x20) + 1), members as Buffer[]) };
       });
     }
     return out as Array<{ version: number; state: VehicleState }>;
@@ -159,7 +213,8 @@ export class VehicleEvents {
     const keys = this.partitions[partition]!;
     for (let attempt = 1; ; attempt++) {
       const read = await this.states(keys, vehicles);
-      const args: string[] = [String(vehicles.length)];
+      const args: Array<string | Buffer> = [String(vehicles.length)];
+      const nowText = numberText(now);
       const entries: string[] = [];
       const derived: Derived[] = [];
       vehicles.forEach((vehicleno, i) => {
@@ -169,10 +224,7 @@ export class VehicleEvents {
         const fresh: PendingRecord[] = [];
         const d = step(vehicleno, state, fresh);
         derived.push(d);
-        const added = fresh.filter((r) => stillPending(state, r));
-        const wm = watermarkScore(state);
-        args.push(vehicleno, version === 0 ? '' : String(version), `${version + 1} ${serializeCommitted(state)}`, pendingCount(state) > 0 ? String(now) : '', wm === undefined ? '' : String(wm), String(added.length));
-        for (const r of added) args.push(String(pendingScore(r)), packPending(r));
+        vehicleArgs(args, vehicleno, version, state, fresh, nowText);
         for (const e of d.events) entries.push(JSON.stringify({ kind: 'event', ...e }));
         for (const t of d.trips) entries.push(JSON.stringify({ kind: 'trip', ...t }));
         for (const c of d.sessions) entries.push(JSON.stringify({ kind: 'charging', ...c }));
@@ -186,6 +238,7 @@ export class VehicleEvents {
         return;
       }
       if (attempt >= ATTEMPTS) throw new Error(`vehicle events: the state of ${conflict} kept changing under this job; the job is retried`);
+      await new Promise((r) => setTimeout(r, Math.random() * Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** (attempt - 1))));
     }
   }
 }

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { flattenRecords, type FlattenOptions } from './flatten.js';
 import { PointRows, readRows, recordsOf, rowsOf, writeRecord } from './points.js';
 import { fieldNames } from '../../telemetry/fields.js';
-import { sightingOf, type TelemetryRecord } from '../../telemetry/record.js';
+import { fieldPick, sightingOf, type TelemetryRecord } from '../../telemetry/record.js';
 import { mulberry32 } from '../../upstream/emulator/prng.js';
 const CAN_FIELDS = fieldNames('can');
 const GPS_FIELDS = fieldNames('gps');
@@ -15,6 +15,8 @@ const GPS_FIELDS = fieldNames('gps');
  */
 const NAMES = [...GPS_FIELDS, ...CAN_FIELDS, 'cell_temperature_00', 'cell_temperature_07', 'cell_temperature_99', 'x_cell_temperature_01', 'new_param', 'zz9'];
 const PLATES = ['KA01AB1234', 'a b,c=d"e\\f', 'Ünïcødé 😀', 'x=y', ' lead', 'trail ', 'semi;colon:x'];
+/** Fields of both types, a position among them. */
+const PICK = fieldPick(['soc', 'lat', 'speed', 'alert_short_circuit', 'lng', 'current']);
 const VALUES = [-40, -40.5, 0, -0, 1, 2, 3, 6, 7, 25.5, 1e21, 5e-324, 0.1 + 0.2, -1.5e-7, 123456789012345680000];
 
 /** A line with its fields in name order, so lines that differ only in field order compare equal. */
@@ -51,6 +53,13 @@ describe('points as a job carries them (rows)', () => {
         expect(read.emptyRecords).toBe(want.emptyRecords);
         expect(rows.dropped.reduce((a, b) => a + b, 0)).toBe(want.droppedFields);
         expect(read.sightings).toEqual(records.map(sightingOf).map((s) => ({ ...s, ...(s.lat === undefined ? {} : { lat: s.lat + 0, lng: s.lng! + 0 }) })));
+        // With a pick, each sighting carries the picked fields' values (NaN where the record had none; -0 is written 0).
+        const picked = readRows(rows.buf.subarray(0, rows.len), PICK).sightings;
+        records.forEach((r, i) => {
+          const s = picked[i]!;
+          const got = PICK.names.map((_, j) => s.values![s.at! + j]!);
+          expect(got).toEqual(PICK.names.map((name) => (Object.hasOwn(r.fields, name) ? r.fields[name]! + 0 : NaN)));
+        });
         // The records behind the rows: their fields less the unused sensors, every value the same double (-0 is written 0).
         const back = recordsOf(rows);
         expect(back.length).toBe(records.length);

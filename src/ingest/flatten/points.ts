@@ -1,4 +1,4 @@
-import type { Sighting, TelemetryRecord } from '../../telemetry/record.js';
+import { pickedValues, type FieldPick, type Sighting, type TelemetryRecord } from '../../telemetry/record.js';
 import { FIELD_DICTIONARY, TYPES, typeOf, typeOfRow, WIRE_ID, type RecordTypeInfo } from '../../telemetry/fields.js';
 import { formatFloat, TAG_ESCAPED } from '../../telemetry/lineProtocol.js';
 import { decimalAt } from '../../telemetry/numbers.js';
@@ -393,9 +393,9 @@ export function unescapeTag(tag: string): string {
 
 /**
  * Every line of a job's rows, by copying bytes; with the records' sightings for the fleet, and in
- * them the fields whose wire ids `wanted` marks (what the vehicle events read).
+ * them the values of the fields `pick` names (what the vehicle events read).
  */
-export function readRows(b: Buffer, wanted?: Uint8Array): ReadPoints {
+export function readRows(b: Buffer, pick?: FieldPick): ReadPoints {
   const out: ReadPoints = { lines: Lines.EMPTY, sources: [], measurements: [], records: 0, emptyRecords: 0, sightings: [] };
   // A line is about four times its row (the names are spelled out); put() grows it when not.
   scratch = Buffer.allocUnsafe(Math.max(16_384, 4 * b.length));
@@ -406,11 +406,15 @@ export function readRows(b: Buffer, wanted?: Uint8Array): ReadPoints {
   let record = -1;
   let tagFrom = 0, tagTo = 0, timeFrom = 0, timeTo = 0;
   let lat: [number, number] | undefined, lng: [number, number] | undefined;
-  let picked: Record<string, number> | undefined;
+  // Picked values: one array for the job, a record's slots from `base` (grown as records come).
+  const slots = pick?.slots;
+  const size = pick?.names.length ?? 0;
+  let values = pick === undefined ? undefined : pickedValues(pick, 64);
+  let base = 0;
   const position = (i: number, from: number, to: number) => {
     if (i === LAT) lat = [from, to];
     else if (i === LNG) lng = [from, to];
-    if (wanted !== undefined && wanted[i] === 1) (picked ??= Object.create(null) as Record<string, number>)[FIELD_DICTIONARY[i]!] = decimalAt(b, from, to);
+    if (slots !== undefined && slots[i]! > 0) values![base + slots[i]! - 1] = decimalAt(b, from, to);
   };
   while (p < end) {
     const r = parseRow(b, p, end);
@@ -426,12 +430,17 @@ export function readRows(b: Buffer, wanted?: Uint8Array): ReadPoints {
     put(m, 0, m.length);
     put(b, tagFrom, tagTo);
     putByte(SPACE);
-    lat = lng = picked = undefined;
+    lat = lng = undefined;
     const type = typeOfRow(r.kind);
+    if (values !== undefined && type !== undefined && base + size > values.length) {
+      const more = pickedValues(pick!, (values.length / size) * 2);
+      more.set(values);
+      values = more;
+    }
     const pos = POSITION[r.kind];
     const positioned = pos !== undefined && pos[0] >= 0;
     [LAT, LNG] = positioned ? pos : NO_POSITION;
-    const fields = putFields(b, r, r.kind === ROW_PACK ? PACK_KEY_BYTES : KEY_BYTES, positioned || (wanted !== undefined && type !== undefined) ? position : undefined);
+    const fields = putFields(b, r, r.kind === ROW_PACK ? PACK_KEY_BYTES : KEY_BYTES, positioned || (values !== undefined && type !== undefined) ? position : undefined);
     if (type !== undefined) {
       const tag = b.toString('utf8', tagFrom, tagTo);
       const s: Sighting = { vehicleno: remembered(platesByTag, tag, unescapeTag), type: type.name, time: Number(b.toString('latin1', timeFrom, timeTo)) };
@@ -439,7 +448,10 @@ export function readRows(b: Buffer, wanted?: Uint8Array): ReadPoints {
         s.lat = Number(b.toString('latin1', lat[0], lat[1]));
         s.lng = Number(b.toString('latin1', lng[0], lng[1]));
       }
-      if (wanted !== undefined) s.fields = picked ?? {};
+      if (values !== undefined) {
+        s.at = base;
+        base += size;
+      }
       out.sightings.push(s);
     }
     if (fields === 0) {
@@ -457,6 +469,8 @@ export function readRows(b: Buffer, wanted?: Uint8Array): ReadPoints {
   }
   out.records = record + 1;
   out.lines = Lines.from(scratch.subarray(0, at), ends);
+  // Every sighting's values: the array they share, final once no record will grow it.
+  if (values !== undefined) for (const s of out.sightings) s.values = values;
   return out;
 }
 

@@ -65,7 +65,7 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
           await fleet.record(partition, records);
           await events?.record(partition, records);
         },
-        ...(events ? { wanted: events.wanted } : {}),
+        ...(events ? { pick: events.pick } : {}),
         log,
         metrics,
         skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK,

@@ -3,7 +3,7 @@ import type { RedisClient } from '../../redis/connect.js';
 import type { Logger } from '../../log/index.js';
 import type { Metrics } from '../../metrics/index.js';
 import type { PointSink } from '../write/sink.js';
-import type { Sighting } from '../../telemetry/record.js';
+import type { FieldPick, Sighting } from '../../telemetry/record.js';
 import type { FlattenOptions } from '../flatten/flatten.js';
 import { retryDelay, type RetryPolicy } from '../queue/retry.js';
 import type { DeferReason, Reads } from '../queue/formats.js';
@@ -27,8 +27,8 @@ export interface WorkerOptions {
   sink: PointSink;
   /** Told each job's records once the store holds them (the fleet's last-seen state). */
   written?: (records: readonly Sighting[]) => Promise<void>;
-  /** Wire ids of the fields `written` is told (the vehicle events' inputs). */
-  wanted?: Uint8Array;
+  /** The fields whose values `written` is told (the vehicle events' inputs). */
+  pick?: FieldPick;
   log: Logger;
   metrics?: Metrics | undefined;
   skipVersionCheck?: boolean;
@@ -55,7 +55,7 @@ export function startWorker(redis: RedisClient, opts: WorkerOptions): RunningWor
     flatten: opts.flatten,
     retrySpanMs: opts.retry.spanMs,
     ...(opts.written ? { written: opts.written } : {}),
-    ...(opts.wanted ? { wanted: opts.wanted } : {}),
+    ...(opts.pick ? { pick: opts.pick } : {}),
     ...(opts.reads ? { reads: opts.reads } : {}),
     deferred: (why) => {
       opts.metrics?.jobsDeferred.inc({ reason: why.reason });

@@ -2,11 +2,10 @@ import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import { decodeJob, jobRows } from '../queue/codec.js';
 import { THIS_RELEASE, unreadable, type Reads, type Unreadable } from '../queue/formats.js';
 import { quarantineEntry, type NewQuarantineEntry } from '../queue/quarantine.js';
-import { asPushRecord, sightingOf, type Sighting, type TelemetryRecord } from '../../telemetry/record.js';
+import { asPushRecord, pickedValues, sightingOf, type FieldPick, type Sighting, type TelemetryRecord } from '../../telemetry/record.js';
 import { flattenRecords, type FlattenOptions } from '../flatten/flatten.js';
 import { readRows, recordsOfRows, type ReadPoints } from '../flatten/points.js';
 import { Lines } from '../write/lines.js';
-import { WIRE_ID } from '../../telemetry/fields.js';
 import { PartialWriteError, type PointSink, type RefusedLine } from '../write/sink.js';
 
 export interface ProcessResult {
@@ -27,8 +26,8 @@ export interface ProcessorOptions {
   quarantine: (entries: NewQuarantineEntry[]) => Promise<void>;
   /** Told the job's records once the store holds them (the fleet's last-seen state); a throw retries the job. */
   written?: (records: readonly Sighting[]) => Promise<void>;
-  /** Wire ids of the fields `written` is told in each sighting (the vehicle events' inputs); none when unset. */
-  wanted?: Uint8Array;
+  /** The fields `written` is told the values of in each sighting (the vehicle events' inputs); none when unset. */
+  pick?: FieldPick;
   /** The job formats this worker reads (queue/formats.ts); this release's when unset. */
   reads?: Reads;
   /** Told of each job left for a worker that reads it. */
@@ -66,7 +65,7 @@ export function createProcessor(opts: ProcessorOptions): (job: Job, token?: stri
     }
     const rows = jobRows(job.data);
     // A job of an older release holds records, flattened here; a v3 job's points were flattened by the receiver.
-    const batch: ReadPoints & { dropped?: number } = rows ? readRows(rows, opts.wanted) : pointsOf(decodeJob(job.data), opts.flatten, opts.wanted);
+    const batch: ReadPoints & { dropped?: number } = rows ? readRows(rows, opts.pick) : pointsOf(decodeJob(job.data), opts.flatten, opts.pick);
     const d = (job.data as { d?: unknown }).d;
     const droppedFields = batch.dropped ?? (typeof d === 'number' ? d : 0);
     let refused: readonly RefusedLine[] = [];
@@ -106,17 +105,24 @@ export function createProcessor(opts: ProcessorOptions): (job: Job, token?: stri
 }
 
 /** The points of an older job's records, as a v3 job's rows would give them. */
-function pointsOf(records: readonly TelemetryRecord[], flatten: FlattenOptions, wanted?: Uint8Array): ReadPoints & { dropped: number } {
+function pointsOf(records: readonly TelemetryRecord[], flatten: FlattenOptions, pick?: FieldPick): ReadPoints & { dropped: number } {
   const f = flattenRecords(records, flatten);
+  const values = pick === undefined ? undefined : pickedValues(pick, records.length);
   return {
     lines: Lines.of(f.lines),
     sources: f.sources,
     measurements: f.lines.map((line) => line.slice(0, line.indexOf(','))),
     records: records.length,
     emptyRecords: f.emptyRecords,
-    sightings: records.map((r) => {
+    sightings: records.map((r, i) => {
       const s = sightingOf(r);
-      if (wanted !== undefined) s.fields = Object.fromEntries(Object.entries(r.fields).filter(([k]) => wanted[WIRE_ID.get(k) ?? -1] === 1));
+      if (pick !== undefined && values !== undefined) {
+        s.values = values;
+        s.at = i * pick.names.length;
+        pick.names.forEach((name, j) => {
+          if (Object.hasOwn(r.fields, name)) values[s.at! + j] = r.fields[name]!;
+        });
+      }
       return s;
     }),
     dropped: f.droppedFields,

@@ -1,0 +1,65 @@
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { pickedValues, type Sighting } from '../../telemetry/record.js';
+import { DEFAULT_DERIVE_OPTIONS, DERIVE_FIELDS, DERIVE_PICK, type Derived } from './derive.js';
+import { VehicleEvents, type PartitionKeys } from './store.js';
+
+let redis: Redis;
+beforeAll(() => {
+  redis = new Redis(inject('redisUrl'), { maxRetriesPerRequest: 1 });
+});
+afterAll(() => redis?.disconnect());
+
+const T0 = Date.UTC(2026, 0, 5, 8, 0, 0);
+const VEHICLES = Array.from({ length: 20 }, (_, i) => `KA01AB${String(1000 + i)}`);
+
+function keysOf(prefix: string): PartitionKeys[] {
+  return [{ state: `${prefix}:state`, outbox: `${prefix}:outbox`, pending: `${prefix}:pending`, records: (v) => `${prefix}:records:${v}` }];
+}
+
+/** Job j: one CAN record of every vehicle at second j, its alarm flag flapping every 10 s. */
+function job(j: number): Sighting[] {
+  const values = pickedValues(DERIVE_PICK, VEHICLES.length);
+  const size = DERIVE_FIELDS.length;
+  const slot = (name: string) => {
+    const i = DERIVE_FIELDS.indexOf(name);
+    if (i < 0) throw new Error(`derivation reads no ${name}`);
+    return i;
+  };
+  return VEHICLES.map((vehicleno, i) => {
+    values[i * size + slot('soc')] = 80 - j / 100;
+    values[i * size + slot('alert_short_circuit')] = Math.floor(j / 10) % 2;
+    return { vehicleno, type: 'can', time: T0 + j * 1000, values, at: i * size };
+  });
+}
+
+describe('vehicle events in Redis', () => {
+  it('many jobs of the same vehicles at once, in one process and in two, all commit: each transition once, none refused as "kept changing"', async () => {
+    const prefix = `ev-${randomUUID()}`;
+    const derived: Derived[] = [];
+    // A window over all 60 s: jobs run in any order, so no record may be late here.
+    const opts = { ...DEFAULT_DERIVE_OPTIONS, windowMs: 120_000, idleMs: 5_000 };
+    // Two processes serving the one partition, each running 12 jobs of the same 20 vehicles at once.
+    const a = new VehicleEvents(redis, keysOf(prefix), opts, (d) => derived.push(...d));
+    const b = new VehicleEvents(redis, keysOf(prefix), opts, (d) => derived.push(...d));
+    const jobs = Array.from({ length: 60 }, (_, j) => job(j));
+    const results = await Promise.allSettled(jobs.map((sightings, j) => (j % 2 === 0 ? a : b).record(0, sightings, T0 + 100_000)));
+    expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
+    // Everything pending committed once the vehicles fall quiet.
+    while ((await a.sweep(0, T0 + 200_000)) > 0);
+    expect(derived.reduce((n, d) => n + d.late, 0)).toBe(0);
+    const events = derived.flatMap((d) => d.events);
+    // Flags at 0 for 0–9 s, 1 for 10–19, …: raised at 10, 30, 50 s, cleared at 20, 40 s, for each vehicle, once.
+    for (const v of VEHICLES) {
+      expect(events.filter((e) => e.vehicleno === v).map((e) => `${e.event}@${(e.time - T0) / 1000}`)).toEqual([
+        'alert_short_circuit_raised@10',
+        'alert_short_circuit_cleared@20',
+        'alert_short_circuit_raised@30',
+        'alert_short_circuit_cleared@40',
+        'alert_short_circuit_raised@50',
+      ]);
+    }
+    expect(await redis.xlen(`${prefix}:outbox`)).toBe(events.length);
+  });
+});
