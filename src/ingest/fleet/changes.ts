@@ -51,6 +51,9 @@ export async function writeStatusChanges(
 ): Promise<StatusChanges> {
   const lines: string[] = [];
   const changes: StatusEvent[] = [];
+  // One `back` a vehicle, for the longest silence it ended: a return ends every threshold's silence at
+  // the same record, and events are one a (vehicle, event, time).
+  const backs = new Map<string, StatusEvent>();
   const apply: Array<() => Promise<unknown>> = [];
   const result: StatusChanges = { wentSilent: {}, cameBack: {}, known: 0, silent: {} };
   const counts = await fleet.counts(now, thresholds.map((t) => t.ms));
@@ -76,7 +79,8 @@ export async function writeStatusChanges(
           if (seen[i] === null || seen[i] === undefined) return;
           lines.push(formatLine(STATUS_MEASUREMENT, { after: t.label, vehicleno: v }, { silent: 0, last_seen: Number(seen[i]) }, now));
           // At the record that ended the silence.
-          changes.push({ vehicleno: v, event: 'back', time: Number(seen[i]), value: 0, fields: { after_s: t.ms / 1000, last_seen: Number(seen[i]) } });
+          const known = backs.get(v);
+          if (known === undefined || known.fields.after_s! < t.ms / 1000) backs.set(v, { vehicleno: v, event: 'back', time: Number(seen[i]), value: 0, fields: { after_s: t.ms / 1000, last_seen: Number(seen[i]) } });
         });
       }
       result.wentSilent[t.label] = (result.wentSilent[t.label] ?? 0) + went.length;
@@ -89,6 +93,7 @@ export async function writeStatusChanges(
     result.silent[t.label] = counts.silent[i]!;
     lines.push(formatLine(COUNTS_MEASUREMENT, { after: t.label }, { vehicles: counts.known, silent: counts.silent[i]!, reporting: counts.known - counts.silent[i]! }, now));
   });
+  changes.push(...backs.values());
   await sink.write(Lines.of(lines));
   if (changes.length > 0) await events?.(changes);
   for (const a of apply) await a();

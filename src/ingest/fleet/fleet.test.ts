@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { influxQL } from '../../devstack/influxd.js';
 import type { Sighting } from '../../telemetry/record.js';
 import { InfluxSink } from '../write/influx.js';
-import { writeStatusChanges, type SilentAfter } from './changes.js';
+import { writeStatusChanges, type SilentAfter, type StatusEvent } from './changes.js';
 import { FleetState, fleetKeys } from './state.js';
 
 const HOUR = 3_600_000;
@@ -116,6 +116,23 @@ describe('status points in InfluxDB', () => {
     expect(counts.map((r) => [r.after, r.vehicles, r.silent, r.reporting])).toEqual([
       ['15m', 3, 1, 2],
       ['1h', 3, 1, 2],
+    ]);
+  });
+
+  it('tells each crossing as a silent event at the instant it happened, and a return as one back event, for the longest silence it ended', async () => {
+    const fleet = fresh(1);
+    const at = (h: number) => T0 + h * HOUR;
+    await fleet.record(0, [gps('E', at(1))]);
+    const told: StatusEvent[] = [];
+    const events = async (e: StatusEvent[]) => void told.push(...e);
+    await writeStatusChanges(fleet, sink, THRESHOLDS, at(1.5), events);
+    await writeStatusChanges(fleet, sink, THRESHOLDS, at(2.5), events);
+    await fleet.record(0, [gps('E', at(2.75))]);
+    await writeStatusChanges(fleet, sink, THRESHOLDS, at(3), events);
+    expect(told.map((e) => [e.event, e.time, e.fields.after_s])).toEqual([
+      ['silent', at(1) + 15 * 60_000, 900],
+      ['silent', at(2), 3600],
+      ['back', at(2.75), 3600],
     ]);
   });
 
