@@ -10,6 +10,12 @@ export const opt = (name: string, dflt: number): number => {
   return i >= 0 ? Number(argv[i + 1]) : dflt;
 };
 
+/** `--ab <git ref>`: a build of that ref beside this tree's, alternated with it round by round (ab.ts). */
+export const AB_REF: string | undefined = (() => {
+  const i = argv.indexOf('--ab');
+  return i >= 0 ? argv[i + 1] : undefined;
+})();
+
 /** `--env A=1,B=2`: settings for the service processes. */
 export const settingsArg = (): Record<string, string> => {
   const i = argv.indexOf('--env');
@@ -33,6 +39,8 @@ export const P = {
   bulkConcurrency: opt('bulk-concurrency', 4),
   bulkSize: opt('bulk-size', 1_000),
   realtimeRecords: opt('realtime-records', SMOKE ? 300 : 60_000),
+  /** With --ab: rounds of the realtime phase, each this build and the ref's in turns. */
+  realtimeRounds: opt('realtime-rounds', 3),
   senders: opt('senders', SMOKE ? 16 : 64),
   acceptMs: opt('accept-ms', SMOKE ? 300 : 5_000),
   acceptWarmupMs: opt('accept-warmup-ms', SMOKE ? 200 : 5_000),

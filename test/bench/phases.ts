@@ -10,6 +10,7 @@ import { CEILING_DB, DB, opt, P, QUEUE } from './options.js';
 import { checkAll2xx, log, now, pct, probeVisibility, redisUsedMemory, sleep, waitForPoints } from './points.js';
 import type { Loader, Proc } from './procs.js';
 import { fmt, ratio, type Latency, type Measured } from './report.js';
+import { median } from './ab.js';
 
 export interface Bench {
   /** InfluxDB's own address, for reads. */
@@ -19,6 +20,8 @@ export interface Bench {
   meter: CpuMeter;
   m: Measured;
   receiver: Proc;
+  /** With `--ab <ref>`: a receiver of that ref's build, on the same Redis and queue, for the A/B rounds. */
+  refReceiver?: Proc;
   /** The receiver's Prometheus metrics. */
   receiverMetrics: string;
   /** The service's push targets and the front's write target, by database. */
@@ -27,6 +30,8 @@ export interface Bench {
   frontTarget(db: string): Target;
   /** Spawns a process of the bench (tracked, stopped at the end). */
   spawn(name: string, which: 'ingest' | 'bare', args: string[]): Promise<Proc>;
+  /** With `--ab <ref>`: a process of the ref's build, with the ref's own queue (its receiver's jobs go to its workers). */
+  spawnRef?: (name: string, args: string[]) => Promise<Proc>;
   stop(p: Proc): Promise<void>;
   /** Record indices handed to the service so far, in DB. */
   next: number;
@@ -65,14 +70,21 @@ export async function acceptPhase(b: Bench): Promise<void> {
   };
   // Rounds alternate bare and receiver, so a slow spell of a shared machine hits both sides of a
   // round's ratio rather than one side of the only one; the median round is reported.
-  log(`accept rate: ${P.senders} senders, ${P.acceptRounds} rounds of ${P.acceptMs} ms each, bare Hono then receiver`);
+  const ref = b.refReceiver;
+  log(`accept rate: ${P.senders} senders, ${P.acceptRounds} rounds of ${P.acceptMs} ms each, bare Hono then receiver${ref ? ' then the ref\'s receiver (the two swap places every other round)' : ''}`);
   await accept(bare.url, false, P.acceptWarmupMs);
   await accept(b.receiver.url, true, P.acceptWarmupMs);
+  if (ref) await accept(ref.url, true, P.acceptWarmupMs);
   for (let i = 0; i < P.acceptRounds; i++) {
     const bareRate = await accept(bare.url, false, P.acceptMs, `accept: bare Hono, round ${i + 1}`);
+    // With a ref, this build and the ref's take turns going second, so neither always follows the bare endpoint.
+    const refFirst = ref !== undefined && i % 2 === 1;
+    const refRate = refFirst ? await accept(ref.url, true, P.acceptMs, `accept: ref's receiver, round ${i + 1}`) : undefined;
     const receiverRate = await accept(b.receiver.url, true, P.acceptMs, `accept: receiver, round ${i + 1}`);
-    b.m.acceptRounds.push({ bare: bareRate, receiver: receiverRate });
-    log(`round ${i + 1}: bare ${fmt(bareRate)} req/s, receiver ${fmt(receiverRate)} req/s, ${ratio(receiverRate, bareRate)}`);
+    const refAfter = ref !== undefined && !refFirst ? await accept(ref.url, true, P.acceptMs, `accept: ref's receiver, round ${i + 1}`) : undefined;
+    const refRound = refRate ?? refAfter;
+    b.m.acceptRounds.push({ bare: bareRate, receiver: receiverRate, ...(refRound !== undefined ? { ref: refRound } : {}) });
+    log(`round ${i + 1}: bare ${fmt(bareRate)} req/s, receiver ${fmt(receiverRate)} req/s, ${ratio(receiverRate, bareRate)}${refRound !== undefined ? `; ref ${fmt(refRound)} req/s, ${ratio(refRound, bareRate)}; this / ref ${(receiverRate / refRound).toFixed(3)}` : ''}`);
   }
   await b.stop(bare);
 }
@@ -98,6 +110,7 @@ export async function memoryPhase(b: Bench): Promise<void> {
 export async function startWorkers(b: Bench): Promise<Proc[]> {
   const workers: Proc[] = [];
   for (let i = 0; i < P.workers; i++) workers.push(await b.spawn(`worker${P.workers > 1 ? i + 1 : ''}`, 'ingest', ['worker']));
+  if (b.spawnRef) for (let i = 0; i < P.workers; i++) workers.push(await b.spawnRef(`worker (ref)${P.workers > 1 ? ` ${i + 1}` : ''}`, ['worker']));
   if (b.delivered > 0) {
     log(`draining ${b.delivered} queued records`);
     await measure(b, 'drain', () => b.delivered, () => waitForPoints(b.raw, DB, 0, b.next, b.delivered, 200));
@@ -158,17 +171,39 @@ async function jobsByPayload(b: Bench): Promise<{ text: number; deflated: number
 
 /** (2b) End to end, realtime single records from many senders. */
 export async function realtimePhase(b: Bench): Promise<void> {
-  const rtFrom = b.next;
   log(`end-to-end realtime: ${P.realtimeRecords} single records, ${P.senders} senders`);
-  await measure(b, 'realtime', () => P.realtimeRecords, async (ready) => {
-    const rtRun = await load(b, { op: 'realtime', target: b.realtimeTarget(b.receiver.url), kind: 'mixed', from: rtFrom, count: P.realtimeRecords, connections: P.senders }, ready);
-    checkAll2xx('realtime', rtRun);
-    b.next += P.realtimeRecords;
-    b.delivered += rtRun.records;
-    const rtEnd = await waitForPoints(b.raw, DB, rtFrom, b.next, P.realtimeRecords);
-    b.m.rtRate = P.realtimeRecords / ((rtEnd - rtRun.start) / 1000);
-    log(`realtime ${fmt(b.m.rtRate)} records/s end to end (accepted at ${fmt(P.realtimeRecords / ((rtRun.end - rtRun.start) / 1000))}/s)`);
-  });
+  const run = (receiver: Proc, phase: string) =>
+    measure(b, phase, () => P.realtimeRecords, async (ready) => {
+      const rtFrom = b.next;
+      b.next += P.realtimeRecords;
+      const rtRun = await load(b, { op: 'realtime', target: b.realtimeTarget(receiver.url), kind: 'mixed', from: rtFrom, count: P.realtimeRecords, connections: P.senders }, ready);
+      checkAll2xx(phase, rtRun);
+      b.delivered += rtRun.records;
+      const rtEnd = await waitForPoints(b.raw, DB, rtFrom, rtFrom + P.realtimeRecords, P.realtimeRecords);
+      const rate = P.realtimeRecords / ((rtEnd - rtRun.start) / 1000);
+      log(`${phase}: ${fmt(rate)} records/s end to end (accepted at ${fmt(P.realtimeRecords / ((rtRun.end - rtRun.start) / 1000))}/s)`);
+      return rate;
+    });
+  const ref = b.refReceiver;
+  if (!ref) {
+    b.m.rtRate = await run(b.receiver, 'realtime');
+    return;
+  }
+  // A/B: rounds of the bare endpoint's accept rate, then this build and the ref's end to end, in turns.
+  const bare = await b.spawn('bare Hono', 'bare', []);
+  for (let i = 0; i < P.realtimeRounds; i++) {
+    const bareRun = await load(b, { op: 'realtime', target: b.realtimeTarget(bare.url), kind: 'mixed', count: 10_000_000, connections: P.senders, from: 60_000_000 + i * 10_000_000, durationMs: P.acceptMs });
+    checkAll2xx(`realtime A/B: bare Hono, round ${i + 1}`, bareRun);
+    const bareRate = bareRun.requests / ((bareRun.end - bareRun.start) / 1000);
+    const refFirst = i % 2 === 1;
+    const refRate = refFirst ? await run(ref, `realtime (ref), round ${i + 1}`) : undefined;
+    const thisRate = await run(b.receiver, `realtime, round ${i + 1}`);
+    const refRound = refRate ?? (await run(ref, `realtime (ref), round ${i + 1}`));
+    b.m.rtRounds.push({ bare: bareRate, receiver: thisRate, ref: refRound });
+    log(`realtime A/B round ${i + 1}: bare ${fmt(bareRate)} req/s; this ${fmt(thisRate)} records/s (${ratio(thisRate, bareRate)}), ref ${fmt(refRound)} (${ratio(refRound, bareRate)}); this / ref ${(thisRate / refRound).toFixed(3)}`);
+  }
+  await b.stop(bare);
+  b.m.rtRate = median(b.m.rtRounds.map((r) => r.receiver));
 }
 
 /** (4) Push → queryable latency at `rate`, open loop: realtime records, or bulk deliveries of 1000. */

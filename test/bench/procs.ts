@@ -41,16 +41,18 @@ function rssOf(pid: number | undefined): { now: number; peak: number } {
  * Compiles the service (and the bare endpoint) with tsc, as `npm start` runs it, into a private
  * folder, so the benchmark measures the JavaScript operators run rather than tsx's transform of it
  * (esbuild's keep-names wraps every closure a request creates in a defineProperty call).
- * Returns the compiled paths of `src/cmd/ingest.ts` and `test/bench/bare.ts`.
+ * Returns the compiled paths of `src/cmd/ingest.ts` and `test/bench/bare.ts`. `tree`: another
+ * checkout to build (an A/B's ref, ab.ts), with this one's compiler.
  */
-export function buildForBench(): { ingest: string; bare: string } {
-  const out = `${ROOT}.devstack/bench-dist`;
+export function buildForBench(tree = ROOT): { ingest: string; bare: string } {
+  const root = tree.endsWith('/') ? tree : `${tree}/`;
+  const out = `${root}.devstack/bench-dist`;
   const tsc = `${ROOT}node_modules/typescript/bin/tsc`;
-  execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', `${out}/src`], { cwd: ROOT, stdio: 'inherit' });
+  execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', `${out}/src`], { cwd: root, stdio: 'inherit' });
   execFileSync(
     process.execPath,
     [tsc, 'test/bench/bare.ts', '--outDir', `${out}/bare`, '--module', 'nodenext', '--target', 'es2022', '--strict', '--skipLibCheck', '--types', 'node'],
-    { cwd: ROOT, stdio: 'inherit' },
+    { cwd: root, stdio: 'inherit' },
   );
   return { ingest: `${out}/src/cmd/ingest.js`, bare: `${out}/bare/bare.js` };
 }

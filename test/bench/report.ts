@@ -3,6 +3,7 @@ import { BenchData } from './data.js';
 import { OTHERS } from './cpu.js';
 import { P } from './options.js';
 import { pct } from './points.js';
+import { median } from './ab.js';
 
 export const fmt = (n: number, digits = 0): string =>
   Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : 'n/a';
@@ -43,8 +44,10 @@ export interface Measured {
   ceilingRuns: number[];
   bulkRate?: number;
   rtRate?: number;
-  /** Accept rates of each round, bare Hono then receiver. */
-  acceptRounds: Array<{ bare: number; receiver: number }>;
+  /** With `--ab`, each realtime round: bare Hono's accept rate, this build's and the ref's end-to-end rates. */
+  rtRounds: Array<{ bare: number; receiver: number; ref: number }>;
+  /** Accept rates of each round: bare Hono, the receiver, and with `--ab` the ref's receiver. */
+  acceptRounds: Array<{ bare: number; receiver: number; ref?: number }>;
   rtLatency?: Latency;
   bulkLatency?: Latency;
   bytesPerRecord?: number;
@@ -109,6 +112,19 @@ export function resultRows(m: Measured, receiverRss: Rss, workerRss: Rss[]): Row
       ...(bareRate === undefined ? {} : { ok: m.rtRate >= 0.6 * bareRate }),
     });
   }
+  if (m.rtRounds.length > 0) {
+    const rt = m.rtRounds;
+    const med = (f: (r: (typeof rt)[number]) => number) => median(rt.map(f));
+    rows.push({
+      n: '2b A/B',
+      what: `The same, this build against the ref's (--ab), ${rt.length} rounds: bare Hono's accept rate, then the two end to end in turns; medians of the per-round ratios`,
+      value: `this / bare ${fmt(med((r) => r.receiver / r.bare), 3)}`,
+      reference: `ref / bare ${fmt(med((r) => r.ref / r.bare), 3)} (rounds this / ref: ${rt.map((r) => fmt(r.receiver / r.ref, 3)).join(', ')})`,
+      ratio: `this / ref ${fmt(med((r) => r.receiver / r.ref), 3)}`,
+      target: '≥ 0.60 of bare; ≥ 0.97 of the ref',
+      ok: med((r) => r.receiver / r.bare) >= 0.6 && med((r) => r.receiver / r.ref) >= 0.97,
+    });
+  }
   const bulkCpu = m.cpu.find((c) => c.phase === 'bulk');
   if (bulkCpu && m.jsonParseUsPerRecord !== undefined) {
     const service = [...bulkCpu.cpu].filter(([name]) => name === 'receiver' || name.startsWith('worker')).reduce((sum, [, s]) => sum + s, 0);
@@ -160,6 +176,19 @@ export function resultRows(m: Measured, receiverRss: Rss, workerRss: Rss[]): Row
       target: '≥ 60 %',
       ok: mid.receiver >= 0.6 * mid.bare,
     });
+    const ab = m.acceptRounds.filter((r): r is { bare: number; receiver: number; ref: number } => r.ref !== undefined);
+    if (ab.length > 0) {
+      const med = (f: (r: (typeof ab)[number]) => number) => median(ab.map(f));
+      rows.push({
+        n: '3 A/B',
+        what: `The same, this build against the ref's (--ab), ${ab.length} rounds: bare, then the two in turns; medians of the per-round ratios`,
+        value: `this / bare ${fmt(med((r) => r.receiver / r.bare), 3)}`,
+        reference: `ref / bare ${fmt(med((r) => r.ref / r.bare), 3)} (rounds this / ref: ${ab.map((r) => fmt(r.receiver / r.ref, 3)).join(', ')})`,
+        ratio: `this / ref ${fmt(med((r) => r.receiver / r.ref), 3)}`,
+        target: '≥ 0.97 of the ref',
+        ok: med((r) => r.receiver / r.ref) >= 0.97,
+      });
+    }
   }
   const latencyRow = (n: string, what: string, l: Latency): Row => ({
     n,

@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --smoke] [-- --workers N]`: the pipeline measured against the limits of the
+ * `npm run bench [-- --smoke] [-- --workers N] [-- --ab <git ref>]`: the pipeline measured against the limits of the
  * machine it runs on, in one run, as ratios. Starts its own redis-server and influxd (src/devstack),
  * the service as separate receiver and worker processes, a bare Hono endpoint, and a load
  * generator in a process of its own; prints one table. See docs/benchmarks.md.
@@ -15,7 +15,8 @@ import { startInflux, type LocalInflux } from '../../src/devstack/influxd.js';
 import { ensureDebianPackages, freePort } from '../../src/devstack/process.js';
 import { childPids, CpuMeter } from './cpu.js';
 import type { Target } from './load.js';
-import { CEILING_DB, DB, FLATTEN, flag, opt, P, QUEUE, settingsArg, SMOKE, TOKEN, want } from './options.js';
+import { AB_REF, CEILING_DB, DB, FLATTEN, flag, opt, P, QUEUE, settingsArg, SMOKE, TOKEN, want } from './options.js';
+import { refTree } from './ab.js';
 import { acceptPhase, bulkPhase, ceilingPhase, latencyPhase, memoryPhase, realtimePhase, startWorkers, type Bench } from './phases.js';
 import { countPoints, log, pct } from './points.js';
 import { buildForBench, spawnNode, startLoader, type Loader, type Proc } from './procs.js';
@@ -34,6 +35,10 @@ async function main(): Promise<void> {
     log,
   );
   const built = buildForBench();
+  // --ab <ref>: that ref built beside this tree (a worktree under .bench/ab), its receiver alternated with ours.
+  const ab = AB_REF === undefined ? undefined : refTree(AB_REF);
+  const refBuilt = ab ? buildForBench(ab.dir) : undefined;
+  if (ab) log(`A/B: this tree against ${AB_REF} (${ab.sha.slice(0, 12)})`);
   const started = new Date();
   let redis: LocalRedis | undefined;
   let influx: LocalInflux | undefined;
@@ -46,7 +51,7 @@ async function main(): Promise<void> {
     ...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []),
     ...(process.env.BENCH_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? []),
   ];
-  const m: Measured = { cpu: [], ceilingRuns: [], acceptRounds: [] };
+  const m: Measured = { cpu: [], ceilingRuns: [], acceptRounds: [], rtRounds: [] };
   // --pin: influxd and its front on CPU 1 (processes of their own), everything else on CPU 0, as in
   // production where InfluxDB has cores of its own. Children inherit this process's affinity.
   const pin = flag('pin');
@@ -91,6 +96,15 @@ async function main(): Promise<void> {
     const receiverAdmin = await freePort();
     const receiver = await spawnNode('receiver', built.ingest, ['receiver'], { ...env, ADMIN_PORT: String(receiverAdmin), ADMIN_HOST: '127.0.0.1' }, nodeArgs);
     procs.push(receiver);
+    // The ref's processes have a queue of their own: its receiver's jobs are its workers'.
+    const spawnRef = refBuilt
+      ? async (name: string, args: string[]): Promise<Proc> => {
+          const p = await spawnNode(name, refBuilt.ingest, args, { ...env, QUEUE_NAME: `${QUEUE}-ref` }, nodeArgs);
+          procs.push(p);
+          return p;
+        }
+      : undefined;
+    const refReceiver = spawnRef ? await spawnRef('receiver (ref)', ['receiver']) : undefined;
     const realtimeTarget = (url: string): Target => ({ url, path: '/push/realtime', headers: pushHeaders });
     const b: Bench = {
       raw: influx.rawUrl,
@@ -99,6 +113,7 @@ async function main(): Promise<void> {
       meter: new CpuMeter(() => new Map([...servers, ...procs.map((p) => [p.name, p.child.pid] as [string, number | undefined])])),
       m,
       receiver,
+      ...(refReceiver && spawnRef ? { refReceiver, spawnRef } : {}),
       receiverMetrics: `http://127.0.0.1:${receiverAdmin}/metrics`,
       bulkTarget: { url: receiver.url, path: '/push/bulk', headers: pushHeaders },
       realtimeTarget,

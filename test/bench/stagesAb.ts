@@ -5,20 +5,13 @@
  * every round's core-µs per record and the medians of the per-round ratios (this tree / the ref). On a
  * noisy machine a single run swings by tens of percent; alternating rounds shares the noise out.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, symlinkSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { median, refTree, ROOT } from './ab.js';
 
 const [ref = 'HEAD', roundsArg = '7', pushesArg = '20'] = process.argv.slice(2);
 const rounds = Number(roundsArg);
-const root = resolve(import.meta.dirname, '../..');
-const sha = execFileSync('git', ['rev-parse', ref], { cwd: root, encoding: 'utf8' }).trim();
-const other = join(root, '.bench', 'ab', sha.slice(0, 12));
-if (!existsSync(other)) {
-  mkdirSync(join(root, '.bench', 'ab'), { recursive: true });
-  execFileSync('git', ['worktree', 'add', '--detach', other, sha], { cwd: root, stdio: 'ignore' });
-  symlinkSync(join(root, 'node_modules'), join(other, 'node_modules'));
-}
+const root = ROOT;
+const { dir: other, sha } = refTree(ref);
 
 /** The rows compared: stages.ts prints each as `  <name>  <µs>`. */
 const ROWS = [
@@ -39,10 +32,6 @@ function run(dir: string): number[] {
   });
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 const ratios: number[][] = ROWS.map(() => []);
 process.stdout.write(`stages A/B: this tree against ${ref} (${sha.slice(0, 12)}), ${rounds} rounds alternated, ${pushesArg} pushes of 1000 records; core-µs per record\n`);
 for (let r = 0; r < rounds; r++) {

@@ -47,9 +47,18 @@ export function pushRoutes(records: RecordSink, quarantine: QuarantineSink, opts
   const { metrics } = opts;
   const handler = (shape: PushShape) => {
     const route = shape === 'any' ? 'push' : shape;
+    // Metric children resolved once per label set: prom-client hashes a label object on every call.
+    const duration = metrics?.pushDuration.labels({ route });
+    const pushes = new Map<string, { inc(): void }>();
     const answered = (delivery: Delivery, started: number) => (res: Response) => {
-      metrics?.pushes.inc({ route, status: res.status, sender: delivery.sender?.name ?? (auth ? 'none' : 'anonymous') });
-      metrics?.pushDuration.observe({ route }, (performance.now() - started) / 1000);
+      if (metrics) {
+        const sender = delivery.sender?.name ?? (auth ? 'none' : 'anonymous');
+        const key = `${res.status} ${sender}`;
+        let counter = pushes.get(key);
+        if (counter === undefined) pushes.set(key, (counter = metrics.pushes.labels({ route, status: res.status, sender })));
+        counter.inc();
+        duration!.observe((performance.now() - started) / 1000);
+      }
       return res;
     };
     return (c: Context) => {

@@ -16,6 +16,13 @@ export class SenderAuth {
   /** Senders with signing secrets: one of them must have signed a push that came without a token. */
   readonly signers: readonly Sender[];
 
+  /**
+   * Tokens already found valid, as presented: a sender's next push skips the hash. It holds at most the
+   * configured tokens (an unknown token is never kept); a lookup compares full (seeded) string hashes
+   * before any byte, so it tells nothing a 401 or 202 does not.
+   */
+  private readonly known = new Map<string, Sender>();
+
   constructor(readonly senders: readonly Sender[]) {
     this.tokens = senders.flatMap((sender) => sender.tokenDigests.map((digest) => ({ digest, sender })));
     this.signers = senders.filter((s) => s.signingKeys.length > 0);
@@ -26,9 +33,12 @@ export class SenderAuth {
    * and every configured token is compared, so neither a token's length nor its place leaks.
    */
   byToken(presented: string): Sender | undefined {
+    const seen = this.known.get(presented);
+    if (seen !== undefined) return seen;
     const d = tokenDigest(presented);
     let found: Sender | undefined;
     for (const t of this.tokens) if (timingSafeEqual(d, t.digest)) found = t.sender;
+    if (found !== undefined) this.known.set(presented, found);
     return found;
   }
 }
