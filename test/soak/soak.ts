@@ -68,6 +68,8 @@ export interface SoakReport {
   accepted: number | null;
   /** telematics_points_written_total of the gps and can measurements, summed over the workers running at the end. */
   pointsWritten: number | null;
+  /** What the workers derived (EVENTS=on), from telematics_vehicle_events_total and its late and duplicate counters; null if unread. */
+  vehicleEvents: { events: number; trips: number; chargingSessions: number; ignitionsOn: number; late: number; duplicate: number } | null;
   verified: number;
   missing: number;
   wrong: number;
@@ -247,7 +249,18 @@ export async function runSoak(opts: SoakOptions): Promise<{ report: SoakReport; 
       const written = ws.every((w) => w !== null)
         ? ws.reduce((n, w) => n + (metricSum(w, 'telematics_points_written_total', { measurement: 'gps' }) ?? 0) + (metricSum(w, 'telematics_points_written_total', { measurement: 'can' }) ?? 0), 0)
         : null;
-      return { accepted, written };
+      const sum = (name: string, match: Record<string, string> = {}) => ws.reduce((n, w) => n + (metricSum(w!, name, match) ?? 0), 0);
+      const vehicleEvents = ws.every((w) => w !== null)
+        ? {
+            events: sum('telematics_vehicle_events_total'),
+            trips: sum('telematics_vehicle_events_total', { event: 'trip' }),
+            chargingSessions: sum('telematics_vehicle_events_total', { event: 'charging_session' }),
+            ignitionsOn: sum('telematics_vehicle_events_total', { event: 'ignition_on' }),
+            late: sum('telematics_vehicle_events_late_total'),
+            duplicate: sum('telematics_vehicle_events_duplicate_total'),
+          }
+        : null;
+      return { accepted, written, vehicleEvents };
     };
     let c = await counters();
     for (const deadline = Date.now() + 15_000; kills === 0 && c.accepted !== null && c.written !== c.accepted && Date.now() < deadline; ) {
@@ -310,6 +323,7 @@ export async function runSoak(opts: SoakOptions): Promise<{ report: SoakReport; 
       workerKills: kills,
       accepted: c.accepted,
       pointsWritten: c.written,
+      vehicleEvents: c.vehicleEvents,
       verified: totals.verified,
       missing: totals.missing,
       wrong: totals.wrong,
