@@ -9,8 +9,9 @@ import { expect, it } from 'vitest';
  */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-it('npm run bench -- --smoke prints the table and every record reaches InfluxDB', async () => {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/bench/run.ts', '--smoke'], {
+/** `npm run bench -- <args>`: its exit code and what it printed. */
+async function bench(args: string[], timeoutMs: number): Promise<{ code: number | null; out: string; err: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/bench/run.ts', ...args], {
     cwd: ROOT,
     env: { ...process.env, BENCH_CPU_PROF: '' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -19,9 +20,14 @@ it('npm run bench -- --smoke prints the table and every record reaches InfluxDB'
   let err = '';
   child.stdout.on('data', (b: Buffer) => (out += b.toString()));
   child.stderr.on('data', (b: Buffer) => (err += b.toString()));
-  const guard = setTimeout(() => child.kill('SIGKILL'), 110_000);
+  const guard = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
   clearTimeout(guard);
+  return { code, out, err };
+}
+
+it('npm run bench -- --smoke prints the table and every record reaches InfluxDB', async () => {
+  const { code, out, err } = await bench(['--smoke'], 110_000);
   expect(code, `${out}\n${err}`).toBe(0);
 
   for (const row of ['| 1 |', '| 2a |', '| 2b |', '| 3 |', '| 4a |', '| 4b |', '| 5a |', '| 5b |', '| 5c |']) expect(out).toContain(row);
@@ -31,3 +37,18 @@ it('npm run bench -- --smoke prints the table and every record reaches InfluxDB'
   expect(result.total).toBe(result.delivered);
   expect(result.delivered).toBeGreaterThan(1_000);
 }, 120_000);
+
+it('npm run bench -- --ab <ref> alternates the ref build with this one, round by round, and every record of both reaches InfluxDB', async () => {
+  // HEAD: the same code built twice, which is all a test can know the ref to be.
+  const { code, out, err } = await bench(['--smoke', '--ab', 'HEAD', '--only', 'accept,realtime', '--accept-rounds', '2', '--realtime-rounds', '2'], 170_000);
+  expect(code, `${out}\n${err}`).toBe(0);
+  for (const round of [1, 2]) {
+    expect(out).toContain(`accept: ref's receiver, round ${round}`);
+    expect(out).toMatch(new RegExp(`realtime A/B round ${round}: bare [\\d,]+ req/s; this [\\d,]+ records/s .*; this / ref \\d`));
+  }
+  expect(out).toContain('| 3 A/B |');
+  expect(out).toContain('| 2b A/B |');
+  const result = JSON.parse(/^BENCH_RESULT (.*)$/m.exec(out)![1]!) as { everyRecord: boolean; delivered: number; total: number };
+  expect(result.everyRecord).toBe(true);
+  expect(result.total).toBe(result.delivered);
+}, 180_000);
