@@ -10,7 +10,7 @@ import { startRedisCluster, type LocalCluster } from '../harness/redisCluster.js
 import { startTestService, uniqueName, waitUntil, type TestService } from '../harness/service.js';
 import { T0 } from '../harness/time.js';
 import { writeStatusChanges } from '../../src/ingest/fleet/changes.js';
-import { fleetStateFor } from '../../src/ingest/service/components.js';
+import { fleetStateFor } from '../../src/ingest/fleet/state.js';
 import { InfluxSink } from '../../src/ingest/write/influx.js';
 import { connectRedis } from '../../src/redis/connect.js';
 

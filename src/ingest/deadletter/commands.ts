@@ -6,8 +6,9 @@ import { EXIT, UsageError } from '../../cli/exit.js';
 import { table } from '../../cli/format.js';
 import type { CliIO } from '../../cli/io.js';
 import type { Program } from '../../cli/program.js';
-import { formatWatchFor, keysOf, plausibilityFor, producerFor } from '../service/components.js';
-import { classifyToolError, TOOL_SETTINGS, withServiceRedis } from '../service/tool.js';
+import { formatWatchFor, plausibilityFor, producerFor } from '../service/components.js';
+import { keysOf } from '../queue/keys.js';
+import { classifyToolError, TOOL_SETTINGS, withServiceRedis } from '../../redis/tool.js';
 import { DeadLetters, type DeadLetterItem, type ListFilter } from './index.js';
 
 const SOURCES = ['quarantine', 'failed', 'all'] as const;

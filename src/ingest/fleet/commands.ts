@@ -9,10 +9,9 @@ import { isoTime, table } from '../../cli/format.js';
 import type { CliIO } from '../../cli/io.js';
 import type { Program } from '../../cli/program.js';
 import type { Config } from '../../config/index.js';
-import { fleetStateFor } from '../service/components.js';
-import { classifyToolError, TOOL_SETTINGS, withServiceRedis } from '../service/tool.js';
+import { classifyToolError, TOOL_SETTINGS, withServiceRedis } from '../../redis/tool.js';
 import { span } from '../plausibility/judge.js';
-import type { FleetState, VehicleSeen } from './state.js';
+import { fleetStateFor, type FleetState, type VehicleSeen } from './state.js';
 import {
   ALARM_FLAGS,
   decimal,

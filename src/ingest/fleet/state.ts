@@ -1,4 +1,6 @@
+import type { Config } from '../../config/index.js';
 import type { RedisClient } from '../../redis/connect.js';
+import { keysOf } from '../queue/keys.js';
 import type { Sighting } from '../../telemetry/record.js';
 
 /**
@@ -137,4 +139,9 @@ function withPosition(vehicleno: string, lastSeen: number, pos: string | null): 
   if (pos === null) return { vehicleno, lastSeen };
   const [time, lat, lng] = pos.split(',').map(Number) as [number, number, number];
   return { vehicleno, lastSeen, position: { time, lat, lng } };
+}
+
+/** The fleet state of the queue the configuration names. */
+export function fleetStateFor(cfg: Config, redis: RedisClient): FleetState {
+  return new FleetState(redis, keysOf(cfg).partitions.map(fleetKeys));
 }

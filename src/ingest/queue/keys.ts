@@ -13,6 +13,7 @@
  * Redis Cluster runs wherever the key lives, so they need no tag.
  */
 
+import type { Config } from '../../config/index.js';
 import { CLUSTER_SLOTS, keySlot } from '../../redis/slots.js';
 
 /** BullMQ's default key prefix: its keys are `bull:<queue>:<kind>`. */
@@ -134,3 +135,6 @@ export function partitionTag(i: number, n: number): string {
     if (slot >= from && slot < to) return tag;
   }
 }
+
+/** The keys of the queue the configuration names. */
+export const keysOf = (cfg: Config): RedisKeys => redisKeys(cfg.QUEUE_NAME, { partitions: cfg.QUEUE_PARTITIONS, cluster: cfg.REDIS_CLUSTER_NODES.length > 0 });

@@ -9,7 +9,7 @@ import type { Logger } from '../../log/index.js';
 import { LogThrottle } from '../../log/throttle.js';
 import type { Metrics } from '../../metrics/index.js';
 import type { AdmissionOptions } from '../queue/admission.js';
-import { redisKeys, type RedisKeys } from '../queue/keys.js';
+import { keysOf } from '../queue/keys.js';
 import { PartitionedProducer, Producer, type ProducerOptions } from '../queue/producer.js';
 import type { RetryPolicy } from '../queue/retry.js';
 import type { ReceiverOptions } from '../receive/app.js';
@@ -23,11 +23,7 @@ import { IsolatingSink } from '../write/isolate.js';
 import type { PointSink } from '../write/sink.js';
 import { Plausibility } from '../plausibility/judge.js';
 import { rangeRules } from '../plausibility/rules.js';
-import { FleetState, fleetKeys } from '../fleet/state.js';
 import { FormatWatch, THIS_RELEASE, type JobFormat, type Reads } from '../queue/formats.js';
-
-export const keysOf = (cfg: Config): RedisKeys =>
-  redisKeys(cfg.QUEUE_NAME, { partitions: cfg.QUEUE_PARTITIONS, cluster: cfg.REDIS_CLUSTER_NODES.length > 0 });
 
 /** The push queues this process's workers serve: WORKER_PARTITIONS, or all. */
 export function servedPartitions(cfg: Config): string[] {
@@ -152,6 +148,3 @@ export function plausibilityFor(cfg: Config): Plausibility {
 }
 
 /** The vehicles' last-seen state, a set of keys beside each partition's queue. */
-export function fleetStateFor(cfg: Config, redis: RedisClient): FleetState {
-  return new FleetState(redis, keysOf(cfg).partitions.map(fleetKeys));
-}

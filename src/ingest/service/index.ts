@@ -12,7 +12,9 @@ import { startReceiver, type RunningReceiver } from './receiver.js';
 import { checkRedisSettings } from './redisChecks.js';
 import { startWorkers, type RunningWorkers } from './workers.js';
 
-import { adminCredentials, fleetStateFor, httpLimits, httpTls, keysOf } from './components.js';
+import { adminCredentials, httpLimits, httpTls } from './components.js';
+import { keysOf } from '../queue/keys.js';
+import { fleetStateFor } from '../fleet/state.js';
 import { sampleFleet } from '../fleet/gauges.js';
 import { Backlog } from '../queue/backlog.js';
 import { sampleQueueGauges } from '../queue/gauges.js';

@@ -3,10 +3,10 @@
  * configuration read as a tool's (REDIS_URL required, no default Redis), its Redis reached or one
  * clear line, and their errors mapped to exit codes.
  */
-import { EXIT, type ErrorClassifier } from '../../cli/exit.js';
-import type { CliIO } from '../../cli/io.js';
-import { ConfigError, loadConfig, type Config } from '../../config/index.js';
-import { connectRedis, redisTarget, type RedisClient } from '../../redis/connect.js';
+import { EXIT, type ErrorClassifier } from '../cli/exit.js';
+import type { CliIO } from '../cli/io.js';
+import { ConfigError, loadConfig, type Config } from '../config/index.js';
+import { connectRedis, redisTarget, type RedisClient } from './connect.js';
 
 /** The first line of a tool's settings help; each tool adds what it reads besides. */
 export const TOOL_SETTINGS = 'Settings: REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES (required: the Redis the service uses),';
