@@ -170,9 +170,9 @@ export class VehicleEvents {
   }
 
   /** The states of `vehicles`: from this process's cache where Redis still holds that version, else read and parsed. */
-  private async states(keys: PartitionKeys, vehicles: readonly string[]): Promise<Array<{ version: number; state: VehicleState }>> {
+  private async states(keys: PartitionKeys, vehicles: readonly string[]): Promise<Array<{ version: number; state: VehicleState; unsaved?: boolean }>> {
     const stored = await this.redis.hmgetBuffer(keys.state, ...vehicles);
-    const out: Array<{ version: number; state: VehicleState } | undefined> = [];
+    const out: Array<{ version: number; state: VehicleState; unsaved?: boolean } | undefined> = [];
     const misses: number[] = [];
     const versionOf = (b: Buffer): number => Number(b.toString('latin1', 0, b.indexOf(0x20)));
     vehicles.forEach((vehicleno, i) => {
@@ -197,10 +197,12 @@ export class VehicleEvents {
         const [err, members] = read[j] ?? [new Error('no answer')];
         if (err) throw err;
         const b = stored[i]!;
-        out[i] = { version: versionOf(b), state: restore(b.subarray(b.indexOf(0x20) + 1), members as Buffer[]) };
+        const state = restore(b.subarray(b.indexOf(0x20) + 1), members as Buffer[]);
+        // More pending records than members: the first release's one-piece state held them; write them out.
+        out[i] = { version: versionOf(b), state, unsaved: state.pending.length > (members as Buffer[]).length };
       });
     }
-    return out as Array<{ version: number; state: VehicleState }>;
+    return out as Array<{ version: number; state: VehicleState; unsaved?: boolean }>;
   }
 
   private async commit(
@@ -218,10 +220,10 @@ export class VehicleEvents {
       const entries: string[] = [];
       const derived: Derived[] = [];
       vehicles.forEach((vehicleno, i) => {
-        const { version, state } = read[i]!;
+        const { version, state, unsaved } = read[i]!;
         // A cached state is changed in place: it is dropped now, and cached again only once committed.
         this.cached.delete(vehicleno);
-        const fresh: PendingRecord[] = [];
+        const fresh: PendingRecord[] = unsaved ? [...state.pending] : [];
         const d = step(vehicleno, state, fresh);
         derived.push(d);
         vehicleArgs(args, vehicleno, version, state, fresh, nowText);

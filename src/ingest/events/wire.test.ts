@@ -75,6 +75,15 @@ describe('a state in Redis', () => {
     expect(a.flatMap((d) => d.events).map((e) => e.event)).toContain('ignition_off');
   });
 
+  it("reads the first release's one-piece state too (its pending records inside it), as the worker before the two-part store wrote it", () => {
+    const v1 = JSON.parse(readFileSync(new URL('./testdata/v1-one-piece-state.json', import.meta.url), 'utf8')) as { state: string; events: number };
+    const fromV1 = restore(Buffer.from(v1.state), []);
+    const here = newState();
+    ingest(V, here, drive(0, 80), T0 + 90_000);
+    expect(fromV1.pending.length).toBeGreaterThan(50);
+    expect(meaning(fromV1)).toEqual(meaning(here));
+  });
+
   it('holds a vehicle in about 0.7 KB committed and 42 to 58 bytes a pending record', () => {
     const s = newState();
     const c: Record<string, number> = { soc: 80, battery_voltage: 52.37, current: -31.52, load_status: 1 };

@@ -195,7 +195,9 @@ function readPending(b: Buffer): Rec {
 /** The state of a committed part (none: a new vehicle) and its pending records, in score order, as `write*` gave them (or the first release wrote them). */
 export function restore(committed: Buffer | undefined, pending: readonly Buffer[]): VehicleState {
   const s = committed === undefined ? newState() : committed[0] === TAG ? readCommitted(committed) : readCommittedV1(committed.toString('utf8'));
-  s.pending = pending.map((m) => (m[0] === TAG ? readPending(m) : readPendingV1(m.toString('latin1'))));
+  const members = pending.map((m) => (m[0] === TAG ? readPending(m) : readPendingV1(m.toString('latin1'))));
+  // A one-piece state of the first release holds its pending records itself (`q`); a store writes them out.
+  s.pending = s.pending.length === 0 ? members : [...s.pending, ...members].sort((a, b) => a.t - b.t || a.k - b.k);
   return s;
 }
 
@@ -203,7 +205,13 @@ export function restore(committed: Buffer | undefined, pending: readonly Buffer[
 
 const WIRE_VERSION = 1;
 
-/** JSON: {v:1, m:[maxSeen, lastArrival, watermark time, watermark rank (-1: none)], g, x, s, p, t, c, r: the ring newest first, each back from the next newer}. */
+/**
+ * JSON: {v:1, m:[maxSeen, lastArrival, watermark time, watermark rank (-1: none)], g, x, s, p, t, c,
+ * r: the ring newest first, each back from the next newer, and, in a one-piece state, q: the pending
+ * records, flat: (offset back from maxSeen × RANKS + rank), presence bits, then the values present,
+ * each a scaled integer (lat/lng 1e-7°, as a difference from the previous fix; the rest hundredths) or
+ * the value itself boxed in a one-element array}.
+ */
 function readCommittedV1(text: string): VehicleState {
   const w = JSON.parse(text) as unknown;
   if (typeof w !== 'object' || w === null || (w as { v?: unknown }).v !== WIRE_VERSION) throw new Error('vehicle events: not a state of a known version');
@@ -244,7 +252,58 @@ function readCommittedV1(text: string): VehicleState {
     s.ringN = scores.length;
     s.ringAt = scores.length % RING;
   }
+  const q = arr(o.q);
+  if (q !== undefined) {
+    let j = 0;
+    const raw = (): unknown => {
+      if (j >= q.length) throw new Error('vehicle events: a truncated pending buffer');
+      return q[j++];
+    };
+    const value = (scale: number): number => {
+      const e = raw();
+      return typeof e === 'number' ? num(e) / scale : unbox(e);
+    };
+    let lat0 = 0;
+    let lng0 = 0;
+    while (j < q.length) {
+      const x = num(raw());
+      const k = x % RANKS;
+      const bits = num(raw());
+      const ign = bits & F_IGN ? value(1) : undefined;
+      let lat: number | undefined;
+      let lng: number | undefined;
+      if (bits & F_POS) {
+        const a = raw();
+        const b = raw();
+        if (typeof a === 'number' && typeof b === 'number') {
+          lat0 += num(a);
+          lng0 += num(b);
+          lat = lat0 / V1_POS_SCALE;
+          lng = lng0 / V1_POS_SCALE;
+        } else {
+          lat = unbox(a);
+          lng = unbox(b);
+        }
+      }
+      const spd = bits & F_SPD ? value(V1_VALUE_SCALE) : undefined;
+      const soc = bits & F_SOC ? value(V1_VALUE_SCALE) : undefined;
+      const v = bits & F_V ? value(V1_VALUE_SCALE) : undefined;
+      const i = bits & F_I ? value(V1_VALUE_SCALE) : undefined;
+      const ls = bits & F_LS ? value(1) : undefined;
+      const am = bits & F_ALARM ? num(raw()) : 0;
+      const av = bits & F_ALARM ? num(raw()) : 0;
+      s.pending.push({ t: s.maxSeen - (x - k) / RANKS, k, ign, lat, lng, spd, soc, v, i, ls, am, av });
+    }
+  }
   return s;
+}
+
+const V1_POS_SCALE = 1e7;
+const V1_VALUE_SCALE = 100;
+
+function unbox(x: unknown): number {
+  if (!Array.isArray(x) || x.length !== 1) throw new Error('vehicle events: a state with a value of the wrong shape');
+  return num(x[0]);
 }
 
 /** Comma-separated: t, k, ign, lat, lng, spd, soc, v, i, ls, am, av (an absent value empty). */
