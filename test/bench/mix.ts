@@ -1,0 +1,41 @@
+/**
+ * A real release mix (`npm run bench:mix -- <git ref>`): the ref's receiver and worker beside this tree's, built
+ * as operators run them, one Redis queue, two feeds (one to each receiver) for 20 s; then every acknowledged
+ * record is looked up in InfluxDB and each worker's written, retried and failed job counters are printed.
+ */
+import { startRedis } from '../../src/devstack/redis.js';
+import { startInflux } from '../../src/devstack/influxd.js';
+import { runFeed } from '../../src/upstream/emulator/feed.js';
+import { reconcileSettled } from '../harness/reconcile.js';
+import { buildForBench, spawnNode } from './procs.js';
+import { refTree } from './ab.js';
+import { freePort } from '../../src/devstack/process.js';
+
+const ref = process.argv[2] ?? '34fba96';
+const here = buildForBench();
+const old = buildForBench(refTree(ref).dir);
+const redis = await startRedis({ appendonly: true });
+const influx = await startInflux();
+await influx.createDatabase('mix');
+const env = { REDIS_URL: redis.url, QUEUE_NAME: 'mix-q', INFLUX_URL: influx.url, INFLUX_TOKEN: influx.token, INFLUX_BUCKET: 'mix', PUSH_TOKENS: 'mix-token-0123456789abcdef', LOG_LEVEL: 'warn', ADMIN_PORT: '0', ADMIN_HOST: '127.0.0.1' };
+const rxNew = await spawnNode('receiver (this)', here.ingest, ['receiver'], env);
+const rxOld = await spawnNode(`receiver (${ref})`, old.ingest, ['receiver'], env);
+const ports = [await freePort(), await freePort()];
+const wNew = await spawnNode('worker (this)', here.ingest, ['worker'], { ...env, ADMIN_PORT: String(ports[0]) });
+const wOld = await spawnNode(`worker (${ref})`, old.ingest, ['worker'], { ...env, ADMIN_PORT: String(ports[1]), LOG_LEVEL: 'info' });
+const feed = (url: string, seed: number) => runFeed({ url, token: 'mix-token-0123456789abcdef', mode: 'mixed', bulkSize: 100, durationMs: 20_000, rate: 2_000, concurrency: 8, seed, keep: true, vehicles: 200 });
+const [a, b] = await Promise.all([feed(rxNew.url, 1), feed(rxOld.url, 2)]);
+const acked = [...a.records.acknowledged, ...b.records.acknowledged];
+console.log(`acknowledged: this receiver ${a.acknowledged}, ${ref} receiver ${b.acknowledged}; failed deliveries ${a.failed + b.failed}, unconfirmed ${a.unconfirmed + b.unconfirmed}`);
+const r = await reconcileSettled(influx.rawUrl, 'mix', acked, 60_000);
+console.log(`InfluxDB: expected ${r.expected}, missing ${r.missing.length}, wrong ${r.wrong.length}, extra ${r.extra}`);
+for (const [j, w] of [wNew, wOld].entries()) {
+  const text = await (await fetch(`http://127.0.0.1:${ports[j]}/metrics`)).text();
+  const pick = (re: RegExp) => text.split('\n').filter((l) => re.test(l) && !l.startsWith('#')).join('; ');
+  console.log(`${w.name}: ${pick(/^telematics_jobs_(failed|deferred)_total|^telematics_job_retries_total|^telematics_points_written_total\{measurement="(gps|can)"|^telematics_vehicle_events_total\{event="ignition_on"/)}`);
+  const errs = w.output().split("\n").filter((l) => /"level":(40|50)|fail/i.test(l));
+  console.log(`${w.name}: ${errs.length} warnings/errors logged${errs.length ? `, e.g. ${errs[0]!.slice(0, 300)}` : ''}`);
+}
+for (const p of [rxNew, rxOld, wNew, wOld]) await p.stop();
+await influx.stop();
+await redis.stop();
