@@ -8,6 +8,7 @@ import { buildRequest, Connection, type Answer } from './http.js';
 import { validateRecord } from '../../src/ingest/validate/record.js';
 import { flattenRecords } from '../../src/ingest/flatten/flatten.js';
 import { FLATTEN } from './options.js';
+import { runWrk } from './wrk.js';
 
 export type Kind = 'mixed' | 'fullCan';
 
@@ -44,6 +45,10 @@ export type Command =
       rate?: number;
       /** Keep each record's due time and answer time (open loop latency). */
       keepTimes?: boolean;
+      /** The HTTP client: this process's own (default), or wrk for a timed closed-loop run (wrk.ts). */
+      client?: 'node' | 'wrk';
+      /** With wrk: the core(s) it runs on. */
+      clientCpu?: string;
     };
 
 export interface LoadResult {
@@ -62,6 +67,8 @@ export interface LoadResult {
   answeredAt?: Float64Array;
   /** Request latencies in ms, sorted. */
   latencies: number[];
+  /** Requests sent but not answered when a timed run stopped (wrk's end): their records may be stored or not. */
+  unanswered?: number;
 }
 
 const now = (): number => performance.timeOrigin + performance.now();
@@ -244,6 +251,7 @@ async function run(cmd: Command, ready: () => Promise<void>): Promise<LoadResult
       const build = (i: number): Req => ({ raw: requestFor(cmd.target, JSON.stringify(recordAt(d, cmd.kind, cmd.from, i, pool))), records: 1 });
       // A timed run builds ahead what it will most likely send, and the rest as it goes.
       const ahead = cmd.durationMs === undefined ? cmd.count : Math.min(cmd.count, Math.ceil((40_000 * cmd.durationMs) / 1000));
+      if (cmd.client === 'wrk') return wrkRun(cmd, (i) => JSON.stringify(recordAt(d, cmd.kind, cmd.from, i, pool)), ahead, ready);
       const built = Array.from({ length: ahead }, (_, i) => build(i));
       const reqs: Source = ahead === cmd.count ? fromArray(built) : lazy(cmd.count, (i) => built[i] ?? build(i));
       await ready();
@@ -251,6 +259,22 @@ async function run(cmd: Command, ready: () => Promise<void>): Promise<LoadResult
       return closedLoop(cmd.target.url, cmd.connections, reqs, cmd.durationMs);
     }
   }
+}
+
+/** A timed realtime run with wrk: the bodies [0, ahead) written out, then sent in order for the run's duration. */
+async function wrkRun(cmd: Extract<Command, { op: 'realtime' }>, body: (i: number) => string, ahead: number, ready: () => Promise<void>): Promise<LoadResult> {
+  if (cmd.durationMs === undefined || cmd.rate !== undefined) throw new Error('wrk runs timed closed-loop runs only');
+  const bodies = Array.from({ length: ahead }, (_, i) => body(i));
+  await ready();
+  const r = await runWrk({ ...cmd.target, bodies, connections: cmd.connections, durationMs: cmd.durationMs, ...(cmd.clientCpu ? { cpu: cmd.clientCpu } : {}) });
+  const end = now();
+  const ok = r.requests - r.non2xx;
+  const statuses: Record<string, number> = { '2xx': ok };
+  if (r.non2xx > 0) statuses.other = r.non2xx;
+  if (r.socketErrors > 0) statuses.error = r.socketErrors;
+  const errors = r.non2xx + r.socketErrors > 0 ? [`wrk: ${r.non2xx} answers not 2xx, ${r.socketErrors} socket errors`] : [];
+  // wrk's own duration: its start-up (reading the bodies) is not the server's time.
+  return { start: end - r.durationMs, end, requests: r.requests, records: ok, statuses, errors, latencies: [r.p50Ms, r.p99Ms], unanswered: r.sent - r.requests };
 }
 
 const go = new Map<number, () => void>();

@@ -16,6 +16,17 @@ export const AB_REF: string | undefined = (() => {
   return i >= 0 ? argv[i + 1] : undefined;
 })();
 
+/**
+ * `--client wrk`: the accept rounds (3) sent by wrk rather than the load generator's Node client; with
+ * `--pin`, wrk has CPU 1 (idle then: no worker writes), as a sender has a machine of its own.
+ */
+export const CLIENT: 'node' | 'wrk' = (() => {
+  const i = argv.indexOf('--client');
+  const c = i >= 0 ? argv[i + 1] : 'node';
+  if (c !== 'node' && c !== 'wrk') throw new Error(`--client: node or wrk, not ${c}`);
+  return c;
+})();
+
 /** `--env A=1,B=2`: settings for the service processes. */
 export const settingsArg = (): Record<string, string> => {
   const i = argv.indexOf('--env');

@@ -6,7 +6,7 @@ import type { Redis } from 'ioredis';
 import { bullKey } from '../../src/ingest/queue/keys.js';
 import type { CpuMeter } from './cpu.js';
 import type { Command, LoadResult, Target } from './load.js';
-import { CEILING_DB, DB, opt, P, QUEUE } from './options.js';
+import { CEILING_DB, CLIENT, DB, opt, P, QUEUE } from './options.js';
 import { checkAll2xx, log, now, pct, probeVisibility, redisUsedMemory, sleep, waitForPoints } from './points.js';
 import type { Loader, Proc } from './procs.js';
 import { fmt, ratio, type Latency, type Measured } from './report.js';
@@ -37,6 +37,10 @@ export interface Bench {
   next: number;
   /** Records the service answered 2xx for. */
   delivered: number;
+  /** Records sent but unanswered when a timed wrk run stopped: stored or not, they are in [0, next). */
+  unanswered: number;
+  /** With `--pin`: the core the accept rounds' client runs on (influxd's, idle while no worker writes). */
+  clientCpu?: string;
 }
 
 const load = (b: Bench, cmd: Command, ready?: () => void) => b.loader.run(cmd, ready);
@@ -59,19 +63,21 @@ export async function acceptPhase(b: Bench): Promise<void> {
   let bareFrom = 50_000_000;
   const accept = async (url: string, toService: boolean, durationMs: number, phase?: string) => {
     const from = toService ? b.next : bareFrom;
-    const cmd = { op: 'realtime', target: b.realtimeTarget(url), kind: 'mixed', count: 10_000_000, connections: P.senders, from, durationMs } as const;
+    const cmd = { op: 'realtime', target: b.realtimeTarget(url), kind: 'mixed', count: 10_000_000, connections: P.senders, from, durationMs, client: CLIENT, ...(b.clientCpu ? { clientCpu: b.clientCpu } : {}) } as const;
     const r = phase ? await measure<LoadResult>(b, phase, (r) => r.requests, (ready) => load(b, cmd, ready)) : await load(b, cmd);
     checkAll2xx(phase ?? 'accept warm-up', r);
+    const sent = r.requests + (r.unanswered ?? 0);
     if (toService) {
-      b.next += r.requests;
+      b.next += sent;
       b.delivered += r.records;
-    } else bareFrom += r.requests;
+      b.unanswered += r.unanswered ?? 0;
+    } else bareFrom += sent;
     return r.requests / ((r.end - r.start) / 1000);
   };
   // Rounds alternate bare and receiver, so a slow spell of a shared machine hits both sides of a
   // round's ratio rather than one side of the only one; the median round is reported.
   const ref = b.refReceiver;
-  log(`accept rate: ${P.senders} senders, ${P.acceptRounds} rounds of ${P.acceptMs} ms each, bare Hono then receiver${ref ? ' then the ref\'s receiver (the two swap places every other round)' : ''}`);
+  log(`accept rate: ${CLIENT === 'wrk' ? 'wrk' : 'the load generator'}${b.clientCpu ? ` on CPU ${b.clientCpu}` : ''}, ${P.senders} senders, ${P.acceptRounds} rounds of ${P.acceptMs} ms each, bare Hono then receiver${ref ? ' then the ref\'s receiver (the two swap places every other round)' : ''}`);
   await accept(bare.url, false, P.acceptWarmupMs);
   await accept(b.receiver.url, true, P.acceptWarmupMs);
   if (ref) await accept(ref.url, true, P.acceptWarmupMs);

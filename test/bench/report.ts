@@ -1,7 +1,7 @@
 /** The benchmark's table: one row a measure, its reference, ratio and target; and where the CPU went. */
 import { BenchData } from './data.js';
 import { OTHERS } from './cpu.js';
-import { P } from './options.js';
+import { CLIENT, P } from './options.js';
 import { pct } from './points.js';
 import { median } from './ab.js';
 
@@ -169,7 +169,7 @@ export function resultRows(m: Measured, receiverRss: Rss, workerRss: Rss[]): Row
     const rounds = m.acceptRounds.map((r) => ratio(r.receiver, r.bare)).join(', ');
     rows.push({
       n: '3',
-      what: `Receiver: realtime pushes answered 202, each after Redis confirmed its enqueue, ${P.senders} senders, no worker running; the median of ${m.acceptRounds.length} alternating rounds`,
+      what: `Receiver: realtime pushes answered 202, each after Redis confirmed its enqueue, ${P.senders} senders (${CLIENT === 'wrk' ? 'wrk' : 'the load generator'}${m.pinned ? ' on CPU 1' : ''}), no worker running; the median of ${m.acceptRounds.length} alternating rounds`,
       value: `${fmt(mid.receiver)} req/s`,
       reference: `bare Hono ${fmt(mid.bare)} req/s (rounds: ${rounds})`,
       ratio: ratio(mid.receiver, mid.bare),
