@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, inject, vi } from 'vitest';
 import { pickedValues, type Sighting } from '../../telemetry/record.js';
 import { DEFAULT_DERIVE_OPTIONS, DERIVE_FIELDS, DERIVE_PICK, type Derived } from './derive.js';
 import { VehicleEvents, type PartitionKeys } from './store.js';
@@ -63,6 +63,37 @@ describe('vehicle events in Redis', () => {
       ]);
     }
     expect(await redis.xlen(`${prefix}:outbox`)).toBe(events.length);
+  });
+
+  it('takes a state it committed last from its cache unread, and derives from the stored one when another process moved it on', async () => {
+    const prefix = `ev-${randomUUID()}`;
+    const derived: Derived[] = [];
+    const opts = { ...DEFAULT_DERIVE_OPTIONS, windowMs: 120_000, idleMs: 5_000 };
+    const own = new Redis(inject('redisUrl'), { maxRetriesPerRequest: 1 });
+    try {
+      const a = new VehicleEvents(own, keysOf(prefix), opts, (d) => derived.push(...d));
+      const b = new VehicleEvents(redis, keysOf(prefix), opts, (d) => derived.push(...d));
+      const reads = vi.spyOn(own, 'hmgetBuffer');
+      for (let j = 0; j <= 15; j++) await a.record(0, job(j), T0 + 100_000);
+      // The first job read the (absent) states; the next fifteen read nothing.
+      expect(reads).toHaveBeenCalledTimes(1);
+      // Another process takes the vehicles on: the flags clear at 20 s in its commits, not in a's cache.
+      for (let j = 16; j <= 25; j++) await b.record(0, job(j), T0 + 100_000);
+      // a's cached versions are stale now: its commit is refused, it reads the stored states and derives again.
+      for (let j = 26; j <= 35; j++) await a.record(0, job(j), T0 + 100_000);
+      expect(reads).toHaveBeenCalledTimes(2);
+      while ((await a.sweep(0, T0 + 200_000)) > 0);
+      const events = derived.flatMap((d) => d.events);
+      for (const v of VEHICLES) {
+        expect(events.filter((e) => e.vehicleno === v).map((e) => `${e.event}@${(e.time - T0) / 1000}`)).toEqual([
+          'alert_short_circuit_raised@10',
+          'alert_short_circuit_cleared@20',
+          'alert_short_circuit_raised@30',
+        ]);
+      }
+    } finally {
+      own.disconnect();
+    }
   });
 
   it("writes out the pending records a first-release one-piece state held, so a later read keeps them", async () => {

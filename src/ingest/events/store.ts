@@ -79,9 +79,8 @@ const ATTEMPTS = 16;
 const FIRST_BACKOFF_MS = 2;
 const MAX_BACKOFF_MS = 100;
 /**
- * Parsed states this process committed, by vehicle, with their version: the next job of a vehicle reads
- * the same version back and skips reading its pending records and the parse (a vehicle's jobs mostly go
- * to the process serving its partition). Bounded: past it, all are forgotten at once (the fleet's size,
+ * Parsed states this process committed, by vehicle, with their version: the next job of a vehicle takes
+ * it unread (`states`), and the commit's version check tells when another process moved it on. Bounded: past it, all are forgotten at once (the fleet's size,
  * not the process's age).
  */
 const CACHED_MAX = 20_000;
@@ -119,8 +118,17 @@ export function vehicleArgs(args: Array<string | Buffer>, vehicleno: string, ver
   args[at + 5] = String(adds);
 }
 
+/** A vehicle's state as a job's derivation starts from it: `read` from Redis, or this process's cache. */
+interface ReadState {
+  version: number;
+  state: VehicleState;
+  read?: boolean;
+  /** Pending records not yet members of the vehicle's sorted set (a first-release state): written out by this commit. */
+  unsaved?: boolean;
+}
+
 export class VehicleEvents {
-  private readonly cached = new Map<string, { version: number; state: VehicleState }>();
+  private readonly cached = new Map<string, ReadState>();
   /** By partition: the end of this process's last derivation queued (`inTurn`). */
   private readonly turns = new Map<number, Promise<void>>();
 
@@ -169,40 +177,40 @@ export class VehicleEvents {
     return run;
   }
 
-  /** The states of `vehicles`: from this process's cache where Redis still holds that version, else read and parsed. */
-  private async states(keys: PartitionKeys, vehicles: readonly string[]): Promise<Array<{ version: number; state: VehicleState; unsaved?: boolean }>> {
-    const stored = await this.redis.hmgetBuffer(keys.state, ...vehicles);
-    const out: Array<{ version: number; state: VehicleState; unsaved?: boolean } | undefined> = [];
-    const misses: number[] = [];
+  /**
+   * The states of `vehicles`. One this process committed last is taken from its cache unread: the
+   * commit script checks every version anyway, and a vehicle's jobs mostly come to the process serving
+   * its partition, so a job of cached vehicles costs no read at all (a realtime job's few records
+   * otherwise paid a round trip and the whole committed parts for nothing). The rest are read; one whose
+   * stored version is the cached one is still taken from the cache.
+   */
+  private async states(keys: PartitionKeys, vehicles: readonly string[]): Promise<ReadState[]> {
+    const out: Array<ReadState | undefined> = vehicles.map((v) => this.cached.get(v));
+    const unread = vehicles.filter((_, i) => out[i] === undefined);
+    if (unread.length === 0) return out as ReadState[];
+    const stored = await this.redis.hmgetBuffer(keys.state, ...unread);
+    const misses: Array<{ i: number; b: Buffer }> = [];
     const versionOf = (b: Buffer): number => Number(b.toString('latin1', 0, b.indexOf(0x20)));
+    let j = 0;
     vehicles.forEach((vehicleno, i) => {
-      const b = stored[i];
-      if (!b) {
-        out.push({ version: 0, state: restore(undefined, []) });
-        return;
-      }
-      const version = versionOf(b);
-      const hit = this.cached.get(vehicleno);
-      if (hit !== undefined && hit.version === version) out.push(hit);
-      else {
-        out.push(undefined);
-        misses.push(i);
-      }
+      if (out[i] !== undefined) return;
+      const b = stored[j++];
+      if (!b) out[i] = { version: 0, state: restore(undefined, []), read: true };
+      else misses.push({ i, b });
     });
     if (misses.length > 0) {
       const pipeline = this.redis.pipeline();
-      for (const i of misses) pipeline.zrangeBuffer(keys.records(vehicles[i]!), 0, -1);
+      for (const { i } of misses) pipeline.zrangeBuffer(keys.records(vehicles[i]!), 0, -1);
       const read = (await pipeline.exec()) ?? [];
-      misses.forEach((i, j) => {
-        const [err, members] = read[j] ?? [new Error('no answer')];
+      misses.forEach(({ i, b }, k) => {
+        const [err, members] = read[k] ?? [new Error('no answer')];
         if (err) throw err;
-        const b = stored[i]!;
         const state = restore(b.subarray(b.indexOf(0x20) + 1), members as Buffer[]);
         // More pending records than members: the first release's one-piece state held them; write them out.
-        out[i] = { version: versionOf(b), state, unsaved: state.pending.length > (members as Buffer[]).length };
+        out[i] = { version: versionOf(b), state, read: true, unsaved: state.pending.length > (members as Buffer[]).length };
       });
     }
-    return out as Array<{ version: number; state: VehicleState; unsaved?: boolean }>;
+    return out as ReadState[];
   }
 
   private async commit(
@@ -240,6 +248,8 @@ export class VehicleEvents {
         return;
       }
       if (attempt >= ATTEMPTS) throw new Error(`vehicle events: the state of ${conflict} kept changing under this job; the job is retried`);
+      // A cached state another process moved on: no wait, the next try reads it (its cache entry is gone).
+      if (read.some((r) => !r.read)) continue;
       await new Promise((r) => setTimeout(r, Math.random() * Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** (attempt - 1))));
     }
   }
