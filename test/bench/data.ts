@@ -22,6 +22,25 @@ export const T0 = Math.floor(Date.now() / 86_400_000) * 86_400_000 - 7 * 86_400_
 export const STEP_MS = 10;
 export const SEED = 20_261_121;
 
+/**
+ * How the values are written: `bms`, as the emulator's BMS does (a few decimals); `full`, every
+ * fractional value as a float32 sensor reading widened to a double prints (16–17 significant digits,
+ * 3.299999952316284 for 3.3), which costs the receiver more (the scanner copies only the text of values
+ * of up to 15 digits). `BENCH_PRECISION`, set by `npm run bench -- --precision full`, so the load
+ * process makes the same records.
+ */
+export type Precision = 'bms' | 'full';
+export const PRECISION: Precision = process.env.BENCH_PRECISION === 'full' ? 'full' : 'bms';
+
+/** Fractional values as float32 readings printed as doubles; integers (times, ids, counts) as they are. */
+function widened(data: Record<string, number>): Record<string, number> {
+  for (const k in data) {
+    const x = data[k]!;
+    if (!Number.isInteger(x)) data[k] = Math.fround(x);
+  }
+  return data;
+}
+
 export interface PushRecord {
   vehicleno: string;
   type: 'gps' | 'can';
@@ -33,7 +52,10 @@ export class BenchData {
   /** The same vehicles with a fully fitted battery: 16 cells, 6 sensors, 16 battery ids (all 69 CAN fields). */
   private readonly full: VehicleProfile[];
 
-  constructor(readonly vehicles: number) {
+  constructor(
+    readonly vehicles: number,
+    readonly precision: Precision = PRECISION,
+  ) {
     this.fleet = Fleet.create({ seed: SEED, size: vehicles });
     this.full = this.fleet.vehicles.map((v) => {
       const rng = Rng.seeded(hash32(SEED, v.index, 69));
@@ -68,11 +90,11 @@ export class BenchData {
   mixed(k: number): PushRecord {
     const v = this.fleet.vehicles[k % this.vehicles]!;
     const t = BenchData.timeOf(k);
-    if (hash32(SEED, k) % 2 === 0) return { vehicleno: v.vehicleno, type: 'gps', data: { ...this.fleet.gpsAt(v, t) } };
+    if (hash32(SEED, k) % 2 === 0) return { vehicleno: v.vehicleno, type: 'gps', data: this.values({ ...this.fleet.gpsAt(v, t) }) };
     const state = this.fleet.canStateAt(v, t);
     const data: Record<string, number> = canRecordData(state, Rng.seeded(hash32(SEED, k, 1)));
     if (data.soc === undefined) data.soc = state.soc!;
-    return { vehicleno: v.vehicleno, type: 'can', data };
+    return { vehicleno: v.vehicleno, type: 'can', data: this.values(data) };
   }
 
   /** A can record with every one of the spec's 69 CAN fields (68 parameters and time). */
@@ -85,7 +107,11 @@ export class BenchData {
       if (x === undefined) throw new Error(`fleet state lacks ${f}`);
       data[f] = x;
     }
-    return { vehicleno: v.vehicleno, type: 'can', data };
+    return { vehicleno: v.vehicleno, type: 'can', data: this.values(data) };
+  }
+
+  private values(data: Record<string, number>): Record<string, number> {
+    return this.precision === 'full' ? widened(data) : data;
   }
 
   record(kind: 'mixed' | 'fullCan', k: number): PushRecord {

@@ -27,6 +27,15 @@ export const CLIENT: 'node' | 'wrk' = (() => {
   return c;
 })();
 
+/** `--precision full`: records with full-precision values (data.ts); children inherit it through the environment. */
+{
+  const i = argv.indexOf('--precision');
+  if (i >= 0) {
+    if (argv[i + 1] !== 'full' && argv[i + 1] !== 'bms') throw new Error(`--precision: bms or full, not ${argv[i + 1]}`);
+    process.env.BENCH_PRECISION = argv[i + 1];
+  }
+}
+
 /** `--env A=1,B=2`: settings for the service processes. */
 export const settingsArg = (): Record<string, string> => {
   const i = argv.indexOf('--env');

@@ -41,6 +41,15 @@ export interface Bench {
   unanswered: number;
   /** With `--pin`: the core the accept rounds' client runs on (influxd's, idle while no worker writes). */
   clientCpu?: string;
+  /** The worker processes running now (this build's and, with `--ab`, the ref's). */
+  workers: Proc[];
+  /**
+   * Replaces InfluxDB with a new influxd on an empty data directory, the workers restarted to write to
+   * it; what the old one held of [0, next) is added to `verified` first. Call with the queue drained.
+   */
+  freshStore(): Promise<void>;
+  /** Points of [0, next) counted in stores since replaced. */
+  verified: number;
 }
 
 const load = (b: Bench, cmd: Command, ready?: () => void) => b.loader.run(cmd, ready);
@@ -112,11 +121,16 @@ export async function memoryPhase(b: Bench): Promise<void> {
   log(`redis ${fmt(b.m.bytesPerRecord, 1)} bytes per full CAN record; the last job's data is ${b.m.jobDataBytes} bytes for 1000 records`);
 }
 
+/** Worker processes (this build's, and with `--ab` the ref's), kept in `b.workers`. */
+export async function spawnWorkers(b: Bench): Promise<void> {
+  for (let i = 0; i < P.workers; i++) b.workers.push(await b.spawn(`worker${P.workers > 1 ? i + 1 : ''}`, 'ingest', ['worker']));
+  if (b.spawnRef) for (let i = 0; i < P.workers; i++) b.workers.push(await b.spawnRef(`worker (ref)${P.workers > 1 ? ` ${i + 1}` : ''}`, ['worker']));
+}
+
 /** Worker processes, and the drain of what the phases before them queued (a warm-up too). */
 export async function startWorkers(b: Bench): Promise<Proc[]> {
-  const workers: Proc[] = [];
-  for (let i = 0; i < P.workers; i++) workers.push(await b.spawn(`worker${P.workers > 1 ? i + 1 : ''}`, 'ingest', ['worker']));
-  if (b.spawnRef) for (let i = 0; i < P.workers; i++) workers.push(await b.spawnRef(`worker (ref)${P.workers > 1 ? ` ${i + 1}` : ''}`, ['worker']));
+  await spawnWorkers(b);
+  const workers = b.workers;
   if (b.delivered > 0) {
     log(`draining ${b.delivered} queued records`);
     await measure(b, 'drain', () => b.delivered, () => waitForPoints(b.raw, DB, 0, b.next, b.delivered, 200));
@@ -166,6 +180,74 @@ export async function bulkPhase(b: Bench): Promise<void> {
   const after = await jobsByPayload(b);
   b.m.bulkJobs = { text: after.text - before.text, deflated: after.deflated - before.deflated };
   log(`bulk jobs: ${b.m.bulkJobs.text} as text, ${b.m.bulkJobs.deflated} deflated (JOB_DEFLATE; by default while 64 or more jobs wait)`);
+}
+
+/**
+ * `--store-rounds N`: (1) and (2a) alternated N times, each run on a fresh influxd (an empty data
+ * directory: a store's cost per point grows with what it holds, and a run after another measured the
+ * one before it), each after a warm-up of its own, the order swapped every round; polled alike from
+ * their start until every record is queryable. Reported as the median of the per-round ratios.
+ */
+export async function storeRoundsPhase(b: Bench, rounds: number): Promise<void> {
+  const n = P.ceilingRecords;
+  const size = P.bulkSize;
+  const deliveries = Math.ceil(n / size);
+  const warm = Math.min(20_000, n);
+  log(`store rounds: ${rounds} rounds of a ceiling run and a bulk run of ${n} records each, each on a fresh influxd after ${warm} records of warm-up`);
+  let ceilingFrom = 20_000_000;
+  const ceilingRun = async (round: number): Promise<number> => {
+    const cmd = { op: 'ceiling', target: b.frontTarget(CEILING_DB), kind: 'mixed', batchLines: opt('ceiling-batch', 5_000), concurrency: P.ceilingConcurrency } as const;
+    await load(b, { ...cmd, from: ceilingFrom, count: warm });
+    ceilingFrom += warm;
+    const from = ceilingFrom;
+    ceilingFrom += n;
+    return measure(b, `ceiling, round ${round}`, () => n, async (ready) => {
+      const r = await load(b, { ...cmd, from, count: n }, ready);
+      checkAll2xx('ceiling', r);
+      const end = await waitForPoints(b.raw, CEILING_DB, from, from + n, n);
+      return n / ((end - r.start) / 1000);
+    });
+  };
+  const bulkRun = async (round: number): Promise<number> => {
+    const send = async (count: number, phase?: string) => {
+      const from = b.next;
+      const cmd = { op: 'bulk', target: b.bulkTarget, kind: 'mixed', from, deliveries: Math.ceil(count / size), size, concurrency: P.bulkConcurrency } as const;
+      const go = async (ready?: () => void) => {
+        const r = await load(b, cmd, ready);
+        checkAll2xx(phase ?? 'bulk warm-up', r);
+        b.next += cmd.deliveries * size;
+        b.delivered += r.records;
+        const end = await waitForPoints(b.raw, DB, from, b.next, cmd.deliveries * size);
+        return (cmd.deliveries * size) / ((end - r.start) / 1000);
+      };
+      return phase ? measure(b, phase, () => cmd.deliveries * size, go) : go();
+    };
+    await send(warm);
+    return send(deliveries * size, `bulk, round ${round}`);
+  };
+  for (let i = 1; i <= rounds; i++) {
+    const order = i % 2 === 1 ? (['ceiling', 'bulk'] as const) : (['bulk', 'ceiling'] as const);
+    const rate: Partial<Record<'ceiling' | 'bulk', number>> = {};
+    for (const what of order) {
+      await b.freshStore();
+      rate[what] = what === 'ceiling' ? await ceilingRun(i) : await bulkRun(i);
+    }
+    const cpuOf = (phase: string) => b.m.cpu.find((c) => c.phase === phase)!;
+    const bulkCpu = cpuOf(`bulk, round ${i}`);
+    const perRecord = (c: typeof bulkCpu, f: (name: string) => boolean) => ([...c.cpu].filter(([name]) => f(name)).reduce((sum, [, sec]) => sum + sec, 0) * 1e6) / c.records;
+    const round = {
+      ceiling: rate.ceiling!,
+      bulk: rate.bulk!,
+      serviceUs: perRecord(bulkCpu, (name) => name === 'receiver' || name.startsWith('worker')),
+      influxdUs: perRecord(bulkCpu, (name) => name === 'influxd'),
+      ceilingInfluxdUs: perRecord(cpuOf(`ceiling, round ${i}`), (name) => name === 'influxd'),
+    };
+    b.m.storeRounds.push(round);
+    log(
+      `store round ${i} (${order.join(' then ')}): ceiling ${fmt(round.ceiling)} records/s, bulk ${fmt(round.bulk)}: ${ratio(round.bulk, round.ceiling)}; ` +
+        `service ${fmt(round.serviceUs, 1)} core-µs/record against influxd's ${fmt(round.influxdUs, 1)} (${fmt(round.ceilingInfluxdUs, 1)} on the ceiling's writes)`,
+    );
+  }
 }
 
 /** The receiver's telematics_jobs_enqueued_total, by payload. */

@@ -42,6 +42,11 @@ export interface Latency {
 export interface Measured {
   ceilingRate?: number;
   ceilingRuns: number[];
+  /**
+   * `--store-rounds`: per round, the ceiling's and the service's bulk rate, each on a fresh store, and
+   * the bulk run's CPU per record: receiver and workers, influxd; and influxd's on the ceiling's writes.
+   */
+  storeRounds: Array<{ ceiling: number; bulk: number; serviceUs: number; influxdUs: number; ceilingInfluxdUs: number }>;
   bulkRate?: number;
   rtRate?: number;
   /** With `--ab`, each realtime round: bare Hono's accept rate, this build's and the ref's end-to-end rates. */
@@ -98,6 +103,28 @@ export function resultRows(m: Measured, receiverRss: Rss, workerRss: Rss[]): Row
       ratio: ratio(m.bulkRate, m.ceilingRate),
       target: m.pinned ? '≥ 90 %' : '≥ 80 %',
       ok: m.ceilingRate === undefined ? undefined : m.bulkRate >= (m.pinned ? 0.9 : 0.8) * m.ceilingRate,
+    });
+  }
+  if (m.storeRounds.length > 0) {
+    const sr = m.storeRounds;
+    const med = (f: (r: (typeof sr)[number]) => number) => median(sr.map(f));
+    rows.push({
+      n: '2a rounds',
+      what: `End to end, bulk (${P.bulkSize}-record pushes, ${P.bulkConcurrency} at a time) against the ceiling (1), ${sr.length} rounds, each run on a fresh influxd, alternated; medians of the per-round ratios`,
+      value: `bulk ${fmt(med((r) => r.bulk))} records/s`,
+      reference: `ceiling ${fmt(med((r) => r.ceiling))} records/s (rounds bulk / ceiling: ${sr.map((r) => fmt(r.bulk / r.ceiling, 3)).join(', ')})`,
+      ratio: fmt(med((r) => r.bulk / r.ceiling), 3),
+      target: m.pinned ? '≥ 0.90' : '≥ 0.80',
+      ok: med((r) => r.bulk / r.ceiling) >= (m.pinned ? 0.9 : 0.8),
+    });
+    rows.push({
+      n: '6b rounds',
+      what: 'Service CPU per bulk record (receiver and workers) against influxd’s on the same points, per store round; medians of the per-round ratios',
+      value: `${fmt(med((r) => r.serviceUs), 1)} core-µs/record`,
+      reference: `influxd ${fmt(med((r) => r.influxdUs), 1)} core-µs/record (${fmt(med((r) => r.ceilingInfluxdUs), 1)} on the ceiling's writes; rounds: ${sr.map((r) => fmt(r.serviceUs / r.influxdUs, 2)).join(', ')})`,
+      ratio: `${fmt(med((r) => r.serviceUs / r.influxdUs), 2)} ×`,
+      target: '≤ 0.5 ×',
+      ok: med((r) => r.serviceUs / r.influxdUs) <= 0.5,
     });
   }
   const bareRate = medianRound(m)?.bare;

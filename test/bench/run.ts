@@ -15,13 +15,13 @@ import { startInflux, type LocalInflux } from '../../src/devstack/influxd.js';
 import { ensureDebianPackages, freePort } from '../../src/devstack/process.js';
 import { childPids, CpuMeter } from './cpu.js';
 import type { Target } from './load.js';
-import { AB_REF, CEILING_DB, DB, FLATTEN, flag, opt, P, QUEUE, settingsArg, SMOKE, TOKEN, want } from './options.js';
+import { AB_REF, CEILING_DB, CLIENT, DB, FLATTEN, flag, opt, P, QUEUE, settingsArg, SMOKE, TOKEN, want } from './options.js';
 import { refTree } from './ab.js';
-import { acceptPhase, bulkPhase, ceilingPhase, latencyPhase, memoryPhase, realtimePhase, startWorkers, type Bench } from './phases.js';
+import { acceptPhase, bulkPhase, ceilingPhase, latencyPhase, memoryPhase, realtimePhase, spawnWorkers, startWorkers, storeRoundsPhase, type Bench } from './phases.js';
 import { countPoints, log, pct } from './points.js';
 import { buildForBench, spawnNode, startLoader, type Loader, type Proc } from './procs.js';
 import { cpuTable, fmt, resultRows, table, type Latency, type Measured } from './report.js';
-import { BenchData } from './data.js';
+import { BenchData, PRECISION } from './data.js';
 import { gzipSync } from 'node:zlib';
 import { flattenRecords } from '../../src/ingest/flatten/flatten.js';
 import { validateRecord } from '../../src/ingest/validate/record.js';
@@ -31,6 +31,7 @@ async function main(): Promise<void> {
     [
       { bin: 'redis-server', pkg: 'redis-server' },
       { bin: 'influxd', pkg: 'influxdb' },
+      ...(CLIENT === 'wrk' ? [{ bin: 'wrk', pkg: 'wrk' }] : []),
     ],
     log,
   );
@@ -51,7 +52,7 @@ async function main(): Promise<void> {
     ...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []),
     ...(process.env.BENCH_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? []),
   ];
-  const m: Measured = { cpu: [], ceilingRuns: [], acceptRounds: [], rtRounds: [] };
+  const m: Measured = { cpu: [], ceilingRuns: [], storeRounds: [], acceptRounds: [], rtRounds: [] };
   // --pin: influxd and its front on CPU 1 (processes of their own), everything else on CPU 0, as in
   // production where InfluxDB has cores of its own. Children inherit this process's affinity.
   const pin = flag('pin');
@@ -65,7 +66,6 @@ async function main(): Promise<void> {
     loader = startLoader({ BENCH_VEHICLES: String(P.vehicles) });
     await influx.createDatabase(DB);
     await influx.createDatabase(CEILING_DB);
-    const front = influx;
     const pushHeaders = { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' };
     // The service's settings; --env K=V,... adds settings to try, passed on as given.
     const env: Record<string, string> = {
@@ -118,9 +118,9 @@ async function main(): Promise<void> {
       bulkTarget: { url: receiver.url, path: '/push/bulk', headers: pushHeaders },
       realtimeTarget,
       frontTarget: (db: string): Target => ({
-        url: front.url,
+        url: influx!.url,
         path: `/api/v2/write?bucket=${db}&precision=ms`,
-        headers: { Authorization: `Token ${front.token}`, 'Content-Type': 'text/plain; charset=utf-8' },
+        headers: { Authorization: `Token ${influx!.token}`, 'Content-Type': 'text/plain; charset=utf-8' },
       }),
       spawn,
       async stop(p) {
@@ -131,20 +131,43 @@ async function main(): Promise<void> {
       delivered: 0,
       unanswered: 0,
       ...(pin ? { clientCpu: '1' } : {}),
+      workers: [],
+      verified: 0,
+      async freshStore() {
+        b.verified += await countPoints(b.raw, DB, 0, b.next);
+        for (const w of b.workers.splice(0)) await b.stop(w);
+        await influx!.stop();
+        influx = await startInflux(pin ? { pinCpus: '1' } : {});
+        await influx.createDatabase(DB);
+        await influx.createDatabase(CEILING_DB);
+        env.INFLUX_URL = influx.url;
+        env.INFLUX_TOKEN = influx.token;
+        b.raw = influx.rawUrl;
+        servers.set('influxd', childPids(process.pid, 'influxd')[0]);
+        if (influx.front.pid) servers.set('v2 front', influx.front.pid);
+        await spawnWorkers(b);
+      },
     };
 
     if (want('accept')) await acceptPhase(b);
     if (want('memory')) await memoryPhase(b);
-    const workers = want('bulk') || want('realtime') || want('latency') || b.delivered > 0 ? await startWorkers(b) : [];
+    // --store-rounds N: (1) and (2a) as alternated rounds on fresh stores, in place of the two phases below.
+    const storeRounds = opt('store-rounds', 0);
+    const ceilingAndBulk = storeRounds === 0 && want('bulk');
+    if (ceilingAndBulk || storeRounds > 0 || want('realtime') || want('latency') || b.delivered > 0) await startWorkers(b);
+    if (storeRounds > 0) {
+      await storeRoundsPhase(b, storeRounds);
+      m.jsonParseUsPerRecord = jsonParseCost();
+    }
     const ceiling = ceilingPhase(b);
     // (2a) between two runs of (1).
-    if (want('ceiling')) await ceiling();
-    if (want('bulk')) {
+    if (storeRounds === 0 && want('ceiling')) await ceiling();
+    if (ceilingAndBulk) {
       await bulkPhase(b);
       m.jsonParseUsPerRecord = jsonParseCost();
       m.gzip = gzipCost();
     }
-    if (want('ceiling') && want('bulk')) await ceiling();
+    if (storeRounds === 0 && want('ceiling') && want('bulk')) await ceiling();
     if (want('realtime')) await realtimePhase(b);
     // (4) at half the highest sustained rates: realtime at half of (2b), bulk at half of (2a).
     if (want('latency')) {
@@ -155,10 +178,10 @@ async function main(): Promise<void> {
     // Every record the service answered 2xx for is in InfluxDB.
     // Records a timed wrk run left unanswered when it stopped may be stored or not; every other one is.
     const { next, delivered, unanswered } = b;
-    const total = await countPoints(b.raw, DB, 0, next);
+    const total = b.verified + (await countPoints(b.raw, DB, 0, next));
     const everyRecord = total >= delivered && total <= delivered + unanswered && delivered + unanswered === next;
     const receiverRss = receiver.rss();
-    const workerRss = workers.map((w) => w.rss());
+    const workerRss = b.workers.map((w) => w.rss());
     const rows = resultRows(m, receiverRss, workerRss);
     const topology = pin
       ? 'pinned: influxd and its /api/v2/write front (a process of its own) on CPU 1; load generator, receiver, workers and Redis on CPU 0'
@@ -168,7 +191,7 @@ async function main(): Promise<void> {
     process.stdout.write(`\ntelematics-ingest benchmark${SMOKE ? ' (smoke: tiny counts, numbers meaningless)' : ''} — ${started.toISOString()}\n`);
     process.stdout.write(`machine: ${machine}; redis-server (AOF ${flag('no-aof') ? 'off' : 'on, appendfsync always'}) and influxd 1.6.7 on the same machine, loopback only\n`);
     process.stdout.write(`topology: ${topology}\n`);
-    process.stdout.write(`records: ${P.vehicles} vehicles, fleet model of src/upstream/emulator; ${P.workers} worker process(es); load generator in its own process\n\n`);
+    process.stdout.write(`records: ${P.vehicles} vehicles, fleet model of src/upstream/emulator, values ${PRECISION === 'full' ? 'at full precision (float32 readings as doubles, 16–17 digits)' : 'as its BMS writes them (a few decimals)'}; ${P.workers} worker process(es); load generator in its own process\n\n`);
     process.stdout.write(`${table(rows)}\n\n`);
     const cut = unanswered > 0 ? `; ${unanswered} sent unanswered when wrk stopped, ${total - delivered} of them stored` : '';
     process.stdout.write(`every record reached InfluxDB: ${everyRecord ? 'yes' : 'NO'} (${total} of ${delivered} acknowledged, ${next} sent${cut})\n\n`);

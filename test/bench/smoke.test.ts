@@ -61,3 +61,26 @@ it('npm run bench -- --ab <ref> alternates the ref build with this one, round by
   expect(result.everyRecord).toBe(true);
   expect(result.total).toBe(result.delivered);
 }, 180_000);
+
+it('npm run bench -- --store-rounds --client wrk --precision full: store rounds on fresh stores, wrk as the accept client, and every record stored', async () => {
+  const { code, out, err } = await bench(['--smoke', '--store-rounds', '2', '--client', 'wrk', '--precision', 'full', '--only', 'accept'], 110_000);
+  expect(code, `${out}\n${err}`).toBe(0);
+  expect(out).toContain('values at full precision');
+  expect(out).toMatch(/\| 3 \| .*\(wrk\)/);
+  for (const row of ['| 2a rounds |', '| 6b rounds |']) expect(out).toContain(row);
+  for (const round of [1, 2]) expect(err).toContain(`store round ${round} (`);
+  const result = JSON.parse(/^BENCH_RESULT (.*)$/m.exec(out)![1]!) as {
+    everyRecord: boolean;
+    delivered: number;
+    total: number;
+    storeRounds: Array<{ ceiling: number; bulk: number; serviceUs: number; influxdUs: number }>;
+  };
+  expect(result.storeRounds.map((r) => [r.ceiling > 0, r.bulk > 0, r.serviceUs > 0, r.influxdUs > 0])).toEqual([
+    [true, true, true, true],
+    [true, true, true, true],
+  ]);
+  // The accept rounds' records and both stores' bulk records, summed over the stores replaced.
+  expect(result.everyRecord).toBe(true);
+  expect(result.total).toBeGreaterThanOrEqual(result.delivered);
+  expect(result.delivered).toBeGreaterThan(8_000);
+}, 120_000);
