@@ -6,12 +6,17 @@
  * noisy machine a single run swings by tens of percent; alternating rounds shares the noise out.
  */
 import { spawnSync } from 'node:child_process';
+import { copyFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { median, refTree, ROOT } from './ab.js';
 
 const [ref = 'HEAD', roundsArg = '7', pushesArg = '20'] = process.argv.slice(2);
 const rounds = Number(roundsArg);
 const root = ROOT;
 const { dir: other, sha } = refTree(ref);
+// Both builds measured on the same records: the ref's stages run on this tree's bench data (data.ts,
+// e.g. BENCH_PRECISION=full, which an older ref may not know); the code measured is the ref's own.
+copyFileSync(join(root, 'test/bench/data.ts'), join(other, 'test/bench/data.ts'));
 
 /** The rows compared: stages.ts prints each as `  <name>  <µs>`. */
 const ROWS = [
