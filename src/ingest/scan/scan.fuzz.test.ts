@@ -3,6 +3,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
 import { pushRecordSchema } from '../../telemetry/schema.js';
 import { readRows } from '../flatten/points.js';
+import { formatFloat } from '../../telemetry/lineProtocol.js';
 import { fieldNames, type RecordTypeInfo } from '../../telemetry/fields.js';
 import { splitPush, type PushShape } from '../../telemetry/push.js';
 import { Plausibility } from '../plausibility/judge.js';
@@ -58,8 +59,10 @@ function seen(v: Verdict): unknown {
   return {
     bulk: v.bulk,
     count: v.count,
-    rows: s.rows.map((r) => r.buf.toString('latin1', 0, r.len)),
-    ends: s.rows.map((r) => r.ends),
+    // The points each row holds, a value as the double it denotes: the scanner copies a full-precision
+    // text the general path prints again (String's shortest form), and InfluxDB stores the same double.
+    rows: s.rows.map((r) => pointsOf(r.buf.subarray(0, r.len))),
+    records: s.rows.map((r) => r.ends.length),
     dropped: s.rows.map((r) => r.dropped),
     accepted: [s.accepted, s.acceptedBy],
     late: s.late,
@@ -71,6 +74,18 @@ function seen(v: Verdict): unknown {
     invalid: s.invalid,
     implausible: s.implausible,
   };
+}
+
+/** A row buffer's lines, each field's value written as `formatFloat` writes the double its text denotes. */
+function pointsOf(rows: Buffer): string[] {
+  return readRows(rows).lines.texts().map((line) => {
+    const [head, fields, time] = splitLine(line);
+    const values = fields.split(',').map((f) => {
+      const eq = f.lastIndexOf('=');
+      return `${f.slice(0, eq)}=${formatFloat(Number(f.slice(eq + 1)))}`;
+    });
+    return `${head} ${values.join(',')} ${time}`;
+  });
 }
 
 // ---- pushes as text ------------------------------------------------------------------------------
@@ -101,6 +116,8 @@ function numberText(rnd: Rnd, name: string, hostile: boolean): string {
     if (name === 'lat') return (rnd() * 40 - 10).toFixed(pick(rnd, [0, 2, 4, 6]));
     if (name === 'lng') return (rnd() * 100 - 20).toFixed(pick(rnd, [0, 3, 6]));
     if (name.startsWith('cell_voltage')) return (3 + rnd()).toFixed(pick(rnd, [1, 3, 4]));
+    // A float32 reading widened to a double: as String prints it, and as C's %.17g does (not the shortest).
+    if (name === 'battery_voltage' || name === 'current' || name === 'speed') return rnd() < 0.5 ? String(Math.fround(rnd() * 60)) : Math.fround(rnd() * 60).toPrecision(17);
     if (name.startsWith('cell_temperature')) return rnd() < 0.2 ? '-40' : (20 + rnd() * 20).toFixed(1);
     if (name.startsWith('alert') || name === 'ignstatus' || name.startsWith('allow')) return pick(rnd, ['0', '1']);
     if (name === 'no_of_temperature_sensors') return String(Math.floor(rnd() * 7));

@@ -91,15 +91,23 @@ let timePlain = false;
 let timeFrom = 0;
 let timeTo = 0;
 
-/** A number's value, and whether its text is what line protocol would be given (formatFloat's). */
+/**
+ * A number's value; whether its text is String's (`numPlain`, which a timestamp needs); and whether
+ * its text may stand for the value in line protocol (`numSame`): a plain decimal of up to 17
+ * significant digits, which every reader parses to the very double `Number` gives (correctly rounded,
+ * as JSON and line protocol parsers are), so a float32 reading sent at full precision is copied rather
+ * than printed again (String of such a double is most of its cost).
+ */
 let numValue = 0;
 let numPlain = false;
+let numSame = false;
 
 /**
- * The JSON number at `p`: its end, or NOT_JSON. Sets numValue and numPlain. Up to 15 significant
- * digits without an exponent, the value is the digits over a power of ten (one correctly rounded
- * division of exact doubles, so the double `Number` would give), and the text is `String`'s own when it
- * has no redundant zero and is not -0 or below 1e-6 (where `String` switches to exponents).
+ * The JSON number at `p`: its end, or NOT_JSON. Sets numValue, numPlain and numSame. Up to 15
+ * significant digits without an exponent, the value is the digits over a power of ten (one correctly
+ * rounded division of exact doubles, so the double `Number` would give), and the text is `String`'s own
+ * when it has no redundant zero and is not -0 or below 1e-6 (where `String` switches to exponents).
+ * With 16 or 17 digits the value is `Number`'s, and the text is kept on the same terms.
  */
 function readNumber(b: Buffer, p: number): number {
   const start = p;
@@ -149,10 +157,12 @@ function readNumber(b: Buffer, p: number): number {
   if (simple && sig <= 15 && frac <= 22) {
     const v = mantissa / POW10[frac]!;
     numValue = neg ? -v : v;
-    numPlain = !(v === 0 && neg) && (v === 0 || v >= 1e-6);
+    numPlain = numSame = !(v === 0 && neg) && (v === 0 || v >= 1e-6);
   } else {
     numValue = Number(b.toString('latin1', start, p));
     numPlain = false;
+    // 16 or 17 digits (never 0 or -0): a reading at full precision.
+    numSame = simple && sig <= 17 && frac <= 22 && Math.abs(numValue) >= 1e-6;
   }
   return p;
 }
@@ -376,7 +386,7 @@ function readData(b: Buffer, p: number): number {
         d.at[slot] = k;
         d.slot[k] = slot;
         d.value[k] = numValue;
-        if (numPlain) {
+        if (numSame) {
           d.from[k] = p;
           d.to[k] = e;
           d.inScratch[k] = 0;
