@@ -186,7 +186,8 @@ export async function bulkPhase(b: Bench): Promise<void> {
  * `--store-rounds N`: (1) and (2a) alternated N times, each run on a fresh influxd (an empty data
  * directory: a store's cost per point grows with what it holds, and a run after another measured the
  * one before it), each after a warm-up of its own, the order swapped every round; polled alike from
- * their start until every record is queryable. Reported as the median of the per-round ratios.
+ * their start until every record is queryable. Reported as the median of the per-round ratios. With
+ * `--ab`, the ref's receiver and workers take a bulk run of their own each round.
  */
 export async function storeRoundsPhase(b: Bench, rounds: number): Promise<void> {
   const n = P.ceilingRecords;
@@ -208,44 +209,53 @@ export async function storeRoundsPhase(b: Bench, rounds: number): Promise<void> 
       return n / ((end - r.start) / 1000);
     });
   };
-  const bulkRun = async (round: number): Promise<number> => {
-    const send = async (count: number, phase?: string) => {
+  const bulkRun = async (round: number, receiver: Proc, phase: string): Promise<number> => {
+    const send = async (count: number, measured?: string) => {
       const from = b.next;
-      const cmd = { op: 'bulk', target: b.bulkTarget, kind: 'mixed', from, deliveries: Math.ceil(count / size), size, concurrency: P.bulkConcurrency } as const;
+      const cmd = { op: 'bulk', target: { ...b.bulkTarget, url: receiver.url }, kind: 'mixed', from, deliveries: Math.ceil(count / size), size, concurrency: P.bulkConcurrency } as const;
       const go = async (ready?: () => void) => {
         const r = await load(b, cmd, ready);
-        checkAll2xx(phase ?? 'bulk warm-up', r);
+        checkAll2xx(measured ?? `${phase} warm-up`, r);
         b.next += cmd.deliveries * size;
         b.delivered += r.records;
         const end = await waitForPoints(b.raw, DB, from, b.next, cmd.deliveries * size);
         return (cmd.deliveries * size) / ((end - r.start) / 1000);
       };
-      return phase ? measure(b, phase, () => cmd.deliveries * size, go) : go();
+      return measured ? measure(b, measured, () => cmd.deliveries * size, go) : go();
     };
     await send(warm);
-    return send(deliveries * size, `bulk, round ${round}`);
+    return send(deliveries * size, `${phase}, round ${round}`);
   };
+  // With --ab the ref's receiver and workers take a bulk run of their own in each round; the order rotates.
+  const ref = b.refReceiver;
+  const runs = ref ? (['ceiling', 'bulk', 'ref'] as const) : (['ceiling', 'bulk'] as const);
+  const cpuOf = (phase: string) => b.m.cpu.find((c) => c.phase === phase)!;
+  const perRecord = (phase: string, f: (name: string) => boolean) => {
+    const c = cpuOf(phase);
+    return ([...c.cpu].filter(([name]) => f(name)).reduce((sum, [, sec]) => sum + sec, 0) * 1e6) / c.records;
+  };
+  const ours = (name: string) => !name.includes('(ref)') && (name === 'receiver' || name.startsWith('worker'));
+  const refs = (name: string) => name === 'receiver (ref)' || name.startsWith('worker (ref)');
   for (let i = 1; i <= rounds; i++) {
-    const order = i % 2 === 1 ? (['ceiling', 'bulk'] as const) : (['bulk', 'ceiling'] as const);
-    const rate: Partial<Record<'ceiling' | 'bulk', number>> = {};
+    const order = runs.map((_, k) => runs[(k + i - 1) % runs.length]!);
+    const rate: Partial<Record<(typeof runs)[number], number>> = {};
     for (const what of order) {
       await b.freshStore();
-      rate[what] = what === 'ceiling' ? await ceilingRun(i) : await bulkRun(i);
+      rate[what] = what === 'ceiling' ? await ceilingRun(i) : what === 'bulk' ? await bulkRun(i, b.receiver, 'bulk') : await bulkRun(i, ref!, 'bulk (ref)');
     }
-    const cpuOf = (phase: string) => b.m.cpu.find((c) => c.phase === phase)!;
-    const bulkCpu = cpuOf(`bulk, round ${i}`);
-    const perRecord = (c: typeof bulkCpu, f: (name: string) => boolean) => ([...c.cpu].filter(([name]) => f(name)).reduce((sum, [, sec]) => sum + sec, 0) * 1e6) / c.records;
     const round = {
       ceiling: rate.ceiling!,
       bulk: rate.bulk!,
-      serviceUs: perRecord(bulkCpu, (name) => name === 'receiver' || name.startsWith('worker')),
-      influxdUs: perRecord(bulkCpu, (name) => name === 'influxd'),
-      ceilingInfluxdUs: perRecord(cpuOf(`ceiling, round ${i}`), (name) => name === 'influxd'),
+      serviceUs: perRecord(`bulk, round ${i}`, ours),
+      influxdUs: perRecord(`bulk, round ${i}`, (name) => name === 'influxd'),
+      ceilingInfluxdUs: perRecord(`ceiling, round ${i}`, (name) => name === 'influxd'),
+      ...(rate.ref !== undefined ? { ref: rate.ref, refServiceUs: perRecord(`bulk (ref), round ${i}`, refs), refInfluxdUs: perRecord(`bulk (ref), round ${i}`, (name) => name === 'influxd') } : {}),
     };
     b.m.storeRounds.push(round);
     log(
       `store round ${i} (${order.join(' then ')}): ceiling ${fmt(round.ceiling)} records/s, bulk ${fmt(round.bulk)}: ${ratio(round.bulk, round.ceiling)}; ` +
-        `service ${fmt(round.serviceUs, 1)} core-µs/record against influxd's ${fmt(round.influxdUs, 1)} (${fmt(round.ceilingInfluxdUs, 1)} on the ceiling's writes)`,
+        `service ${fmt(round.serviceUs, 1)} core-µs/record against influxd's ${fmt(round.influxdUs, 1)} (${fmt(round.ceilingInfluxdUs, 1)} on the ceiling's writes)` +
+        (round.ref !== undefined ? `; ref ${fmt(round.ref)} records/s (${ratio(round.ref, round.ceiling)}), service ${fmt(round.refServiceUs!, 1)} against influxd's ${fmt(round.refInfluxdUs!, 1)}; this / ref ${(round.bulk / round.ref).toFixed(3)}` : ''),
     );
   }
 }

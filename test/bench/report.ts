@@ -46,7 +46,7 @@ export interface Measured {
    * `--store-rounds`: per round, the ceiling's and the service's bulk rate, each on a fresh store, and
    * the bulk run's CPU per record: receiver and workers, influxd; and influxd's on the ceiling's writes.
    */
-  storeRounds: Array<{ ceiling: number; bulk: number; serviceUs: number; influxdUs: number; ceilingInfluxdUs: number }>;
+  storeRounds: Array<{ ceiling: number; bulk: number; serviceUs: number; influxdUs: number; ceilingInfluxdUs: number; ref?: number; refServiceUs?: number; refInfluxdUs?: number }>;
   bulkRate?: number;
   rtRate?: number;
   /** With `--ab`, each realtime round: bare Hono's accept rate, this build's and the ref's end-to-end rates. */
@@ -126,6 +126,19 @@ export function resultRows(m: Measured, receiverRss: Rss, workerRss: Rss[]): Row
       target: '≤ 0.5 ×',
       ok: med((r) => r.serviceUs / r.influxdUs) <= 0.5,
     });
+    const ab = sr.filter((r): r is (typeof sr)[number] & { ref: number; refServiceUs: number; refInfluxdUs: number } => r.ref !== undefined);
+    if (ab.length > 0) {
+      const medAb = (f: (r: (typeof ab)[number]) => number) => median(ab.map(f));
+      rows.push({
+        n: '2a A/B',
+        what: `The same bulk run, this build against the ref's (--ab), ${ab.length} rounds, each on a fresh influxd; medians of the per-round ratios`,
+        value: `this / ceiling ${fmt(medAb((r) => r.bulk / r.ceiling), 3)}; service ${fmt(medAb((r) => r.serviceUs), 1)} core-µs/record`,
+        reference: `ref / ceiling ${fmt(medAb((r) => r.ref / r.ceiling), 3)}; ref's service ${fmt(medAb((r) => r.refServiceUs), 1)} core-µs/record (rounds this / ref: ${ab.map((r) => fmt(r.bulk / r.ref, 3)).join(', ')})`,
+        ratio: `this / ref ${fmt(medAb((r) => r.bulk / r.ref), 3)}; CPU ${fmt(medAb((r) => r.serviceUs / r.refServiceUs), 3)}`,
+        target: '≥ 0.97 of the ref',
+        ok: medAb((r) => r.bulk / r.ref) >= 0.97,
+      });
+    }
   }
   const bareRate = medianRound(m)?.bare;
   if (m.rtRate !== undefined) {

@@ -14,7 +14,7 @@ import { scanPush } from '../../src/ingest/scan/scan.js';
 import { BenchData } from './data.js';
 import { DEFAULT_DERIVE_OPTIONS, DERIVE_PICK, ingest, newState, type PendingRecord, type VehicleState } from '../../src/ingest/events/derive.js';
 import { restore } from '../../src/ingest/events/wire.js';
-import { inputsByVehicle, vehicleArgs } from '../../src/ingest/events/store.js';
+import { CommitArgs, inputsByVehicle, readCommitArgs } from '../../src/ingest/events/store.js';
 import type { Sighting } from '../../src/telemetry/record.js';
 import { FLATTEN } from './options.js';
 
@@ -116,25 +116,29 @@ measure('worker: request body from rows (bytes)', bytes, (b) => readRows(b).line
       cache = new Map();
     }
     const byVehicle = inputsByVehicle(sightings);
+    const args = new CommitArgs();
+    const states: VehicleState[] = [];
     for (const [v, inputs] of byVehicle) {
       const hit = cached ? cache.get(v) : undefined;
       const kept = hit === undefined ? stored.get(v) : undefined;
       const state = hit ?? (kept === undefined ? newState() : restore(kept.committed, kept.pending.map((e) => e[1])));
       const added: PendingRecord[] = [];
       ingest(v, state, inputs, now, DEFAULT_DERIVE_OPTIONS, added);
-      const args: Array<string | Buffer> = [];
-      vehicleArgs(args, v, 1, state, added, nowText);
-      if (cached) cache.set(v, state);
-      else {
-        // As the script does: the committed part, the new pending records, those at or below the watermark removed.
-        const k = kept ?? { committed: Buffer.alloc(0), pending: [] };
-        const committed = args[2] as Buffer;
-        k.committed = committed.subarray(committed.indexOf(0x20) + 1);
-        for (let j = 6; j < args.length; j += 2) k.pending.push([Number(args[j]), args[j + 1] as Buffer]);
+      args.vehicle(v, 1, state, added, nowText);
+      states.push(state);
+    }
+    const packed = args.finish([]);
+    if (cached) [...byVehicle.keys()].forEach((v, i) => cache.set(v, states[i]!));
+    else {
+      // As the script does: the committed part, the new pending records, those at or below the watermark removed.
+      for (const a of readCommitArgs(packed).vehicles) {
+        const k = stored.get(a.vehicleno) ?? { committed: Buffer.alloc(0), pending: [] };
+        k.committed = Buffer.from(a.committed.subarray(a.committed.indexOf(0x20) + 1));
+        for (const [score, text] of a.adds) k.pending.push([Number(score), Buffer.from(text)]);
         k.pending.sort((x, y) => x[0] - y[0]);
-        const wm = args[4] === '' ? -Infinity : Number(args[4]);
+        const wm = a.wm === '' ? -Infinity : Number(a.wm);
         k.pending = k.pending.filter((e) => e[0] > wm);
-        stored.set(v, k);
+        stored.set(a.vehicleno, k);
       }
     }
     return byVehicle.size;

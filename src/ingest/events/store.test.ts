@@ -96,6 +96,29 @@ describe('vehicle events in Redis', () => {
     }
   });
 
+  it('commits a job of many vehicles with plates of any script, packed in one argument, as the script reads it', async () => {
+    const prefix = `ev-${randomUUID()}`;
+    const store = new VehicleEvents(redis, keysOf(prefix), DEFAULT_DERIVE_OPTIONS);
+    // 3,000 vehicles (the packed argument grows past its first buffer), two records each, plates in UTF-8.
+    const plates = Array.from({ length: 3_000 }, (_, i) => (i % 2 ? `Ünïcødé ${i}` : `KA01 ${i}`));
+    const values = pickedValues(DERIVE_PICK, 2 * plates.length);
+    values.fill(NaN);
+    const sightings: Sighting[] = plates.flatMap((vehicleno, i) =>
+      [0, 1].map((k) => {
+        values[(2 * i + k) * DERIVE_FIELDS.length + DERIVE_FIELDS.indexOf('soc')] = 50 + k;
+        return { vehicleno, type: 'can' as const, time: T0 + k * 1000, values, at: (2 * i + k) * DERIVE_FIELDS.length };
+      }),
+    );
+    await store.record(0, sightings, T0 + 10_000);
+    expect(await redis.hlen(`${prefix}:state`)).toBe(plates.length);
+    for (const v of [plates[1]!, plates[2_999]!]) {
+      expect((await redis.hgetBuffer(`${prefix}:state`, v))!.subarray(0, 2).toString()).toBe('1 ');
+      // Both records wait out the window (30 s) as members of the vehicle's sorted set.
+      expect(await redis.zcard(`${prefix}:records:${v}`)).toBe(2);
+    }
+    expect(await redis.zcard(`${prefix}:pending`)).toBe(plates.length);
+  });
+
   it("writes out the pending records a first-release one-piece state held, so a later read keeps them", async () => {
     const prefix = `ev-${randomUUID()}`;
     const v1 = JSON.parse(readFileSync(new URL('./testdata/v1-one-piece-state.json', import.meta.url), 'utf8')) as { state: string };
