@@ -5,9 +5,11 @@
 import type { Redis } from 'ioredis';
 import { bullKey } from '../../src/ingest/queue/keys.js';
 import type { CpuMeter } from './cpu.js';
+import { BenchData } from './data.js';
 import type { Command, LoadResult, Target } from './load.js';
 import { CEILING_DB, CLIENT, DB, opt, P, QUEUE } from './options.js';
-import { checkAll2xx, log, now, pct, probeVisibility, redisUsedMemory, sleep, waitForPoints } from './points.js';
+import { influxQL } from '../../src/devstack/influxd.js';
+import { checkAll2xx, log, now, pct, pointsOf, polls, probeVisibility, redisUsedMemory, sleep, waitForPoints } from './points.js';
 import type { Loader, Proc } from './procs.js';
 import { fmt, ratio, type Latency, type Measured } from './report.js';
 import { median } from './ab.js';
@@ -196,32 +198,65 @@ export async function storeRoundsPhase(b: Bench, rounds: number): Promise<void> 
   const warm = Math.min(20_000, n);
   log(`store rounds: ${rounds} rounds of a ceiling run and a bulk run of ${n} records each, each on a fresh influxd after ${warm} records of warm-up`);
   let ceilingFrom = 20_000_000;
+  /** What the store took in so far (influxd's own counters): write requests, points, body bytes. */
+  const httpd = async () => {
+    const rows = await influxQL<{ writeReq?: number; pointsWrittenOK?: number; writeReqBytes?: number }>(b.raw, DB, "SHOW STATS FOR 'httpd'");
+    const sum = (f: (r: (typeof rows)[number]) => number | undefined) => rows.reduce((a, r) => a + (f(r) ?? 0), 0);
+    return { requests: sum((r) => r.writeReq), points: sum((r) => r.pointsWrittenOK), bytes: sum((r) => r.writeReqBytes) };
+  };
+  /** How the measured run wrote, per record: requests and points InfluxDB took, and its lines per request. */
+  const shapes = new Map<string, string>();
+  const shaped = async <T>(phase: string, records: number, run: () => Promise<T>): Promise<T> => {
+    const before = await httpd();
+    const pollsBefore = polls.count;
+    const out = await run();
+    const after = await httpd();
+    const made = polls.count - pollsBefore;
+    const requests = after.requests - before.requests;
+    const points = after.points - before.points;
+    shapes.set(
+      phase,
+      `${fmt((points / records) * 1000)} points and ${fmt((requests / records) * 1000, 1)} requests per 1000 records (${fmt(points / requests)} lines, ${fmt((after.bytes - before.bytes) / requests / 1024)} KiB a request); ` +
+        `${made} count poll(s) once influxd had taken as many points`,
+    );
+    return out;
+  };
+  const data = new BenchData(P.vehicles);
+  /** influxd has taken `points` more points than at the call (its stats: no data read). */
+  const taken = async (points: number) => {
+    const base = (await httpd()).points;
+    return async () => (await httpd()).points - base >= points;
+  };
   const ceilingRun = async (round: number): Promise<number> => {
     const cmd = { op: 'ceiling', target: b.frontTarget(CEILING_DB), kind: 'mixed', batchLines: opt('ceiling-batch', 5_000), concurrency: P.ceilingConcurrency } as const;
     await load(b, { ...cmd, from: ceilingFrom, count: warm });
     ceilingFrom += warm;
     const from = ceilingFrom;
     ceilingFrom += n;
-    return measure(b, `ceiling, round ${round}`, () => n, async (ready) => {
-      const r = await load(b, { ...cmd, from, count: n }, ready);
-      checkAll2xx('ceiling', r);
-      const end = await waitForPoints(b.raw, CEILING_DB, from, from + n, n);
-      return n / ((end - r.start) / 1000);
-    });
+    const gate = await taken(pointsOf(data, from, n));
+    return shaped(`ceiling, round ${round}`, n, () =>
+      measure(b, `ceiling, round ${round}`, () => n, async (ready) => {
+        const r = await load(b, { ...cmd, from, count: n }, ready);
+        checkAll2xx('ceiling', r);
+        const end = await waitForPoints(b.raw, CEILING_DB, from, from + n, n, 50, gate);
+        return n / ((end - r.start) / 1000);
+      }),
+    );
   };
   const bulkRun = async (round: number, receiver: Proc, phase: string): Promise<number> => {
     const send = async (count: number, measured?: string) => {
       const from = b.next;
       const cmd = { op: 'bulk', target: { ...b.bulkTarget, url: receiver.url }, kind: 'mixed', from, deliveries: Math.ceil(count / size), size, concurrency: P.bulkConcurrency } as const;
+      const gate = measured ? await taken(pointsOf(data, from, cmd.deliveries * size)) : undefined;
       const go = async (ready?: () => void) => {
         const r = await load(b, cmd, ready);
         checkAll2xx(measured ?? `${phase} warm-up`, r);
         b.next += cmd.deliveries * size;
         b.delivered += r.records;
-        const end = await waitForPoints(b.raw, DB, from, b.next, cmd.deliveries * size);
+        const end = await waitForPoints(b.raw, DB, from, b.next, cmd.deliveries * size, 50, gate);
         return (cmd.deliveries * size) / ((end - r.start) / 1000);
       };
-      return measured ? measure(b, measured, () => cmd.deliveries * size, go) : go();
+      return measured ? shaped(measured, cmd.deliveries * size, () => measure(b, measured, () => cmd.deliveries * size, go)) : go();
     };
     await send(warm);
     return send(deliveries * size, `${phase}, round ${round}`);
@@ -257,6 +292,10 @@ export async function storeRoundsPhase(b: Bench, rounds: number): Promise<void> 
         `service ${fmt(round.serviceUs, 1)} core-µs/record against influxd's ${fmt(round.influxdUs, 1)} (${fmt(round.ceilingInfluxdUs, 1)} on the ceiling's writes)` +
         (round.ref !== undefined ? `; ref ${fmt(round.ref)} records/s (${ratio(round.ref, round.ceiling)}), service ${fmt(round.refServiceUs!, 1)} against influxd's ${fmt(round.refInfluxdUs!, 1)}; this / ref ${(round.bulk / round.ref).toFixed(3)}` : ''),
     );
+    for (const what of order) {
+      const phase = `${what === 'ref' ? 'bulk (ref)' : what}, round ${i}`;
+      log(`  ${phase}: ${shapes.get(phase)}`);
+    }
   }
 }
 
