@@ -30,6 +30,8 @@ export type Command =
       concurrency: number;
       /** Open loop, in records per second: delivery i is due at start + i·size / rate. */
       rate?: number;
+      /** Count the points the records make (LoadResult.points), before sending. */
+      points?: boolean;
     }
   | {
       op: 'realtime';
@@ -69,6 +71,8 @@ export interface LoadResult {
   latencies: number[];
   /** Requests sent but not answered when a timed run stopped (wrk's end): their records may be stored or not. */
   unanswered?: number;
+  /** The points the records sent make, as the service flattens them (a ceiling's lines; a bulk run's when asked). */
+  points?: number;
 }
 
 const now = (): number => performance.timeOrigin + performance.now();
@@ -233,17 +237,19 @@ async function run(cmd: Command, ready: () => Promise<void>): Promise<LoadResult
         reqs.push({ raw: requestFor(cmd.target, batch.join('\n')), records: batch.length });
       }
       await ready();
-      return closedLoop(cmd.target.url, cmd.concurrency, fromArray(reqs));
+      return { ...(await closedLoop(cmd.target.url, cmd.concurrency, fromArray(reqs))), points: lines.length };
     }
     case 'bulk': {
       const reqs: Req[] = [];
+      let points = 0;
       for (let d = 0; d < cmd.deliveries; d++) {
         const bulkData = records(data, cmd.kind, cmd.from + d * cmd.size, cmd.size);
+        if (cmd.points) points += pointsOf(bulkData);
         reqs.push({ raw: requestFor(cmd.target, JSON.stringify({ bulkData })), records: cmd.size });
       }
       await ready();
       if (cmd.rate !== undefined) return openLoop(cmd.target.url, cmd.concurrency, fromArray(reqs), cmd.rate / cmd.size);
-      return closedLoop(cmd.target.url, cmd.concurrency, fromArray(reqs));
+      return { ...(await closedLoop(cmd.target.url, cmd.concurrency, fromArray(reqs))), ...(cmd.points ? { points } : {}) };
     }
     case 'realtime': {
       const pool: PushRecord[] = [];
@@ -259,6 +265,16 @@ async function run(cmd: Command, ready: () => Promise<void>): Promise<LoadResult
       return closedLoop(cmd.target.url, cmd.connections, reqs, cmd.durationMs);
     }
   }
+}
+
+/** The points `records` make as the service flattens them (validated as the ceiling's are). */
+function pointsOf(records: readonly PushRecord[]): number {
+  let n = 0;
+  for (const r of records) {
+    const v = validateRecord(r, BenchData.timeOf(0));
+    if (v.ok) n += flattenRecords([v.record], FLATTEN).lines.length;
+  }
+  return n;
 }
 
 /** A timed realtime run with wrk: the bodies [0, ahead) written out, then sent in order for the run's duration. */

@@ -5,11 +5,10 @@
 import type { Redis } from 'ioredis';
 import { bullKey } from '../../src/ingest/queue/keys.js';
 import type { CpuMeter } from './cpu.js';
-import { BenchData } from './data.js';
 import type { Command, LoadResult, Target } from './load.js';
 import { CEILING_DB, CLIENT, DB, opt, P, QUEUE } from './options.js';
 import { influxQL } from '../../src/devstack/influxd.js';
-import { checkAll2xx, log, now, pct, pointsOf, polls, probeVisibility, redisUsedMemory, sleep, waitForPoints } from './points.js';
+import { checkAll2xx, log, now, pct, polls, probeVisibility, redisUsedMemory, sleep, waitForPoints } from './points.js';
 import type { Loader, Proc } from './procs.js';
 import { fmt, ratio, type Latency, type Measured } from './report.js';
 import { median } from './ab.js';
@@ -221,11 +220,10 @@ export async function storeRoundsPhase(b: Bench, rounds: number): Promise<void> 
     );
     return out;
   };
-  const data = new BenchData(P.vehicles);
-  /** influxd has taken `points` more points than at the call (its stats: no data read). */
-  const taken = async (points: number) => {
+  /** From now: a gate that opens once influxd has taken `points` more points (its stats: no data read). */
+  const taken = async () => {
     const base = (await httpd()).points;
-    return async () => (await httpd()).points - base >= points;
+    return (points: number) => async () => (await httpd()).points - base >= points;
   };
   const ceilingRun = async (round: number): Promise<number> => {
     const cmd = { op: 'ceiling', target: b.frontTarget(CEILING_DB), kind: 'mixed', batchLines: opt('ceiling-batch', 5_000), concurrency: P.ceilingConcurrency } as const;
@@ -233,12 +231,12 @@ export async function storeRoundsPhase(b: Bench, rounds: number): Promise<void> 
     ceilingFrom += warm;
     const from = ceilingFrom;
     ceilingFrom += n;
-    const gate = await taken(pointsOf(data, from, n));
+    const since = await taken();
     return shaped(`ceiling, round ${round}`, n, () =>
       measure(b, `ceiling, round ${round}`, () => n, async (ready) => {
         const r = await load(b, { ...cmd, from, count: n }, ready);
         checkAll2xx('ceiling', r);
-        const end = await waitForPoints(b.raw, CEILING_DB, from, from + n, n, 50, gate);
+        const end = await waitForPoints(b.raw, CEILING_DB, from, from + n, n, 50, since(r.points!));
         return n / ((end - r.start) / 1000);
       }),
     );
@@ -247,13 +245,13 @@ export async function storeRoundsPhase(b: Bench, rounds: number): Promise<void> 
     const send = async (count: number, measured?: string) => {
       const from = b.next;
       const cmd = { op: 'bulk', target: { ...b.bulkTarget, url: receiver.url }, kind: 'mixed', from, deliveries: Math.ceil(count / size), size, concurrency: P.bulkConcurrency } as const;
-      const gate = measured ? await taken(pointsOf(data, from, cmd.deliveries * size)) : undefined;
+      const since = await taken();
       const go = async (ready?: () => void) => {
-        const r = await load(b, cmd, ready);
+        const r = await load(b, { ...cmd, points: true }, ready);
         checkAll2xx(measured ?? `${phase} warm-up`, r);
         b.next += cmd.deliveries * size;
         b.delivered += r.records;
-        const end = await waitForPoints(b.raw, DB, from, b.next, cmd.deliveries * size, 50, gate);
+        const end = await waitForPoints(b.raw, DB, from, b.next, cmd.deliveries * size, 50, since(r.points!));
         return (cmd.deliveries * size) / ((end - r.start) / 1000);
       };
       return measured ? shaped(measured, cmd.deliveries * size, () => measure(b, measured, () => cmd.deliveries * size, go)) : go();

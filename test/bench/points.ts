@@ -2,10 +2,8 @@
 import type { Redis } from 'ioredis';
 import { influxQLStatements } from '../../src/devstack/influxd.js';
 import { BenchData } from './data.js';
-import { validateRecord } from '../../src/ingest/validate/record.js';
-import { flattenRecords } from '../../src/ingest/flatten/flatten.js';
 import type { LoadResult } from './load.js';
-import { FLATTEN, P } from './options.js';
+import { P } from './options.js';
 
 export const now = (): number => performance.timeOrigin + performance.now();
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -35,12 +33,14 @@ const CHUNK = 10_000;
  * answered. The window is counted in chunks of CHUNK records, and a chunk found whole is left out of
  * later polls: a count costs influxd CPU in proportion to the points it reads (50–70 core-ms over
  * 200,000), and counting the whole window every 50 ms while a queue drains spent more of influxd's CPU
- * on the polls than the ceiling's one poll does (round 8). `gate`: polled every 10 ms before any count.
+ * on the polls than the ceiling's one poll does (round 8). `gate`: polled every 10 ms before any count, for 30 s at most.
  */
 export async function waitForPoints(rawUrl: string, db: string, from: number, to: number, expected: number, intervalMs = 50, gate?: () => Promise<boolean>): Promise<number> {
   const deadline = Date.now() + P.timeoutMs;
-  // A cheap question first, when the caller has one (influxd's own count of points taken): no data is read until it says yes.
-  while (gate && Date.now() < deadline && !(await gate())) await sleep(10);
+  // A cheap question first, when the caller has one (influxd's own count of points taken): no data is
+  // read until it says yes, or for 30 s (then the counts decide, as without it).
+  const gateDeadline = Math.min(deadline, Date.now() + 30_000);
+  while (gate && Date.now() < gateDeadline && !(await gate())) await sleep(10);
   let open: Array<[number, number]> = [];
   for (let a = from; a < to; a += CHUNK) open.push([a, Math.min(to, a + CHUNK)]);
   let whole = 0;
@@ -123,12 +123,3 @@ export async function redisUsedMemory(redis: Redis): Promise<number> {
 }
 
 
-/** The points records [from, from + count) make (their lines as the service flattens them: a can record may add `can_pack`). */
-export function pointsOf(data: BenchData, from: number, count: number): number {
-  let n = 0;
-  for (let i = from; i < from + count; i++) {
-    const v = validateRecord(data.mixed(i), BenchData.timeOf(0));
-    if (v.ok) n += flattenRecords([v.record], FLATTEN).lines.length;
-  }
-  return n;
-}
