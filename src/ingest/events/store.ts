@@ -14,7 +14,7 @@ import {
   type PendingRecord,
   type VehicleState,
 } from './derive.js';
-import { restore, writeCommitted, writePending } from './wire.js';
+import { committedSize, PENDING_MAX, restore, writeCommittedAt, writePendingAt } from './wire.js';
 
 /**
  * Per-vehicle derivation state in Redis, beside the vehicle's partition (its keys carry the partition's
@@ -113,18 +113,27 @@ export class CommitArgs {
     this.len += 4;
   }
 
-  private item(x: string | Buffer): void {
-    if (typeof x === 'string') {
-      const n = Buffer.byteLength(x);
-      this.room(4 + n);
-      this.buf.writeUInt32BE(n, this.len);
-      this.len += 4 + this.buf.write(x, this.len + 4);
-    } else {
-      this.room(4 + x.length);
-      this.buf.writeUInt32BE(x.length, this.len);
-      x.copy(this.buf, this.len + 4);
-      this.len += 4 + x.length;
-    }
+  /** Text in UTF-8 (a plate, an outbox entry). */
+  private item(x: string): void {
+    const n = Buffer.byteLength(x);
+    this.room(4 + n);
+    this.buf.writeUInt32BE(n, this.len);
+    this.len += 4 + this.buf.write(x, this.len + 4, 'utf8');
+  }
+
+  /** Digits (versions, scores, times): one byte a character. */
+  private ascii(x: string): void {
+    this.room(4 + x.length);
+    this.buf.writeUInt32BE(x.length, this.len);
+    this.len += 4 + this.buf.write(x, this.len + 4, 'latin1');
+  }
+
+  /** Bytes written in place by `write` (at most `max`), which returns their end. */
+  private written(max: number, write: (out: Buffer, at: number) => number): void {
+    this.room(4 + max);
+    const end = write(this.buf, this.len + 4);
+    this.buf.writeUInt32BE(end - this.len - 4, this.len);
+    this.len = end;
   }
 
   /**
@@ -136,17 +145,18 @@ export class CommitArgs {
   vehicle(vehicleno: string, version: number, state: VehicleState, fresh: readonly PendingRecord[], nowText: string): void {
     const wm = watermarkScore(state);
     this.item(vehicleno);
-    this.item(version === 0 ? '' : String(version));
-    this.item(writeCommitted(state, `${version + 1} `));
-    this.item(pendingCount(state) > 0 ? nowText : '');
-    this.item(wm === undefined ? '' : numberText(wm));
+    this.ascii(version === 0 ? '' : String(version));
+    const head = `${version + 1} `;
+    this.written(committedSize(state, head), (out, at) => writeCommittedAt(state, head, out, at));
+    this.ascii(pendingCount(state) > 0 ? nowText : '');
+    this.ascii(wm === undefined ? '' : numberText(wm));
     const at = this.len;
     this.count(0);
     let adds = 0;
     for (const r of fresh) {
       if (!stillPending(state, r)) continue;
-      this.item(numberText(pendingScore(r)));
-      this.item(writePending(r));
+      this.ascii(numberText(pendingScore(r)));
+      this.written(PENDING_MAX, (out, o) => writePendingAt(r, out, o));
       adds++;
     }
     this.buf.writeUInt32BE(adds, at);

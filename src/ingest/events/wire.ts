@@ -53,7 +53,19 @@ const orNaN = (x: number | undefined): number => (x === undefined ? NaN : x);
 const orUndefined = (x: number): number | undefined => (Number.isNaN(x) ? undefined : x);
 
 /** The committed part (the state without its pending records), after `head` (latin1 text, e.g. a version). */
+/** The bytes `writeCommittedAt` writes. */
+export function committedSize(s: VehicleState, head = ''): number {
+  return head.length + HEAD_BYTES + s.ringN * 8;
+}
+
 export function writeCommitted(s: VehicleState, head = ''): Buffer {
+  const out = Buffer.allocUnsafe(committedSize(s, head));
+  writeCommittedAt(s, head, out, 0);
+  return out;
+}
+
+/** The committed part, after `head` (latin1), written into `out` at `at` (committedSize bytes free there); returns its end. */
+export function writeCommittedAt(s: VehicleState, head: string, out: Buffer, at: number): number {
   const f = scratch;
   f[MAX_SEEN] = s.maxSeen;
   f[LAST_ARRIVAL] = s.lastArrivalMs;
@@ -82,13 +94,12 @@ export function writeCommitted(s: VehicleState, head = ''): Buffer {
   f[CHARGE + 5] = c === undefined ? NaN : orNaN(c.p);
   f[RING_N] = s.ringN;
   f[RING_AT] = s.ringAt;
-  const out = Buffer.allocUnsafe(head.length + HEAD_BYTES + s.ringN * 8);
-  let o = out.write(head, 0, 'latin1');
+  let o = at + out.write(head, at, 'latin1');
   out[o++] = TAG;
   out.set(FIRST[FIELDS]!, o);
   o += FIELDS * 8;
   out.set(new Uint8Array(s.ring.buffer, s.ring.byteOffset, s.ringN * 8), o);
-  return out;
+  return o + s.ringN * 8;
 }
 
 function readCommitted(b: Buffer): VehicleState {
@@ -121,7 +132,16 @@ function readCommitted(b: Buffer): VehicleState {
 }
 
 /** A pending record on its own. */
+/** The most bytes `writePendingAt` writes. */
+export const PENDING_MAX = 2 + 12 * 8;
+
 export function writePending(r: PendingRecord): Buffer {
+  const out = Buffer.allocUnsafe(PENDING_MAX);
+  return out.subarray(0, writePendingAt(r, out, 0));
+}
+
+/** A pending record written into `out` at `at` (PENDING_MAX bytes free there); returns its end. */
+export function writePendingAt(r: PendingRecord, out: Buffer, at: number): number {
   const f = scratch;
   let bits = 0;
   let n = 0;
@@ -160,11 +180,10 @@ export function writePending(r: PendingRecord): Buffer {
     f[n++] = r.am;
     f[n++] = r.av;
   }
-  const out = Buffer.allocUnsafe(2 + n * 8);
-  out[0] = TAG;
-  out[1] = bits;
-  out.set(FIRST[n]!, 2);
-  return out;
+  out[at] = TAG;
+  out[at + 1] = bits;
+  out.set(FIRST[n]!, at + 2);
+  return at + 2 + n * 8;
 }
 
 function readPending(b: Buffer): Rec {
