@@ -8,7 +8,7 @@ import { buildRequest, Connection, type Answer } from './http.js';
 import { validateRecord } from '../../src/ingest/validate/record.js';
 import { flattenRecords } from '../../src/ingest/flatten/flatten.js';
 import { FLATTEN } from './options.js';
-import { runWrk } from './wrk.js';
+import { runWrk, wrkBodies } from './wrk.js';
 
 export type Kind = 'mixed' | 'fullCan';
 
@@ -257,7 +257,7 @@ async function run(cmd: Command, ready: () => Promise<void>): Promise<LoadResult
       const build = (i: number): Req => ({ raw: requestFor(cmd.target, JSON.stringify(recordAt(d, cmd.kind, cmd.from, i, pool))), records: 1 });
       // A timed run builds ahead what it will most likely send, and the rest as it goes.
       const ahead = cmd.durationMs === undefined ? cmd.count : Math.min(cmd.count, Math.ceil((40_000 * cmd.durationMs) / 1000));
-      if (cmd.client === 'wrk') return wrkRun(cmd, (i) => JSON.stringify(recordAt(d, cmd.kind, cmd.from, i, pool)), ahead, ready);
+      if (cmd.client === 'wrk') return wrkRun(cmd, (i) => JSON.stringify(recordAt(d, cmd.kind, cmd.from, i, pool)), Math.min(cmd.count, wrkBodies(cmd.durationMs ?? 0)), ready);
       const built = Array.from({ length: ahead }, (_, i) => build(i));
       const reqs: Source = ahead === cmd.count ? fromArray(built) : lazy(cmd.count, (i) => built[i] ?? build(i));
       await ready();

@@ -12,6 +12,12 @@ import { fileURLToPath } from 'node:url';
 
 const SCRIPT = fileURLToPath(new URL('./wrk.lua', import.meta.url));
 
+/** wrk runs whole seconds: the duration it is given for `ms`. */
+export const wrkSeconds = (ms: number): number => Math.max(1, Math.round(ms / 1000));
+
+/** Bodies to write for a run of `ms`: more than wrk sends a second against a bare endpoint here (about 28k). */
+export const wrkBodies = (ms: number): number => 60_000 * wrkSeconds(ms);
+
 export interface WrkRun {
   /** Requests answered, and those answered other than 2xx. */
   requests: number;
@@ -35,7 +41,7 @@ export async function runWrk(o: { url: string; path: string; headers: Record<str
     const file = join(dir, 'bodies.jsonl');
     writeFileSync(file, `${o.bodies.join('\n')}\n`);
     const auth = Object.entries(o.headers).find(([k]) => k.toLowerCase() === 'authorization')?.[1] ?? '';
-    const args = ['-t1', `-c${o.connections}`, `-d${Math.max(1, Math.round(o.durationMs / 1000))}s`, '--timeout', '10s', '-s', SCRIPT, `${o.url}${o.path}`, '--', file, auth];
+    const args = ['-t1', `-c${o.connections}`, `-d${wrkSeconds(o.durationMs)}s`, '--timeout', '10s', '-s', SCRIPT, `${o.url}${o.path}`, '--', file, auth];
     const [cmd, argv] = o.cpu === undefined ? ['wrk', args] : ['taskset', ['-c', o.cpu, 'wrk', ...args]];
     const out = await new Promise<string>((resolve, reject) =>
       execFile(cmd, argv, { maxBuffer: 1 << 20 }, (err, stdout, stderr) => (err ? reject(new Error(`wrk failed: ${err.message} ${stderr}`)) : resolve(stdout))),
