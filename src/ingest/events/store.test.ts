@@ -36,6 +36,11 @@ function job(j: number): Sighting[] {
   });
 }
 
+/** A vehicle's events as `event@second`, in the order derived. */
+function transitions(derived: readonly Derived[], vehicleno: string): string[] {
+  return derived.flatMap((d) => d.events).filter((e) => e.vehicleno === vehicleno).map((e) => `${e.event}@${(e.time - T0) / 1000}`);
+}
+
 describe('vehicle events in Redis', () => {
   it('many jobs of the same vehicles at once, in one process and in two, all commit: each transition once, none refused as "kept changing"', async () => {
     const prefix = `ev-${randomUUID()}`;
@@ -54,7 +59,7 @@ describe('vehicle events in Redis', () => {
     const events = derived.flatMap((d) => d.events);
     // Flags at 0 for 0–9 s, 1 for 10–19, …: raised at 10, 30, 50 s, cleared at 20, 40 s, for each vehicle, once.
     for (const v of VEHICLES) {
-      expect(events.filter((e) => e.vehicleno === v).map((e) => `${e.event}@${(e.time - T0) / 1000}`)).toEqual([
+      expect(transitions(derived, v)).toEqual([
         'alert_short_circuit_raised@10',
         'alert_short_circuit_cleared@20',
         'alert_short_circuit_raised@30',
@@ -83,14 +88,7 @@ describe('vehicle events in Redis', () => {
       for (let j = 26; j <= 35; j++) await a.record(0, job(j), T0 + 100_000);
       expect(reads).toHaveBeenCalledTimes(2);
       while ((await a.sweep(0, T0 + 200_000)) > 0);
-      const events = derived.flatMap((d) => d.events);
-      for (const v of VEHICLES) {
-        expect(events.filter((e) => e.vehicleno === v).map((e) => `${e.event}@${(e.time - T0) / 1000}`)).toEqual([
-          'alert_short_circuit_raised@10',
-          'alert_short_circuit_cleared@20',
-          'alert_short_circuit_raised@30',
-        ]);
-      }
+      for (const v of VEHICLES) expect(transitions(derived, v)).toEqual(['alert_short_circuit_raised@10', 'alert_short_circuit_cleared@20', 'alert_short_circuit_raised@30']);
     } finally {
       own.disconnect();
     }
