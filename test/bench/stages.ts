@@ -116,7 +116,7 @@ measure('worker: request body from rows (bytes)', bytes, (b) => readRows(b).line
       cache = new Map();
     }
     const byVehicle = inputsByVehicle(sightings);
-    const args = new CommitArgs();
+    const args = new CommitArgs(byVehicle.size);
     const states: VehicleState[] = [];
     for (const [v, inputs] of byVehicle) {
       const hit = cached ? cache.get(v) : undefined;

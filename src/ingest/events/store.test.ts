@@ -3,8 +3,8 @@ import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, inject, vi } from 'vitest';
 import { pickedValues, type Sighting } from '../../telemetry/record.js';
-import { DEFAULT_DERIVE_OPTIONS, DERIVE_FIELDS, DERIVE_PICK, type Derived } from './derive.js';
-import { VehicleEvents, type PartitionKeys } from './store.js';
+import { DEFAULT_DERIVE_OPTIONS, DERIVE_FIELDS, DERIVE_PICK, ingest, newState, type Derived, type PendingRecord } from './derive.js';
+import { CommitArgs, readCommitArgs, VehicleEvents, type PartitionKeys } from './store.js';
 import { restore } from './wire.js';
 
 let redis: Redis;
@@ -97,7 +97,7 @@ describe('vehicle events in Redis', () => {
   it('commits a job of many vehicles with plates of any script, packed in one argument, as the script reads it', async () => {
     const prefix = `ev-${randomUUID()}`;
     const store = new VehicleEvents(redis, keysOf(prefix), DEFAULT_DERIVE_OPTIONS);
-    // 3,000 vehicles (the packed argument grows past its first buffer), two records each, plates in UTF-8.
+    // 3,000 vehicles, two records each, plates in UTF-8 (many of two bytes a character: the argument outgrows its first size).
     const plates = Array.from({ length: 3_000 }, (_, i) => (i % 2 ? `Ünïcødé ${i}` : `KA01 ${i}`));
     const values = pickedValues(DERIVE_PICK, 2 * plates.length);
     values.fill(NaN);
@@ -115,6 +115,23 @@ describe('vehicle events in Redis', () => {
       expect(await redis.zcard(`${prefix}:records:${v}`)).toBe(2);
     }
     expect(await redis.zcard(`${prefix}:pending`)).toBe(plates.length);
+  });
+
+  it('packs a commit past its first size and reads back what it packed', () => {
+    const args = new CommitArgs(0);
+    const plates = Array.from({ length: 40 }, (_, i) => `Ünïcødé ${i}`);
+    plates.forEach((v, i) => {
+      const state = newState();
+      const added: PendingRecord[] = [];
+      const values = pickedValues(DERIVE_PICK, 1);
+      values[DERIVE_FIELDS.indexOf('soc')] = 60;
+      ingest(v, state, [{ type: 'can', time: T0 + i, values, at: 0 }], T0 + 1_000, DEFAULT_DERIVE_OPTIONS, added);
+      args.vehicle(v, i, state, added, '1767600001000');
+    });
+    const read = readCommitArgs(args.finish(['{"kind":"event"}', 'ü']));
+    expect(read.vehicles.map((v) => [v.vehicleno, v.version, v.now, v.adds.length])).toEqual(plates.map((v, i) => [v, i === 0 ? '' : String(i), '1767600001000', 1]));
+    expect(read.vehicles.map((v) => restore(v.committed.subarray(v.committed.indexOf(0x20) + 1), v.adds.map((a) => a[1])).pending.length)).toEqual(plates.map(() => 1));
+    expect(read.entries).toEqual(['{"kind":"event"}', 'ü']);
   });
 
   it("writes out the pending records a first-release one-piece state held, so a later read keeps them", async () => {

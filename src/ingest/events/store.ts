@@ -96,9 +96,14 @@ interface WithCommit {
 
 /** One job's commit as the script reads it: every vehicle's part, then the outbox entries, in one buffer. */
 export class CommitArgs {
-  private buf = Buffer.allocUnsafe(16 * 1024);
+  private buf: Buffer;
   private len = 4;
   private vehicles = 0;
+
+  /** Sized for `vehicles` with a full ring and a few pending records each, so a job's commit seldom grows it. */
+  constructor(vehicles: number) {
+    this.buf = Buffer.allocUnsafe(1_024 + vehicles * 1_000);
+  }
 
   private room(n: number): void {
     if (this.len + n <= this.buf.length) return;
@@ -332,7 +337,7 @@ export class VehicleEvents {
     const keys = this.partitions[partition]!;
     for (let attempt = 1; ; attempt++) {
       const read = await this.states(keys, vehicles);
-      const args = new CommitArgs();
+      const args = new CommitArgs(vehicles.length);
       const nowText = numberText(now);
       const entries: string[] = [];
       const derived: Derived[] = [];
