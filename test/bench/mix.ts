@@ -2,6 +2,7 @@
  * A real release mix (`npm run bench:mix -- <git ref>`): the ref's receiver and worker beside this tree's, built
  * as operators run them, one Redis queue, two feeds (one to each receiver) for 20 s; then every acknowledged
  * record is looked up in InfluxDB and each worker's written, retried and failed job counters are printed.
+ * `npm run bench:mix -- <git ref> [K=V,...]`: settings for all four processes (e.g. EVENTS=off).
  */
 import { startRedis } from '../../src/devstack/redis.js';
 import { startInflux } from '../../src/devstack/influxd.js';
@@ -17,7 +18,8 @@ const old = buildForBench(refTree(ref).dir);
 const redis = await startRedis({ appendonly: true });
 const influx = await startInflux();
 await influx.createDatabase('mix');
-const env = { REDIS_URL: redis.url, QUEUE_NAME: 'mix-q', INFLUX_URL: influx.url, INFLUX_TOKEN: influx.token, INFLUX_BUCKET: 'mix', PUSH_TOKENS: 'mix-token-0123456789abcdef', LOG_LEVEL: 'warn', ADMIN_PORT: '0', ADMIN_HOST: '127.0.0.1' };
+const settings = Object.fromEntries((process.argv[3] ?? '').split(',').filter((kv) => kv.includes('=')).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+const env = { ...settings, REDIS_URL: redis.url, QUEUE_NAME: 'mix-q', INFLUX_URL: influx.url, INFLUX_TOKEN: influx.token, INFLUX_BUCKET: 'mix', PUSH_TOKENS: 'mix-token-0123456789abcdef', LOG_LEVEL: 'warn', ADMIN_PORT: '0', ADMIN_HOST: '127.0.0.1' };
 const rxNew = await spawnNode('receiver (this)', here.ingest, ['receiver'], env);
 const rxOld = await spawnNode(`receiver (${ref})`, old.ingest, ['receiver'], env);
 const ports = [await freePort(), await freePort()];
