@@ -225,12 +225,7 @@ async function run(cmd: Command, ready: () => Promise<void>): Promise<LoadResult
   switch (cmd.op) {
     case 'ceiling': {
       // The very lines a worker would write for these records: validated, then serialized by src/ingest/flatten.
-      const lines: string[] = [];
-      for (const r of records(data, cmd.kind, cmd.from, cmd.count)) {
-        const v = validateRecord(r, BenchData.timeOf(0));
-        if (!v.ok) throw new Error(v.error);
-        lines.push(...flattenRecords([v.record], FLATTEN).lines);
-      }
+      const lines = linesOf(records(data, cmd.kind, cmd.from, cmd.count));
       const reqs: Req[] = [];
       for (let i = 0; i < lines.length; i += cmd.batchLines) {
         const batch = lines.slice(i, i + cmd.batchLines);
@@ -244,7 +239,7 @@ async function run(cmd: Command, ready: () => Promise<void>): Promise<LoadResult
       let points = 0;
       for (let d = 0; d < cmd.deliveries; d++) {
         const bulkData = records(data, cmd.kind, cmd.from + d * cmd.size, cmd.size);
-        if (cmd.points) points += pointsOf(bulkData);
+        if (cmd.points) points += linesOf(bulkData).length;
         reqs.push({ raw: requestFor(cmd.target, JSON.stringify({ bulkData })), records: cmd.size });
       }
       await ready();
@@ -267,14 +262,15 @@ async function run(cmd: Command, ready: () => Promise<void>): Promise<LoadResult
   }
 }
 
-/** The points `records` make as the service flattens them (validated as the ceiling's are). */
-function pointsOf(records: readonly PushRecord[]): number {
-  let n = 0;
+/** The lines the service writes for `records`: validated, then serialized by src/ingest/flatten (a can record may add `can_pack`). */
+function linesOf(records: readonly PushRecord[]): string[] {
+  const lines: string[] = [];
   for (const r of records) {
     const v = validateRecord(r, BenchData.timeOf(0));
-    if (v.ok) n += flattenRecords([v.record], FLATTEN).lines.length;
+    if (!v.ok) throw new Error(v.error);
+    lines.push(...flattenRecords([v.record], FLATTEN).lines);
   }
-  return n;
+  return lines;
 }
 
 /** A timed realtime run with wrk: the bodies [0, ahead) written out, then sent in order for the run's duration. */

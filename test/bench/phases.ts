@@ -10,7 +10,7 @@ import { CEILING_DB, CLIENT, DB, opt, P, QUEUE } from './options.js';
 import { influxQL } from '../../src/devstack/influxd.js';
 import { checkAll2xx, log, now, pct, polls, probeVisibility, redisUsedMemory, sleep, waitForPoints } from './points.js';
 import type { Loader, Proc } from './procs.js';
-import { fmt, ratio, type Latency, type Measured } from './report.js';
+import { cpuUs, fmt, ours, ratio, refs, type Latency, type Measured } from './report.js';
 import { median } from './ab.js';
 
 export interface Bench {
@@ -205,10 +205,12 @@ export async function storeRoundsPhase(b: Bench, rounds: number): Promise<void> 
   };
   /** How the measured run wrote, per record: requests and points InfluxDB took, and its lines per request. */
   const shapes = new Map<string, string>();
-  const shaped = async <T>(phase: string, records: number, run: () => Promise<T>): Promise<T> => {
+  type Gate = (points: number) => () => Promise<boolean>;
+  /** `run` is given a gate that opens once influxd has taken that many points more than before it (its stats: no data read). */
+  const shaped = async <T>(phase: string, records: number, run: (since: Gate) => Promise<T>): Promise<T> => {
     const before = await httpd();
     const pollsBefore = polls.count;
-    const out = await run();
+    const out = await run((points) => async () => (await httpd()).points - before.points >= points);
     const after = await httpd();
     const made = polls.count - pollsBefore;
     const requests = after.requests - before.requests;
@@ -220,19 +222,13 @@ export async function storeRoundsPhase(b: Bench, rounds: number): Promise<void> 
     );
     return out;
   };
-  /** From now: a gate that opens once influxd has taken `points` more points (its stats: no data read). */
-  const taken = async () => {
-    const base = (await httpd()).points;
-    return (points: number) => async () => (await httpd()).points - base >= points;
-  };
   const ceilingRun = async (round: number): Promise<number> => {
     const cmd = { op: 'ceiling', target: b.frontTarget(CEILING_DB), kind: 'mixed', batchLines: opt('ceiling-batch', 5_000), concurrency: P.ceilingConcurrency } as const;
     await load(b, { ...cmd, from: ceilingFrom, count: warm });
     ceilingFrom += warm;
     const from = ceilingFrom;
     ceilingFrom += n;
-    const since = await taken();
-    return shaped(`ceiling, round ${round}`, n, () =>
+    return shaped(`ceiling, round ${round}`, n, (since) =>
       measure(b, `ceiling, round ${round}`, () => n, async (ready) => {
         const r = await load(b, { ...cmd, from, count: n }, ready);
         checkAll2xx('ceiling', r);
@@ -245,16 +241,15 @@ export async function storeRoundsPhase(b: Bench, rounds: number): Promise<void> 
     const send = async (count: number, measured?: string) => {
       const from = b.next;
       const cmd = { op: 'bulk', target: { ...b.bulkTarget, url: receiver.url }, kind: 'mixed', from, deliveries: Math.ceil(count / size), size, concurrency: P.bulkConcurrency } as const;
-      const since = await taken();
-      const go = async (ready?: () => void) => {
-        const r = await load(b, { ...cmd, points: true }, ready);
+      const go = async (ready?: () => void, since?: Gate) => {
+        const r = await load(b, { ...cmd, points: since !== undefined }, ready);
         checkAll2xx(measured ?? `${phase} warm-up`, r);
         b.next += cmd.deliveries * size;
         b.delivered += r.records;
-        const end = await waitForPoints(b.raw, DB, from, b.next, cmd.deliveries * size, 50, since(r.points!));
+        const end = await waitForPoints(b.raw, DB, from, b.next, cmd.deliveries * size, 50, since?.(r.points!));
         return (cmd.deliveries * size) / ((end - r.start) / 1000);
       };
-      return measured ? shaped(measured, cmd.deliveries * size, () => measure(b, measured, () => cmd.deliveries * size, go)) : go();
+      return measured ? shaped(measured, cmd.deliveries * size, (since) => measure(b, measured, () => cmd.deliveries * size, (ready) => go(ready, since))) : go();
     };
     await send(warm);
     return send(deliveries * size, `${phase}, round ${round}`);
@@ -262,13 +257,7 @@ export async function storeRoundsPhase(b: Bench, rounds: number): Promise<void> 
   // With --ab the ref's receiver and workers take a bulk run of their own in each round; the order rotates.
   const ref = b.refReceiver;
   const runs = ref ? (['ceiling', 'bulk', 'ref'] as const) : (['ceiling', 'bulk'] as const);
-  const cpuOf = (phase: string) => b.m.cpu.find((c) => c.phase === phase)!;
-  const perRecord = (phase: string, f: (name: string) => boolean) => {
-    const c = cpuOf(phase);
-    return ([...c.cpu].filter(([name]) => f(name)).reduce((sum, [, sec]) => sum + sec, 0) * 1e6) / c.records;
-  };
-  const ours = (name: string) => !name.includes('(ref)') && (name === 'receiver' || name.startsWith('worker'));
-  const refs = (name: string) => name === 'receiver (ref)' || name.startsWith('worker (ref)');
+  const perRecord = (phase: string, which: (name: string) => boolean) => cpuUs(b.m.cpu.find((c) => c.phase === phase)!, which);
   for (let i = 1; i <= rounds; i++) {
     const order = runs.map((_, k) => runs[(k + i - 1) % runs.length]!);
     const rate: Partial<Record<(typeof runs)[number], number>> = {};

@@ -118,25 +118,16 @@ export class CommitArgs {
     this.len += 4;
   }
 
-  /** Text in UTF-8 (a plate, an outbox entry). */
-  private item(x: string): void {
-    const n = Buffer.byteLength(x);
+  /** Text: UTF-8 (a plate, an outbox entry), or latin1 for digits (versions, scores, times: a byte a character). */
+  private text(x: string, encoding: 'utf8' | 'latin1' = 'utf8'): void {
+    const n = encoding === 'latin1' ? x.length : Buffer.byteLength(x);
     this.room(4 + n);
     this.buf.writeUInt32BE(n, this.len);
-    this.len += 4 + this.buf.write(x, this.len + 4, 'utf8');
+    this.len += 4 + this.buf.write(x, this.len + 4, encoding);
   }
 
-  /** Digits (versions, scores, times): one byte a character. */
-  private ascii(x: string): void {
-    this.room(4 + x.length);
-    this.buf.writeUInt32BE(x.length, this.len);
-    this.len += 4 + this.buf.write(x, this.len + 4, 'latin1');
-  }
-
-  /** Bytes written in place by `write` (at most `max`), which returns their end. */
-  private written(max: number, write: (out: Buffer, at: number) => number): void {
-    this.room(4 + max);
-    const end = write(this.buf, this.len + 4);
+  /** Bytes a writer put after the length's place (room for them made first), up to `end`. */
+  private wrote(end: number): void {
     this.buf.writeUInt32BE(end - this.len - 4, this.len);
     this.len = end;
   }
@@ -149,19 +140,21 @@ export class CommitArgs {
    */
   vehicle(vehicleno: string, version: number, state: VehicleState, fresh: readonly PendingRecord[], nowText: string): void {
     const wm = watermarkScore(state);
-    this.item(vehicleno);
-    this.ascii(version === 0 ? '' : String(version));
+    this.text(vehicleno);
+    this.text(version === 0 ? '' : String(version), 'latin1');
     const head = `${version + 1} `;
-    this.written(committedSize(state, head), (out, at) => writeCommittedAt(state, head, out, at));
-    this.ascii(pendingCount(state) > 0 ? nowText : '');
-    this.ascii(wm === undefined ? '' : numberText(wm));
+    this.room(4 + committedSize(state, head));
+    this.wrote(writeCommittedAt(state, head, this.buf, this.len + 4));
+    this.text(pendingCount(state) > 0 ? nowText : '', 'latin1');
+    this.text(wm === undefined ? '' : numberText(wm), 'latin1');
     const at = this.len;
     this.count(0);
     let adds = 0;
     for (const r of fresh) {
       if (!stillPending(state, r)) continue;
-      this.ascii(numberText(pendingScore(r)));
-      this.written(PENDING_MAX, (out, o) => writePendingAt(r, out, o));
+      this.text(numberText(pendingScore(r)), 'latin1');
+      this.room(4 + PENDING_MAX);
+      this.wrote(writePendingAt(r, this.buf, this.len + 4));
       adds++;
     }
     this.buf.writeUInt32BE(adds, at);
@@ -172,7 +165,7 @@ export class CommitArgs {
   finish(entries: readonly string[]): Buffer {
     this.buf.writeUInt32BE(this.vehicles, 0);
     this.count(entries.length);
-    for (const e of entries) this.item(e);
+    for (const e of entries) this.text(e);
     return this.buf.subarray(0, this.len);
   }
 }
