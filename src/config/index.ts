@@ -143,6 +143,8 @@ const env = z.object({
   JOB_MAX_RECORDS: int(1, 100_000).default(1_000),
   JOB_DEFLATE: z.enum(['backlog', 'always', 'never']).default('backlog'),
   WORKER_CONCURRENCY: int(1, 256).default(64),
+  /** How long a partition gathers jobs whose points are written, after its previous state update began, to update their vehicles' state together. */
+  WORKER_LINGER: duration.default(500),
   WRITE_BATCH_LINES: int(1, 5_000).default(5_000),
   WRITE_CONCURRENCY: int(1, 64).default(2),
   WRITE_LINGER: duration.default(0),

@@ -38,6 +38,7 @@ export class Metrics {
   readonly pointsWritten = this.counter('points_written_total', 'Points InfluxDB accepted, by measurement', ['measurement']);
   readonly pointsRefused = this.counter('points_refused_total', 'Points InfluxDB refused for good (quarantined)', []);
   readonly writeRequests = this.counter('write_requests_total', 'Write requests to InfluxDB, by outcome and status class', ['outcome', 'status_class']);
+  readonly writtenBatchJobs = this.histogram('written_batch_jobs', 'Jobs whose vehicles\' state (last seen, vehicle events) was updated together, once their points were written (WORKER_LINGER)', [], [1, 2, 4, 8, 16, 32, 64, 128]);
   readonly writeDuration = this.histogram('write_duration_seconds', 'Duration of one InfluxDB write request', []);
   readonly jobRetries = this.counter('job_retries_total', 'Jobs that failed an attempt and will be retried', []);
   readonly jobsFailed = this.counter('jobs_failed_total', 'Jobs that failed for good (dead letters)', []);

@@ -8,6 +8,7 @@ import type { CpuMeter } from './cpu.js';
 import type { Command, LoadResult, Target } from './load.js';
 import { CEILING_DB, CLIENT, DB, opt, P, QUEUE } from './options.js';
 import { influxQL } from '../../src/devstack/influxd.js';
+import { freePort } from '../../src/devstack/process.js';
 import { checkAll2xx, log, now, pct, polls, probeVisibility, redisUsedMemory, sleep, waitForPoints } from './points.js';
 import type { Loader, Proc } from './procs.js';
 import { cpuUs, fmt, ours, ratio, refs, type Latency, type Measured } from './report.js';
@@ -30,7 +31,7 @@ export interface Bench {
   realtimeTarget(url: string): Target;
   frontTarget(db: string): Target;
   /** Spawns a process of the bench (tracked, stopped at the end). */
-  spawn(name: string, which: 'ingest' | 'bare', args: string[]): Promise<Proc>;
+  spawn(name: string, which: 'ingest' | 'bare', args: string[], env?: Record<string, string>): Promise<Proc>;
   /** With `--ab <ref>`: a process of the ref's build, with the ref's own queue (its receiver's jobs go to its workers). */
   spawnRef?: (name: string, args: string[]) => Promise<Proc>;
   stop(p: Proc): Promise<void>;
@@ -44,6 +45,8 @@ export interface Bench {
   clientCpu?: string;
   /** The worker processes running now (this build's and, with `--ab`, the ref's). */
   workers: Proc[];
+  /** The Prometheus metrics of this build's workers running now. */
+  workerMetrics: string[];
   /**
    * Replaces InfluxDB with a new influxd on an empty data directory, the workers restarted to write to
    * it; what the old one held of [0, next) is added to `verified` first. Call with the queue drained.
@@ -124,7 +127,12 @@ export async function memoryPhase(b: Bench): Promise<void> {
 
 /** Worker processes (this build's, and with `--ab` the ref's), kept in `b.workers`. */
 export async function spawnWorkers(b: Bench): Promise<void> {
-  for (let i = 0; i < P.workers; i++) b.workers.push(await b.spawn(`worker${P.workers > 1 ? i + 1 : ''}`, 'ingest', ['worker']));
+  b.workerMetrics = [];
+  for (let i = 0; i < P.workers; i++) {
+    const port = await freePort();
+    b.workers.push(await b.spawn(`worker${P.workers > 1 ? i + 1 : ''}`, 'ingest', ['worker'], { ADMIN_PORT: String(port), ADMIN_HOST: '127.0.0.1' }));
+    b.workerMetrics.push(`http://127.0.0.1:${port}/metrics`);
+  }
   if (b.spawnRef) for (let i = 0; i < P.workers; i++) b.workers.push(await b.spawnRef(`worker (ref)${P.workers > 1 ? ` ${i + 1}` : ''}`, ['worker']));
 }
 
@@ -252,7 +260,14 @@ export async function storeRoundsPhase(b: Bench, rounds: number): Promise<void> 
       return measured ? shaped(measured, cmd.deliveries * size, (since) => measure(b, measured, () => cmd.deliveries * size, (ready) => go(ready, since))) : go();
     };
     await send(warm);
-    return send(deliveries * size, `${phase}, round ${round}`);
+    if (receiver !== b.receiver) return send(deliveries * size, `${phase}, round ${round}`);
+    const before = await stateUpdates(b);
+    const rate = await send(deliveries * size, `${phase}, round ${round}`);
+    const after = await stateUpdates(b);
+    const commits = after.commits - before.commits;
+    const jobs = after.jobs - before.jobs;
+    shapes.set(`${phase}, round ${round}`, `${shapes.get(`${phase}, round ${round}`)}; vehicles' state: ${commits} updates of ${jobs} jobs (${commits > 0 ? fmt(jobs / commits, 2) : '-'} an update)`);
+    return rate;
   };
   // With --ab the ref's receiver and workers take a bulk run of their own in each round; the order rotates.
   const ref = b.refReceiver;
@@ -284,6 +299,18 @@ export async function storeRoundsPhase(b: Bench, rounds: number): Promise<void> 
       log(`  ${phase}: ${shapes.get(phase)}`);
     }
   }
+}
+
+/** The vehicles' state updates of this build's workers so far, and the jobs they covered (telematics_written_batch_jobs). */
+async function stateUpdates(b: Bench): Promise<{ commits: number; jobs: number }> {
+  let commits = 0;
+  let jobs = 0;
+  for (const url of b.workerMetrics) {
+    const text = await (await fetch(url)).text();
+    commits += Number(/^telematics_written_batch_jobs_count (\d+)$/m.exec(text)?.[1] ?? 0);
+    jobs += Number(/^telematics_written_batch_jobs_sum (\d+)$/m.exec(text)?.[1] ?? 0);
+  }
+  return { commits, jobs };
 }
 
 /** The receiver's telematics_jobs_enqueued_total, by payload. */

@@ -80,8 +80,8 @@ async function main(): Promise<void> {
       WORKER_CONCURRENCY: String(P.workerConcurrency),
       ...settingsArg(),
     };
-    const spawn = async (name: string, which: 'ingest' | 'bare', args: string[]): Promise<Proc> => {
-      const p = await spawnNode(name, built[which], args, which === 'ingest' ? env : {}, nodeArgs);
+    const spawn = async (name: string, which: 'ingest' | 'bare', args: string[], extra: Record<string, string> = {}): Promise<Proc> => {
+      const p = await spawnNode(name, built[which], args, which === 'ingest' ? { ...env, ...extra } : extra, nodeArgs);
       procs.push(p);
       return p;
     };
@@ -132,6 +132,7 @@ async function main(): Promise<void> {
       unanswered: 0,
       ...(pin ? { clientCpu: '1' } : {}),
       workers: [],
+      workerMetrics: [],
       verified: 0,
       async freshStore() {
         b.verified += await countPoints(b.raw, DB, 0, b.next);

@@ -109,7 +109,6 @@ measure('worker: request body from rows (bytes)', bytes, (b) => readRows(b).line
   let stored = new Map<string, { committed: Buffer; pending: Array<[number, Buffer]> }>();
   let cache = new Map<string, VehicleState>();
   let pushIndex = 0;
-  const nowText = String(now);
   const deriveJob = (sightings: readonly Sighting[], cached: boolean) => {
     if (pushIndex++ % PUSHES === 0) {
       stored = new Map();
@@ -124,7 +123,7 @@ measure('worker: request body from rows (bytes)', bytes, (b) => readRows(b).line
       const state = hit ?? (kept === undefined ? newState() : restore(kept.committed, kept.pending.map((e) => e[1])));
       const added: PendingRecord[] = [];
       ingest(v, state, inputs, now, DEFAULT_DERIVE_OPTIONS, added);
-      args.vehicle(v, 1, state, added, nowText);
+      args.vehicle(v, 1, state, added, now);
       states.push(state);
     }
     const packed = args.finish([]);
@@ -136,7 +135,7 @@ measure('worker: request body from rows (bytes)', bytes, (b) => readRows(b).line
         k.committed = Buffer.from(a.committed.subarray(a.committed.indexOf(0x20) + 1));
         for (const [score, text] of a.adds) k.pending.push([Number(score), Buffer.from(text)]);
         k.pending.sort((x, y) => x[0] - y[0]);
-        const wm = a.wm === '' ? -Infinity : Number(a.wm);
+        const wm = a.wm ?? -Infinity;
         k.pending = k.pending.filter((e) => e[0] > wm);
         stored.set(a.vehicleno, k);
       }

@@ -3,9 +3,10 @@ import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, inject, vi } from 'vitest';
 import { pickedValues, type Sighting } from '../../telemetry/record.js';
-import { DEFAULT_DERIVE_OPTIONS, DERIVE_FIELDS, DERIVE_PICK, ingest, newState, type Derived, type PendingRecord } from './derive.js';
+import { DEFAULT_DERIVE_OPTIONS, DERIVE_FIELDS, DERIVE_PICK, ingest, newState, RANKS, type Derived, type PendingRecord } from './derive.js';
 import { CommitArgs, readCommitArgs, VehicleEvents, type PartitionKeys } from './store.js';
 import { restore } from './wire.js';
+import { WrittenBatches } from '../worker/batches.js';
 
 let redis: Redis;
 beforeAll(() => {
@@ -94,27 +95,46 @@ describe('vehicle events in Redis', () => {
     }
   });
 
-  it('commits a job of many vehicles with plates of any script, packed in one argument, as the script reads it', async () => {
+  it('derives the jobs a worker batches (worker/batches.ts) in one commit; a job that cannot be derived fails alone', async () => {
     const prefix = `ev-${randomUUID()}`;
-    const store = new VehicleEvents(redis, keysOf(prefix), DEFAULT_DERIVE_OPTIONS);
-    // 3,000 vehicles, two records each, plates in UTF-8 (many of two bytes a character: the argument outgrows its first size).
-    const plates = Array.from({ length: 3_000 }, (_, i) => (i % 2 ? `Ünïcødé ${i}` : `KA01 ${i}`));
-    const values = pickedValues(DERIVE_PICK, 2 * plates.length);
+    const commits: Derived[][] = [];
+    const opts = { ...DEFAULT_DERIVE_OPTIONS, windowMs: 120_000, idleMs: 5_000 };
+    const store = new VehicleEvents(redis, keysOf(prefix), opts, (d) => commits.push([...d]));
+    const batches = new WrittenBatches((partition, sightings) => store.record(partition, sightings, T0 + 100_000), { lingerMs: 0, maxJobs: 64, maxRecords: 10_000 });
+    // Twelve jobs come at once: the first opens the partition's batch, the rest join it before it starts.
+    await Promise.all(Array.from({ length: 12 }, (_, j) => batches.add(0, job(j))));
+    expect(commits).toHaveLength(1);
+    expect(commits[0]).toHaveLength(VEHICLES.length);
+    // A vehicle whose stored state cannot be read fails the batch it is in: its job fails, the others commit alone.
+    await redis.hset(`${prefix}:state`, 'KA01ZZ0001', '1 not a state');
+    const values = pickedValues(DERIVE_PICK, 1);
+    values[DERIVE_FIELDS.indexOf('soc')] = 50;
+    const broken: Sighting[] = [{ vehicleno: 'KA01ZZ0001', type: 'can', time: T0 + 12_000, values, at: 0 }];
+    const results = await Promise.allSettled([...[12, 13, 14].map((j) => batches.add(0, job(j))), batches.add(0, broken), batches.add(0, job(15))]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    expect(commits).toHaveLength(5);
+    while ((await store.sweep(0, T0 + 200_000)) > 0);
+    for (const v of VEHICLES) expect(transitions(commits.flat(), v)).toEqual(['alert_short_circuit_raised@10']);
+    expect(await redis.xlen(`${prefix}:outbox`)).toBe(VEHICLES.length);
+  });
+
+  it('commits a vehicle that adds thousands of pending records in one job (a buffer sent after a tunnel), each at its exact score', async () => {
+    const prefix = `ev-${randomUUID()}`;
+    const store = new VehicleEvents(redis, keysOf(prefix), { ...DEFAULT_DERIVE_OPTIONS, windowMs: 3_600_000 });
+    const n = 5_000;
+    const values = pickedValues(DERIVE_PICK, n);
     values.fill(NaN);
-    const sightings: Sighting[] = plates.flatMap((vehicleno, i) =>
-      [0, 1].map((k) => {
-        values[(2 * i + k) * DERIVE_FIELDS.length + DERIVE_FIELDS.indexOf('soc')] = 50 + k;
-        return { vehicleno, type: 'can' as const, time: T0 + k * 1000, values, at: (2 * i + k) * DERIVE_FIELDS.length };
-      }),
-    );
-    await store.record(0, sightings, T0 + 10_000);
-    expect(await redis.hlen(`${prefix}:state`)).toBe(plates.length);
-    for (const v of [plates[1]!, plates[2_999]!]) {
-      expect((await redis.hgetBuffer(`${prefix}:state`, v))!.subarray(0, 2).toString()).toBe('1 ');
-      // Both records wait out the window (30 s) as members of the vehicle's sorted set.
-      expect(await redis.zcard(`${prefix}:records:${v}`)).toBe(2);
-    }
-    expect(await redis.zcard(`${prefix}:pending`)).toBe(plates.length);
+    const sightings: Sighting[] = Array.from({ length: n }, (_, i) => {
+      values[i * DERIVE_FIELDS.length + DERIVE_FIELDS.indexOf('soc')] = 50;
+      return { vehicleno: 'KA01AB0001', type: 'can', time: T0 + i * 100, values, at: i * DERIVE_FIELDS.length };
+    });
+    await store.record(0, sightings, T0 + 600_000);
+    // The buffer keeps maxPending (4096) records: the oldest beyond it are committed at once (forced).
+    const members = await redis.zrange(`${prefix}:records:KA01AB0001`, 0, -1, 'WITHSCORES');
+    expect(members.length / 2).toBe(DEFAULT_DERIVE_OPTIONS.maxPending);
+    const scores = members.filter((_, i) => i % 2 === 1).map(Number);
+    expect(scores.map((x) => Math.floor(x / RANKS))).toEqual(Array.from({ length: scores.length }, (_, i) => T0 + (n - scores.length + i) * 100));
+    expect(new Set(scores.map((x) => x % RANKS)).size).toBe(1);
   });
 
   it('packs a commit past its first size and reads back what it packed', () => {
@@ -126,10 +146,10 @@ describe('vehicle events in Redis', () => {
       const values = pickedValues(DERIVE_PICK, 1);
       values[DERIVE_FIELDS.indexOf('soc')] = 60;
       ingest(v, state, [{ type: 'can', time: T0 + i, values, at: 0 }], T0 + 1_000, DEFAULT_DERIVE_OPTIONS, added);
-      args.vehicle(v, i, state, added, '1767600001000');
+      args.vehicle(v, i, state, added, 1_767_600_001_000);
     });
     const read = readCommitArgs(args.finish(['{"kind":"event"}', 'ü']));
-    expect(read.vehicles.map((v) => [v.vehicleno, v.version, v.now, v.adds.length])).toEqual(plates.map((v, i) => [v, i === 0 ? '' : String(i), '1767600001000', 1]));
+    expect(read.vehicles.map((v) => [v.vehicleno, v.version, v.now, v.adds.length])).toEqual(plates.map((v, i) => [v, i === 0 ? '' : String(i), 1_767_600_001_000, 1]));
     expect(read.vehicles.map((v) => restore(v.committed.subarray(v.committed.indexOf(0x20) + 1), v.adds.map((a) => a[1])).pending.length)).toEqual(plates.map(() => 1));
     expect(read.entries).toEqual(['{"kind":"event"}', 'ü']);
   });

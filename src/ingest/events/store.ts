@@ -1,5 +1,4 @@
 import type { RedisClient } from '../../redis/connect.js';
-import { numberText } from '../../telemetry/numbers.js';
 import type { Sighting } from '../../telemetry/record.js';
 import {
   flush,
@@ -43,43 +42,51 @@ export interface PartitionKeys {
 
 /**
  * The commit, told everything in one argument (`CommitArgs`): ioredis spends about half a microsecond on
- * each argument of a command, and a bulk job's 500 vehicles made 5,000 of them. Each item is a 4-byte
- * big-endian length and its bytes (struct's `I4c0`); a count is a bare `I4`. Checks every vehicle's
- * version first and writes nothing when one moved on (it returns that vehicle's plate).
+ * each argument of a command, and a bulk job's 500 vehicles made 5,000 of them. Lengths and counts are
+ * 4-byte big-endian (struct's `I4c0`, `I4`), numbers 8-byte doubles (`d`; NaN: none), so no number is
+ * printed by the worker (Redis prints a Lua number to a command exactly, as `%.17g`).
+ *
+ * First every vehicle's plate and the version its state was read at, which is all the check reads: one
+ * HMGET of the partition's hash, and a plate whose version moved on is returned, nothing written. Then
+ * the writes, batched where the keys are the partition's (one HSET of every committed part, one ZADD of
+ * the vehicles still pending), and a vehicle's own sorted set of pending records (ZREMRANGEBYSCORE of
+ * those committed, ZADD of those added). In Redis a script's cost is mostly its calls and the bytes made
+ * into Lua strings (each hashed whole): hence one call a key where it can, and no byte read twice.
+ * Lua's `unpack` takes a few thousand values at most, so long lists go in chunks.
  */
 const COMMIT_SCRIPT = `
 local s = ARGV[1]
 local n, pos = struct.unpack('>I4', s, 1)
-local start = pos
-local function skip(p)
-  local len
-  len, p = struct.unpack('>I4', s, p)
-  return p + len
+local function chunked(cmd, key, list)
+  for i = 1, #list, 2000 do redis.call(cmd, key, unpack(list, i, math.min(i + 1999, #list))) end
 end
-for k = 1, n do
-  local v, ver, adds
-  v, ver, pos = struct.unpack('>I4c0I4c0', s, pos)
-  local cur = redis.call('HGET', KEYS[1], v)
-  local cv = cur and string.match(cur, '^(%d+) ') or ''
-  if cv ~= ver then return v end
-  pos = skip(skip(skip(pos)))
-  adds, pos = struct.unpack('>I4', s, pos)
-  for a = 1, 2 * adds do pos = skip(pos) end
-end
-pos = start
-for k = 1, n do
-  local v, ver, committed, now, wm, adds
-  v, ver, committed, now, wm, adds, pos = struct.unpack('>I4c0I4c0I4c0I4c0I4c0I4', s, pos)
-  local records = KEYS[3 + k]
-  redis.call('HSET', KEYS[1], v, committed)
-  if now == '' then redis.call('ZREM', KEYS[3], v) else redis.call('ZADD', KEYS[3], now, v) end
-  if wm ~= '' then redis.call('ZREMRANGEBYSCORE', records, '-inf', wm) end
-  if adds > 0 then
-    local za = {}
-    for a = 1, 2 * adds do za[a], pos = struct.unpack('>I4c0', s, pos) end
-    redis.call('ZADD', records, unpack(za))
+local plates, versions = {}, {}
+for k = 1, n do plates[k], versions[k], pos = struct.unpack('>I4c0I4c0', s, pos) end
+for i = 1, n, 2000 do
+  local cur = redis.call('HMGET', KEYS[1], unpack(plates, i, math.min(i + 1999, n)))
+  for j = 1, #cur do
+    local c = cur[j]
+    if (c and string.match(c, '^(%d+) ') or '') ~= versions[i + j - 1] then return plates[i + j - 1] end
   end
 end
+local states, arrivals, idle = {}, {}, {}
+for k = 1, n do
+  local v, committed, now, wm, adds = plates[k]
+  committed, now, wm, adds, pos = struct.unpack('>I4c0ddI4', s, pos)
+  states[2 * k - 1] = v
+  states[2 * k] = committed
+  if now ~= now then idle[#idle + 1] = v else arrivals[#arrivals + 1] = now; arrivals[#arrivals + 1] = v end
+  local records = KEYS[3 + k]
+  if wm == wm then redis.call('ZREMRANGEBYSCORE', records, '-inf', wm) end
+  if adds > 0 then
+    local za = {}
+    for a = 1, adds do za[2 * a - 1], za[2 * a], pos = struct.unpack('>dI4c0', s, pos) end
+    chunked('ZADD', records, za)
+  end
+end
+chunked('HSET', KEYS[1], states)
+chunked('ZADD', KEYS[3], arrivals)
+chunked('ZREM', KEYS[3], idle)
 local entries
 entries, pos = struct.unpack('>I4', s, pos)
 for j = 1, entries do
@@ -94,32 +101,36 @@ interface WithCommit {
   telematicsEventsCommit(numKeys: number, ...keysAndArgs: Array<string | Buffer>): Promise<string>;
 }
 
-/** One job's commit as the script reads it: every vehicle's part, then the outbox entries, in one buffer. */
-export class CommitArgs {
-  private buf: Buffer;
-  private len = 4;
-  private vehicles = 0;
+/** A growing buffer of the commit's items. */
+class Packed {
+  buf: Buffer;
+  len = 0;
 
-  /** Sized for `vehicles` with a full ring and a few pending records each, so a job's commit seldom grows it. */
-  constructor(vehicles: number) {
-    this.buf = Buffer.allocUnsafe(1_024 + vehicles * 1_000);
+  constructor(size: number) {
+    this.buf = Buffer.allocUnsafe(size);
   }
 
-  private room(n: number): void {
+  room(n: number): void {
     if (this.len + n <= this.buf.length) return;
     const grown = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.len + n));
     this.buf.copy(grown, 0, 0, this.len);
     this.buf = grown;
   }
 
-  private count(n: number): void {
+  count(n: number): void {
     this.room(4);
     this.buf.writeUInt32BE(n, this.len);
     this.len += 4;
   }
 
-  /** Text: UTF-8 (a plate, an outbox entry), or latin1 for digits (versions, scores, times: a byte a character). */
-  private text(x: string, encoding: 'utf8' | 'latin1' = 'utf8'): void {
+  number(x: number | undefined): void {
+    this.room(8);
+    this.buf.writeDoubleBE(x ?? NaN, this.len);
+    this.len += 8;
+  }
+
+  /** Text: UTF-8 (a plate, an outbox entry), or latin1 for digits (a version: a byte a character). */
+  text(x: string, encoding: 'utf8' | 'latin1' = 'utf8'): void {
     const n = encoding === 'latin1' ? x.length : Buffer.byteLength(x);
     this.room(4 + n);
     this.buf.writeUInt32BE(n, this.len);
@@ -127,52 +138,68 @@ export class CommitArgs {
   }
 
   /** Bytes a writer put after the length's place (room for them made first), up to `end`. */
-  private wrote(end: number): void {
+  wrote(end: number): void {
     this.buf.writeUInt32BE(end - this.len - 4, this.len);
     this.len = end;
+  }
+}
+
+/** One commit as the script reads it: every vehicle's plate and version, then every vehicle's writes, then the outbox entries. */
+export class CommitArgs {
+  /** The count, then plates and versions. */
+  private readonly head: Packed;
+  private readonly body: Packed;
+  private vehicles = 0;
+
+  /** Sized for `vehicles` with a full ring and a few pending records each, so a commit seldom grows it. */
+  constructor(vehicles: number) {
+    this.head = new Packed(4 + vehicles * 40);
+    this.head.len = 4;
+    this.body = new Packed(1_024 + vehicles * 1_000);
   }
 
   /**
    * One vehicle after its derivation: its plate, the version its state was read at (0: none), its new
-   * committed part, the wall time it still holds pending records at (none: ''), the watermark's score
-   * (pending records at or below it are removed), and the records of `fresh` (those its derivation
-   * added) that are still pending, each as score and text.
+   * committed part, the wall time it still holds pending records at (none: undefined), the watermark's
+   * score (pending records at or below it are removed), and the records of `fresh` (those its derivation
+   * added) that are still pending, each as score and bytes.
    */
-  vehicle(vehicleno: string, version: number, state: VehicleState, fresh: readonly PendingRecord[], nowText: string): void {
-    const wm = watermarkScore(state);
-    this.text(vehicleno);
-    this.text(version === 0 ? '' : String(version), 'latin1');
-    const head = `${version + 1} `;
-    this.room(4 + committedSize(state, head));
-    this.wrote(writeCommittedAt(state, head, this.buf, this.len + 4));
-    this.text(pendingCount(state) > 0 ? nowText : '', 'latin1');
-    this.text(wm === undefined ? '' : numberText(wm), 'latin1');
-    const at = this.len;
-    this.count(0);
+  vehicle(vehicleno: string, version: number, state: VehicleState, fresh: readonly PendingRecord[], now: number): void {
+    const { head, body } = this;
+    head.text(vehicleno);
+    head.text(version === 0 ? '' : String(version), 'latin1');
+    const prefix = `${version + 1} `;
+    body.room(4 + committedSize(state, prefix));
+    body.wrote(writeCommittedAt(state, prefix, body.buf, body.len + 4));
+    body.number(pendingCount(state) > 0 ? now : undefined);
+    body.number(watermarkScore(state));
+    const at = body.len;
+    body.count(0);
     let adds = 0;
     for (const r of fresh) {
       if (!stillPending(state, r)) continue;
-      this.text(numberText(pendingScore(r)), 'latin1');
-      this.room(4 + PENDING_MAX);
-      this.wrote(writePendingAt(r, this.buf, this.len + 4));
+      body.number(pendingScore(r));
+      body.room(4 + PENDING_MAX);
+      body.wrote(writePendingAt(r, body.buf, body.len + 4));
       adds++;
     }
-    this.buf.writeUInt32BE(adds, at);
+    body.buf.writeUInt32BE(adds, at);
     this.vehicles++;
   }
 
   /** The whole argument, the outbox's entries last. */
   finish(entries: readonly string[]): Buffer {
-    this.buf.writeUInt32BE(this.vehicles, 0);
-    this.count(entries.length);
-    for (const e of entries) this.text(e);
-    return this.buf.subarray(0, this.len);
+    this.head.buf.writeUInt32BE(this.vehicles, 0);
+    const { body } = this;
+    body.count(entries.length);
+    for (const e of entries) body.text(e);
+    return Buffer.concat([this.head.buf.subarray(0, this.head.len), body.buf.subarray(0, body.len)]);
   }
 }
 
 /** What a packed commit says (the script's reading, for tests and the stages bench). */
 export function readCommitArgs(b: Buffer): {
-  vehicles: Array<{ vehicleno: string; version: string; committed: Buffer; now: string; wm: string; adds: Array<[string, Buffer]> }>;
+  vehicles: Array<{ vehicleno: string; version: string; committed: Buffer; now?: number; wm?: number; adds: Array<[number, Buffer]> }>;
   entries: string[];
 } {
   let p = 0;
@@ -187,10 +214,18 @@ export function readCommitArgs(b: Buffer): {
     return b.subarray(p - n, p);
   };
   const text = () => item().toString();
-  const vehicles = Array.from({ length: count() }, () => {
-    const v = { vehicleno: text(), version: text(), committed: item(), now: text(), wm: text() };
-    const adds = Array.from({ length: count() }, (): [string, Buffer] => [text(), item()]);
-    return { ...v, adds };
+  const number = () => {
+    const x = b.readDoubleBE(p);
+    p += 8;
+    return Number.isNaN(x) ? undefined : x;
+  };
+  const heads = Array.from({ length: count() }, () => ({ vehicleno: text(), version: text() }));
+  const vehicles = heads.map((h) => {
+    const committed = item();
+    const now = number();
+    const wm = number();
+    const adds = Array.from({ length: count() }, (): [number, Buffer] => [number()!, item()]);
+    return { ...h, committed, ...(now === undefined ? {} : { now }), ...(wm === undefined ? {} : { wm }), adds };
   });
   return { vehicles, entries: Array.from({ length: count() }, text) };
 }
@@ -249,7 +284,10 @@ export class VehicleEvents {
     redis.defineCommand('telematicsEventsCommit', { lua: COMMIT_SCRIPT });
   }
 
-  /** Derives from one job's records of `partition` (their sightings, with the values derivation reads). */
+  /**
+   * Derives from records of `partition` (their sightings, with the values derivation reads): one job's,
+   * or several jobs' together (worker/batches.ts), which derives the same and writes each vehicle once.
+   */
   async record(partition: number, sightings: readonly Sighting[], now = Date.now()): Promise<void> {
     const byVehicle = inputsByVehicle(sightings);
     if (byVehicle.size === 0) return;
@@ -331,7 +369,6 @@ export class VehicleEvents {
     for (let attempt = 1; ; attempt++) {
       const read = await this.states(keys, vehicles);
       const args = new CommitArgs(vehicles.length);
-      const nowText = numberText(now);
       const entries: string[] = [];
       const derived: Derived[] = [];
       vehicles.forEach((vehicleno, i) => {
@@ -341,7 +378,7 @@ export class VehicleEvents {
         const fresh: PendingRecord[] = unsaved ? [...state.pending] : [];
         const d = step(vehicleno, state, fresh);
         derived.push(d);
-        args.vehicle(vehicleno, version, state, fresh, nowText);
+        args.vehicle(vehicleno, version, state, fresh, now);
         for (const e of d.events) entries.push(JSON.stringify({ kind: 'event', ...e }));
         for (const t of d.trips) entries.push(JSON.stringify({ kind: 'trip', ...t }));
         for (const c of d.sessions) entries.push(JSON.stringify({ kind: 'charging', ...c }));

@@ -5,6 +5,7 @@ import type { Metrics } from '../../metrics/index.js';
 import { UpstreamClient } from '../../upstream/client/index.js';
 import { syncFuel } from '../sync/fuel.js';
 import { startWorker, type RunningWorker } from '../worker/index.js';
+import { WrittenBatches } from '../worker/batches.js';
 import { untilAccessible } from '../../redis/access.js';
 import { flattenOptions, pointSink, quarantineFor, retryPolicy, servedPartitions } from './components.js';
 import { keysOf } from '../queue/keys.js';
@@ -51,6 +52,17 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
     const fleet = fleetStateFor(cfg, redis);
     const events = cfg.EVENTS === 'on' ? startEvents(cfg, redis, keys, served.map((q) => keys.partitions.indexOf(q)), sink, log, metrics) : undefined;
     if (events) closers.unshift(() => events.close());
+    // After InfluxDB confirmed a job's points: the fleet's last-seen state, then the vehicle events, for
+    // the partition's jobs in batches (worker/batches.ts).
+    const batches = new WrittenBatches(
+      async (partition, records, jobs) => {
+        await fleet.record(partition, records);
+        await events?.record(partition, records);
+        metrics?.writtenBatchJobs.observe(jobs);
+      },
+      // A quarter of the slots a batch: the batch updating and the one waiting for it leave half the slots to jobs writing points.
+      { lingerMs: cfg.WORKER_LINGER, maxJobs: Math.max(1, Math.floor(concurrency / 4)), maxRecords: 10_000 },
+    );
     for (const queue of served) {
       const partition = keys.partitions.indexOf(queue);
       const worker = startWorker(redis, {
@@ -62,11 +74,7 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
         retry: retryPolicy(cfg),
         flatten: flattenOptions(cfg),
         sink,
-        // After InfluxDB confirmed the job's points: the fleet's last-seen state, then the vehicle events.
-        written: async (records) => {
-          await fleet.record(partition, records);
-          await events?.record(partition, records);
-        },
+        written: (records) => batches.add(partition, records),
         ...(events ? { pick: events.pick } : {}),
         log,
         metrics,

@@ -1,0 +1,95 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { Sighting } from '../../telemetry/record.js';
+import { WrittenBatches, type BatchOptions } from './batches.js';
+
+/** A job of `n` sightings of vehicle `v`. */
+const job = (v: string, n = 1): Sighting[] => Array.from({ length: n }, (_, i) => ({ vehicleno: v, type: 'gps', time: i }));
+
+/** The updates a batcher made: partition, the vehicles of the sightings in order, and the jobs counted. */
+function recorder(opts: Partial<BatchOptions> = {}, update?: (sightings: readonly Sighting[]) => Promise<void>) {
+  const updates: Array<{ partition: number; vehicles: string; jobs: number; at: number }> = [];
+  const batches = new WrittenBatches(
+    async (partition, sightings, jobs) => {
+      updates.push({ partition, vehicles: sightings.map((s) => s.vehicleno).join(','), jobs, at: Date.now() });
+      await update?.(sightings);
+    },
+    { lingerMs: 500, maxJobs: 32, maxRecords: 10_000, ...opts },
+  );
+  return { batches, updates };
+}
+
+describe('batches of written jobs', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ now: 1_000_000 });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('updates a first job at once; jobs within the linger after it wait for its end and go together', async () => {
+    const { batches, updates } = recorder();
+    const first = batches.add(0, job('A'));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(updates).toEqual([{ partition: 0, vehicles: 'A', jobs: 1, at: 1_000_000 }]);
+    await first;
+    await vi.advanceTimersByTimeAsync(100);
+    const second = batches.add(0, job('B'));
+    await vi.advanceTimersByTimeAsync(200);
+    const third = batches.add(0, job('C', 2));
+    await vi.advanceTimersByTimeAsync(199);
+    expect(updates).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(updates[1]).toEqual({ partition: 0, vehicles: 'B,C,C', jobs: 2, at: 1_000_500 });
+    await Promise.all([second, third]);
+    // Long after the last update a job goes at once again.
+    await vi.advanceTimersByTimeAsync(5_000);
+    void batches.add(0, job('D'));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(updates[2]).toEqual({ partition: 0, vehicles: 'D', jobs: 1, at: 1_005_500 });
+  });
+
+  it('starts a batch at once when it holds maxJobs jobs or maxRecords records', async () => {
+    const { batches, updates } = recorder({ lingerMs: 60_000, maxJobs: 3, maxRecords: 10 });
+    await batches.add(0, job('A'));
+    const full = [batches.add(0, job('B')), batches.add(0, job('C')), batches.add(0, job('D'))];
+    const next = batches.add(0, job('E', 10));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(updates.map((u) => [u.vehicles, u.jobs, u.at])).toEqual([
+      ['A', 1, 1_000_000],
+      ['B,C,D', 3, 1_000_000],
+      ['E,E,E,E,E,E,E,E,E,E', 1, 1_000_000],
+    ]);
+    await Promise.all([...full, next]);
+  });
+
+  it('runs one update of a partition at a time, and partitions apart', async () => {
+    let release = (): void => undefined;
+    const slow = new Promise<void>((r) => (release = r));
+    const { batches, updates } = recorder({ lingerMs: 100 }, (s) => (s[0]!.vehicleno === 'A' ? slow : Promise.resolve()));
+    const a = batches.add(0, job('A'));
+    await vi.advanceTimersByTimeAsync(50);
+    const b = batches.add(0, job('B'));
+    const other = batches.add(1, job('X'));
+    await vi.advanceTimersByTimeAsync(1_000);
+    // B's linger is long over, but A's update still runs; partition 1 went at once.
+    expect(updates.map((u) => `${u.partition}:${u.vehicles}`)).toEqual(['0:A', '1:X']);
+    await other;
+    release();
+    await a;
+    await vi.advanceTimersByTimeAsync(0);
+    expect(updates.map((u) => `${u.partition}:${u.vehicles}`)).toEqual(['0:A', '1:X', '0:B']);
+    await b;
+  });
+
+  it('retries a failed batch job by job: only a job that cannot be handled fails', async () => {
+    const { batches, updates } = recorder({ lingerMs: 0 }, async (s) => {
+      if (s.some((x) => x.vehicleno === 'bad')) throw new Error('cannot be derived');
+    });
+    // Added together, the four go in one batch; it fails, and each job is tried alone.
+    const jobs = [batches.add(0, job('A')), batches.add(0, job('ok1')), batches.add(0, job('bad')), batches.add(0, job('ok2'))];
+    const results = await Promise.allSettled(jobs);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    expect((results[2] as PromiseRejectedResult).reason).toEqual(new Error('cannot be derived'));
+    expect(updates.map((u) => `${u.vehicles}/${u.jobs}`)).toEqual(['A,ok1,bad,ok2/4', 'A/1', 'ok1/1', 'bad/1', 'ok2/1']);
+  });
+});
