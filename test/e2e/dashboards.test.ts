@@ -16,7 +16,8 @@ import { Fleet } from '../../src/upstream/emulator/fleet.js';
 import { startEmulator } from '../../src/upstream/emulator/index.js';
 import { Rng } from '../../src/upstream/emulator/prng.js';
 import { formatLine } from '../../src/telemetry/lineProtocol.js';
-import { startTestService, type TestService } from '../harness/service.js';
+import { startTestService, waitUntil, type TestService } from '../harness/service.js';
+import { bullKey, keysOf } from '../../src/ingest/queue/keys.js';
 
 const HOUR = 3_600_000;
 const STEP = 5 * 60_000;
@@ -98,6 +99,16 @@ beforeAll(async () => {
   const cans = records.filter((r) => (r as { type: string }).type === 'can').length;
   await svc.waitForRows('SELECT count(soc) FROM can GROUP BY vehicleno', SIZE, 30_000);
   await svc.waitForRows(`SELECT count(*) FROM can WHERE time >= ${FROM}ms`, 1, 30_000);
+  // Each job updates its vehicles' last-seen state once its points are written (batched: WORKER_LINGER),
+  // and a status run says silent as of that state: wait for every job to be done, then for a run after.
+  const { partitions } = keysOf(svc.cfg);
+  const unfinished = async () => {
+    let n = 0;
+    for (const q of partitions) n += (await redis.llen(bullKey(q, 'wait'))) + (await redis.llen(bullKey(q, 'active'))) + (await redis.zcard(bullKey(q, 'delayed')));
+    return n;
+  };
+  await waitUntil(async () => (await unfinished()) === 0, 30_000, 'every job done');
+  await svc.waitForRows(`SELECT count(*) FROM "fleet" WHERE time > ${Date.now()}ms`, 1, 30_000);
   await svc.waitForRows(`SELECT last("silent") FROM "fleet_status" WHERE "after" = '1h' GROUP BY "vehicleno"`, 1, 30_000);
   expect(cans).toBeGreaterThan(500);
 }, 120_000);

@@ -141,13 +141,14 @@ describe('a device with a bad clock among true records', () => {
     expect((await svc.post('/push/realtime', gps(v, NOW + 3 * YEAR))).status).toBe(400);
 
     expect(await svc.waitForRows(`SELECT last("lat") AS "lat", "lng" FROM "gps" WHERE "vehicleno" = '${v}'`, 1)).toEqual([{ time: NOW - 2 * MIN, lat: 10.2, lng: 76.2 }]);
-    // The fleet state, over the admin listener and from the command line.
+    // The fleet state, over the admin listener and from the command line (updated once the points are
+    // written, with the partition's other jobs: within WORKER_LINGER and the update's own run).
     let seen: any;
     await expect
       .poll(async () => {
         seen = await (await fetch(`${svc.adminUrl}/fleet/silent?after=1m&limit=1000`)).json();
         return seen.data.vehicles.find((x: { vehicleno: string }) => x.vehicleno === v);
-      })
+      }, { timeout: 10_000 })
       .toEqual({ vehicleno: v, lastSeen: NOW - 2 * MIN, position: { time: NOW - 2 * MIN, lat: 10.2, lng: 76.2 } });
     const cli = captureIO({ REDIS_URL: svc.cfg.REDIS_URL, QUEUE_NAME: svc.cfg.QUEUE_NAME });
     expect(await runProgram(FLEET, ['silent', '--after', '1m', '--limit', '1000'], cli.io)).toBe(0);
