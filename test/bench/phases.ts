@@ -261,12 +261,17 @@ export async function storeRoundsPhase(b: Bench, rounds: number): Promise<void> 
     };
     await send(warm);
     if (receiver !== b.receiver) return send(deliveries * size, `${phase}, round ${round}`);
-    const before = await stateUpdates(b);
+    const [before, payloads] = [await stateUpdates(b), await jobsByPayload(b)];
     const rate = await send(deliveries * size, `${phase}, round ${round}`);
-    const after = await stateUpdates(b);
+    const [after, payloadsAfter] = [await stateUpdates(b), await jobsByPayload(b)];
     const commits = after.commits - before.commits;
     const jobs = after.jobs - before.jobs;
-    shapes.set(`${phase}, round ${round}`, `${shapes.get(`${phase}, round ${round}`)}; vehicles' state: ${commits} updates of ${jobs} jobs (${commits > 0 ? fmt(jobs / commits, 2) : '-'} an update)`);
+    const deflated = payloadsAfter.deflated - payloads.deflated;
+    const enqueued = deflated + payloadsAfter.text - payloads.text;
+    shapes.set(
+      `${phase}, round ${round}`,
+      `${shapes.get(`${phase}, round ${round}`)}; jobs deflated (a backlog): ${deflated} of ${enqueued}; vehicles' state: ${commits} updates of ${jobs} jobs (${commits > 0 ? fmt(jobs / commits, 2) : '-'} an update)`,
+    );
     return rate;
   };
   // With --ab the ref's receiver and workers take a bulk run of their own in each round; the order rotates.
