@@ -60,8 +60,9 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
         await events?.record(partition, records);
         metrics?.writtenBatchJobs.observe(jobs);
       },
-      // A quarter of the slots a batch: the batch updating and the one waiting for it leave half the slots to jobs writing points.
-      { lingerMs: cfg.WORKER_LINGER, maxJobs: Math.max(1, Math.floor(concurrency / 4)), maxRecords: 10_000 },
+      // An eighth of the slots a batch: the batch updating and the one waiting for it leave three quarters
+      // of them to jobs writing points, so that many small jobs (realtime pushes) are not kept from starting.
+      { lingerMs: cfg.WORKER_LINGER, maxJobs: Math.max(1, Math.floor(concurrency / 8)), maxRecords: 10_000 },
     );
     for (const queue of served) {
       const partition = keys.partitions.indexOf(queue);
