@@ -261,9 +261,11 @@ export async function storeRoundsPhase(b: Bench, rounds: number): Promise<void> 
     };
     await send(warm);
     if (receiver !== b.receiver) return send(deliveries * size, `${phase}, round ${round}`);
-    const [before, payloads] = [await stateUpdates(b), await jobsByPayload(b)];
+    const before = await stateUpdates(b);
+    const payloads = await jobsByPayload(b);
     const rate = await send(deliveries * size, `${phase}, round ${round}`);
-    const [after, payloadsAfter] = [await stateUpdates(b), await jobsByPayload(b)];
+    const after = await stateUpdates(b);
+    const payloadsAfter = await jobsByPayload(b);
     const commits = after.commits - before.commits;
     const jobs = after.jobs - before.jobs;
     const deflated = payloadsAfter.deflated - payloads.deflated;

@@ -14,6 +14,7 @@ import {
   type VehicleState,
 } from './derive.js';
 import { committedSize, PENDING_MAX, restore, writeCommittedAt, writePendingAt } from './wire.js';
+import { Turns } from '../worker/turns.js';
 
 /**
  * Per-vehicle derivation state in Redis, beside the vehicle's partition (its keys carry the partition's
@@ -154,7 +155,7 @@ export class CommitArgs {
   /** Sized for `vehicles` with a full ring and a few pending records each, so a commit seldom grows it. */
   constructor(vehicles: number) {
     this.head = new Packed(4 + vehicles * 40);
-    this.head.len = 4;
+    this.head.count(0);
     this.body = new Packed(1_024 + vehicles * 1_000);
   }
 
@@ -235,7 +236,7 @@ const ATTEMPTS = 16;
 /**
  * Before another try, a random wait up to this, doubled each try: processes that serve the same
  * partition and read a state together would otherwise try again together (within a process a
- * partition's derivations take turns, `inTurn`).
+ * partition's derivations take turns, `turns`).
  */
 const FIRST_BACKOFF_MS = 2;
 const MAX_BACKOFF_MS = 100;
@@ -271,8 +272,13 @@ interface ReadState {
 
 export class VehicleEvents {
   private readonly cached = new Map<string, ReadState>();
-  /** By partition: the end of this process's last derivation queued (`inTurn`). */
-  private readonly turns = new Map<number, Promise<void>>();
+  /**
+   * By partition, this process's derivations one at a time. A partition's jobs share its vehicles: run
+   * side by side (WORKER_CONCURRENCY), their commits would conflict on the same states and derive again,
+   * over and over while jobs keep coming. Only the derivation waits its turn, a Redis round trip or two
+   * a batch; the jobs' writes to InfluxDB still overlap.
+   */
+  private readonly turns = new Turns<number>();
 
   constructor(
     private readonly redis: RedisClient,
@@ -291,7 +297,7 @@ export class VehicleEvents {
   async record(partition: number, sightings: readonly Sighting[], now = Date.now()): Promise<void> {
     const byVehicle = inputsByVehicle(sightings);
     if (byVehicle.size === 0) return;
-    await this.inTurn(partition, () => this.commit(partition, [...byVehicle.keys()], (vehicleno, state, added) => ingest(vehicleno, state, byVehicle.get(vehicleno)!, now, this.opts, added), now));
+    await this.turns.run(partition, () => this.commit(partition, [...byVehicle.keys()], (vehicleno, state, added) => ingest(vehicleno, state, byVehicle.get(vehicleno)!, now, this.opts, added), now));
   }
 
   /** Commits what vehicles of `partition` that stopped sending still hold pending (the window in wall time). */
@@ -299,27 +305,8 @@ export class VehicleEvents {
     const keys = this.partitions[partition]!;
     const idle = await this.redis.zrangebyscore(keys.pending, '-inf', now - this.opts.idleMs, 'LIMIT', 0, 500);
     if (idle.length === 0) return 0;
-    await this.inTurn(partition, () => this.commit(partition, idle, (vehicleno, state) => flush(vehicleno, state, now, this.opts), now));
+    await this.turns.run(partition, () => this.commit(partition, idle, (vehicleno, state) => flush(vehicleno, state, now, this.opts), now));
     return idle.length;
-  }
-
-  /**
-   * Runs `step` after this process's earlier derivations of `partition`. A partition's jobs share its
-   * vehicles: run side by side (WORKER_CONCURRENCY), their commits would conflict on the same states and
-   * derive again, over and over while jobs keep coming. Only the derivation waits its turn, a Redis
-   * round trip or two a job; the jobs' writes to InfluxDB still overlap.
-   */
-  private inTurn<T>(partition: number, step: () => Promise<T>): Promise<T> {
-    const run = (this.turns.get(partition) ?? Promise.resolve()).then(step);
-    const settled = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.turns.set(partition, settled);
-    void settled.then(() => {
-      if (this.turns.get(partition) === settled) this.turns.delete(partition);
-    });
-    return run;
   }
 
   /**

@@ -52,12 +52,12 @@ const FIRST = Array.from({ length: FIELDS + 1 }, (_, n) => new Uint8Array(scratc
 const orNaN = (x: number | undefined): number => (x === undefined ? NaN : x);
 const orUndefined = (x: number): number | undefined => (Number.isNaN(x) ? undefined : x);
 
-/** The committed part (the state without its pending records), after `head` (latin1 text, e.g. a version). */
 /** The bytes `writeCommittedAt` writes. */
 export function committedSize(s: VehicleState, head = ''): number {
   return head.length + HEAD_BYTES + s.ringN * 8;
 }
 
+/** The committed part (the state without its pending records), after `head` (latin1 text, e.g. a version). */
 export function writeCommitted(s: VehicleState, head = ''): Buffer {
   const out = Buffer.allocUnsafe(committedSize(s, head));
   writeCommittedAt(s, head, out, 0);
@@ -131,10 +131,10 @@ function readCommitted(b: Buffer): VehicleState {
   return s;
 }
 
-/** A pending record on its own. */
 /** The most bytes `writePendingAt` writes. */
 export const PENDING_MAX = 2 + 12 * 8;
 
+/** A pending record on its own. */
 export function writePending(r: PendingRecord): Buffer {
   const out = Buffer.allocUnsafe(PENDING_MAX);
   return out.subarray(0, writePendingAt(r, out, 0));

@@ -67,7 +67,7 @@ export class FleetState {
     redis.defineCommand('telematicsFleetRecord', { numberOfKeys: 2, lua: RECORD_SCRIPT });
   }
 
-  /** Records what one job of `partition` wrote: one round trip, whatever the number of records. */
+  /** Records what jobs of `partition` wrote (one job's, or a batch's: worker/batches.ts): one round trip, whatever the number of records. */
   async record(partition: number, records: readonly Sighting[]): Promise<void> {
     const newest = new Map<string, number>();
     const positions = new Map<string, { time: number; lat: number; lng: number }>();

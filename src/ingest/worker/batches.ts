@@ -1,4 +1,5 @@
 import type { Sighting } from '../../telemetry/record.js';
+import { Turns } from './turns.js';
 
 /**
  * What a worker keeps per vehicle once a job's points are in InfluxDB (the fleet's last-seen state, the
@@ -40,8 +41,8 @@ export class WrittenBatches {
   private readonly open = new Map<number, Batch>();
   /** By partition: when its last update began (Date.now()). */
   private readonly began = new Map<number, number>();
-  /** By partition: the end of its last update queued; a partition's updates run one at a time. */
-  private readonly turns = new Map<number, Promise<void>>();
+  /** A partition's updates run one at a time. */
+  private readonly turns = new Turns<number>();
 
   constructor(
     /** The update: every sighting of the batch's jobs, and how many jobs they are. */
@@ -70,13 +71,9 @@ export class WrittenBatches {
     const wait = (this.began.get(partition) ?? -Infinity) + this.opts.lingerMs - Date.now();
     if (wait > 0) setTimeout(start, wait);
     else start();
-    const run = (this.turns.get(partition) ?? Promise.resolve()).then(async () => {
+    void this.turns.run(partition, async () => {
       await ready;
       await this.run(partition, batch);
-    });
-    this.turns.set(partition, run);
-    void run.then(() => {
-      if (this.turns.get(partition) === run) this.turns.delete(partition);
     });
     return batch;
   }
