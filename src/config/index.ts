@@ -196,11 +196,20 @@ const env = z.object({
   EVENTS: z.enum(['on', 'off']).default('on'),
   /** The reorder window, in record time: records arriving this much out of order still derive events in order. */
   EVENTS_WINDOW: duration.default(30_000),
-  TRIP_MIN_DURATION: duration.default(60_000),
-  /** Metres: a shorter trip is GPS drift while parked, not a trip. */
-  TRIP_MIN_DISTANCE: num(0, 1_000_000).default(100),
+  /** How long a finished trip waits for a lagging CAN stream to pass its end (for its soc there), in GPS record time. */
+  EVENTS_MAX_SKEW: duration.default(600_000),
+  /** A trip is kept when it lasts this long OR covers TRIP_MIN_DISTANCE (Traccar's minimalTripDuration and its default). */
+  TRIP_MIN_DURATION: duration.default(300_000),
+  /** Metres (Traccar's minimalTripDistance and its default). */
+  TRIP_MIN_DISTANCE: num(0, 1_000_000).default(500),
+  /** A gap in a stream longer than this ends the open trip or charging session at the last record before it (Traccar's minimalNoDataDuration). */
+  TRIP_MAX_GAP: duration.default(3_600_000),
   /** km/h: two fixes further apart than this speed allows are a GPS glitch, not travel. */
   TRIP_MAX_JUMP_SPEED: num(1, 100_000).default(300),
+  /** Metres: a step shorter than this from a fix reporting no movement is GPS jitter, not travel (Traccar's coordinates.minError). */
+  GPS_MIN_ERROR: num(0, 10_000).default(30),
+  /** km/h: a fix at or below this speed reports no movement (jitter, and current-only charging needs the vehicle standing). */
+  MOTION_SPEED: num(0, 300).default(3),
   /** The sign `current` has while charging (the spec's packs report discharging as negative: positive). */
   CHARGING_CURRENT_SIGN: z.enum(['positive', 'negative']).default('positive'),
   /** Amperes: below this the pack is idle, not charging (sensor noise around zero). */

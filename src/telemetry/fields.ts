@@ -95,5 +95,23 @@ export function dictionaryOf(types: readonly RecordTypeSpec[]): readonly string[
 /** A name's wire id, or undefined for a name outside the dictionary. */
 export const WIRE_ID: ReadonlyMap<string, number> = new Map(FIELD_DICTIONARY.map((n, i) => [n, i]));
 
+/** An alarm flag and its frozen bit (vehicleData.ts, `alarmBit`). */
+export interface AlarmInfo {
+  readonly name: string;
+  readonly bit: number;
+}
+
+/** The alarms of some record types; throws where bits repeat, or pass the 30 a stored mask holds. */
+export function alarmsOf(types: readonly RecordTypeSpec[]): readonly AlarmInfo[] {
+  const alarms = types.flatMap((t) => t.fields.flatMap((f) => (f.alarmBit === undefined ? [] : [{ name: f.name, bit: f.alarmBit }])));
+  const bits = new Set(alarms.map((a) => a.bit));
+  if (bits.size !== alarms.length) throw new Error('alarms: two alarms share a bit');
+  for (const a of alarms) if (!Number.isInteger(a.bit) || a.bit < 0 || a.bit >= 30) throw new Error(`alarm ${a.name}: its bit must be 0–29`);
+  return alarms;
+}
+
+/** Every alarm flag, in the schema's order, with its bit. */
+export const ALARMS: readonly AlarmInfo[] = alarmsOf(RECORD_TYPES);
 /** The alarm flags of every type, in the schema's order. */
-export const ALARM_FIELDS: readonly string[] = TYPES.flatMap((t) => t.spec.fields.filter((f) => f.alarm).map((f) => f.name));
+export const ALARM_FIELDS: readonly string[] = ALARMS.map((a) => a.name);
+if (new Set(RECORD_TYPES.map((t) => t.streamId)).size !== RECORD_TYPES.length) throw new Error('record types: a stream id is used twice');

@@ -43,8 +43,13 @@ export interface FieldSpec {
   readonly required?: boolean;
   /** 0/1 shape: a boolean is read as 1/0. */
   readonly flag?: boolean;
-  /** One of the spec's alert flags: raised at 1, cleared at 0. */
-  readonly alarm?: boolean;
+  /**
+   * One of the spec's alert flags, raised at 1 and cleared at 0: its bit in a vehicle's stored alarm
+   * flags (src/ingest/events/detectors/alarms.ts). Frozen like wire ids: a stored state names its
+   * raised alarms by these bits, so a bit is never reused, and a new alarm takes the next free one
+   * wherever it sits in the list.
+   */
+  readonly alarmBit?: number;
   readonly range?: RangeSpec;
   /** How InfluxDB stores it: every value a float, so a field never changes type between points. */
   readonly stored: 'float';
@@ -64,6 +69,11 @@ export interface RecordTypeSpec {
   readonly measurement: string;
   /** The letter its rows start with in job payload v3 (frozen, like wire ids). */
   readonly row: string;
+  /**
+   * Its stream's id in a vehicle's stored event state (src/ingest/events/streams.ts): each type is its
+   * own ordered stream, and a stored state names its streams by these ids. Frozen like wire ids.
+   */
+  readonly streamId: number;
   readonly description: string;
   /** `required`: a record without `time` is malformed; `stamped`: it gets the time the receiver accepted it. */
   readonly time: 'required' | 'stamped';
@@ -126,12 +136,13 @@ const CELL_TEMPERATURE: RangeSpec = {
 };
 
 const flag = (id: number, name: string, description: string): FieldSpec => field(id, name, description, { json: 'integer', unit: '0/1', flag: true, range: CAN_FLAG });
-const alarm = (id: number, name: string, description: string): FieldSpec => ({ ...flag(id, name, description), alarm: true });
+const alarm = (id: number, name: string, description: string, alarmBit: number): FieldSpec => ({ ...flag(id, name, description), alarmBit });
 
 export const GPS: RecordTypeSpec = {
   name: 'gps',
   measurement: 'gps',
   row: 'g',
+  streamId: 0,
   description: 'a position fix: where the vehicle is, how high and fast, and whether its ignition is on',
   time: 'required',
   minParameters: 5,
@@ -176,6 +187,7 @@ export const CAN: RecordTypeSpec = {
   name: 'can',
   measurement: 'can',
   row: 'c',
+  streamId: 1,
   description: 'the battery management system\'s reading: only the parameters the vehicle sent',
   time: 'stamped',
   minParameters: 1,
@@ -205,7 +217,7 @@ export const CAN: RecordTypeSpec = {
       range: CELL_TEMPERATURE,
     }),
     flag(58, 'alert', 'any alert raised: 1 yes, 0 no'),
-    ...ALERTS.map(([name, what], i) => alarm(59 + i, name, `alarm: ${what}`)),
+    ...ALERTS.map(([name, what], i) => alarm(59 + i, name, `alarm: ${what}`, i)),
   ],
   families: [
     { pattern: /^cell_voltage_\d{2}$/, range: CELL_VOLTAGE },

@@ -12,7 +12,7 @@ import { readRows, rowsOf } from '../../src/ingest/flatten/points.js';
 import { RecordSorter } from '../../src/ingest/receive/sort.js';
 import { scanPush } from '../../src/ingest/scan/scan.js';
 import { BenchData } from './data.js';
-import { DEFAULT_DERIVE_OPTIONS, DERIVE_PICK, ingest, newState, type PendingRecord, type VehicleState } from '../../src/ingest/events/derive.js';
+import { DEFAULT_DERIVE_OPTIONS, DERIVE_PICK, ingest, newState, type AddedRecord, type VehicleState } from '../../src/ingest/events/derive.js';
 import { restore } from '../../src/ingest/events/wire.js';
 import { CommitArgs, inputsByVehicle, readCommitArgs } from '../../src/ingest/events/store.js';
 import type { Sighting } from '../../src/telemetry/record.js';
@@ -104,9 +104,8 @@ measure('worker: request body from rows (bytes)', bytes, (b) => readRows(b).line
 // start empty each round and build up over the pushes, as a fleet's do (a few pending records a vehicle).
 {
   const sighted = bytes.map((b) => readRows(b, DERIVE_PICK).sightings);
-  /** What Redis holds of each vehicle, from the commit arguments; and the process's cache of states. */
-  /** By vehicle, as Redis holds them: the committed part, and the pending records sorted by score (Redis sorts them). */
-  let stored = new Map<string, { committed: Buffer; pending: Array<[number, Buffer]> }>();
+  /** By vehicle, as Redis holds them: the committed part, and each stream's pending records sorted by time (Redis sorts them). */
+  let stored = new Map<string, { committed: Buffer; pending: Map<number, Array<[number, Buffer]>> }>();
   let cache = new Map<string, VehicleState>();
   let pushIndex = 0;
   const deriveJob = (sightings: readonly Sighting[], cached: boolean) => {
@@ -120,10 +119,11 @@ measure('worker: request body from rows (bytes)', bytes, (b) => readRows(b).line
     for (const [v, inputs] of byVehicle) {
       const hit = cached ? cache.get(v) : undefined;
       const kept = hit === undefined ? stored.get(v) : undefined;
-      const state = hit ?? (kept === undefined ? newState() : restore(kept.committed, kept.pending.map((e) => e[1])));
-      const added: PendingRecord[] = [];
+      const state =
+        hit ?? (kept === undefined ? newState() : restore(kept.committed, [...kept.pending].map(([streamId, list]) => ({ streamId, members: list.map((e) => e[1]) }))));
+      const added: AddedRecord[] = [];
       ingest(v, state, inputs, now, DEFAULT_DERIVE_OPTIONS, added);
-      args.vehicle(v, 1, state, added, now);
+      args.vehicle(v, 1, state, added);
       states.push(state);
     }
     const packed = args.finish([]);
@@ -131,12 +131,15 @@ measure('worker: request body from rows (bytes)', bytes, (b) => readRows(b).line
     else {
       // As the script does: the committed part, the new pending records, those at or below the watermark removed.
       for (const a of readCommitArgs(packed).vehicles) {
-        const k = stored.get(a.vehicleno) ?? { committed: Buffer.alloc(0), pending: [] };
+        const k = stored.get(a.vehicleno) ?? { committed: Buffer.alloc(0), pending: new Map<number, Array<[number, Buffer]>>() };
         k.committed = Buffer.from(a.committed.subarray(a.committed.indexOf(0x20) + 1));
-        for (const [score, text] of a.adds) k.pending.push([Number(score), Buffer.from(text)]);
-        k.pending.sort((x, y) => x[0] - y[0]);
-        const wm = a.wm ?? -Infinity;
-        k.pending = k.pending.filter((e) => e[0] > wm);
+        for (const st of a.streams) {
+          const wm = st.watermark ?? -Infinity;
+          const list = (k.pending.get(st.streamId) ?? []).filter((e) => e[0] > wm && !st.replaces.includes(e[0]));
+          for (const [time, bytes] of st.adds) list.push([time, Buffer.from(bytes)]);
+          list.sort((x, y) => x[0] - y[0]);
+          k.pending.set(st.streamId, list);
+        }
         stored.set(a.vehicleno, k);
       }
     }

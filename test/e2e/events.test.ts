@@ -30,7 +30,7 @@ type Rec = { vehicleno: string; type: 'gps' | 'can'; data: Record<string, number
 /**
  * Parked at t0, ignition on at +10 s, north along a meridian at ~40 km/h to +300 s (ignition off), an
  * over-temperature alarm raised at +105 s and cleared at +155 s, then a charge at 52 V, 30 A from +325 s
- * to +505 s (stopped by the record at +515 s).
+ * to +505 s (stopped by the record at +515 s), the GPS reporting on while the vehicle stands.
  */
 function history(vehicleno: string): Rec[] {
   const out: Rec[] = [];
@@ -39,6 +39,7 @@ function history(vehicleno: string): Rec[] {
     out.push({ vehicleno, type: 'gps', data: { lat: 12 + (s / 10) * 0.001, lng: 77, alti: 900, speed: ign ? 40 : 0, ignstatus: ign, time: T0 + s * S } });
     out.push({ vehicleno, type: 'can', data: { time: T0 + (s + 5) * S, soc: 80 - s / 100, current: -20, battery_voltage: 51, load_status: 1, alert_over_temp: s + 5 >= 105 && s + 5 < 155 ? 1 : 0 } });
   }
+  for (let s = 310; s <= 520; s += 10) out.push({ vehicleno, type: 'gps', data: { lat: 12.03, lng: 77, alti: 900, speed: 0, ignstatus: 0, time: T0 + s * S } });
   for (let s = 325; s <= 515; s += 10) {
     const charging = s <= 505;
     out.push({ vehicleno, type: 'can', data: { time: T0 + s * S, soc: 70 + (s - 325) / 10, current: charging ? 30 : 0, battery_voltage: 52, load_status: charging ? 2 : 0 } });

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import { redisKeys } from '../../src/ingest/queue/keys.js';
+import { partitionOf, redisKeys } from '../../src/ingest/queue/keys.js';
 import { keySlot } from '../../src/redis/slots.js';
 import { startEmulator } from '../../src/upstream/emulator/index.js';
 import { influxQuery } from '../harness/influx.js';
@@ -201,13 +201,19 @@ it('keeps each vehicle’s last-seen state beside its partition, on that partiti
   for (const [i, k] of fleet.partitions.entries()) {
     expect(keySlot(k.seen)).toBe(keySlot(partitions[i]!));
     expect(keySlot(k.positions)).toBe(keySlot(partitions[i]!));
+    expect(keySlot(k.resumed)).toBe(keySlot(partitions[i]!));
   }
   // The status job, run as the scheduler runs it, at a clock set an hour on: nine more vehicles fall silent.
   const sink = new InfluxSink({ url: inject('influxUrl'), token: inject('influxToken'), org: '', bucket: db, timeoutMs: 5_000 });
   const later = await writeStatusChanges(fleet, sink, svc.cfg.SILENT_AFTER, now + 3_600_000);
-  await sink.close();
   expect(later.silent).toEqual({ '15m': 12, '1h': 12, '24h': 0 });
   expect(await influxQuery(db, `SELECT count("silent") FROM "fleet_status" WHERE "after" = '1h'`)).toMatchObject([{ count: 12 }]);
+  // One comes back a minute later (recorded as a worker would at that clock): told back at that record, by the partition's scripts.
+  await fleet.record(partitionOf('CF-000', 3), [{ vehicleno: 'CF-000', type: 'gps', time: now + 3_660_000, lat: 10, lng: 70 }], now + 3_660_000);
+  const told: Array<{ vehicleno: string; event: string; time: number }> = [];
+  await writeStatusChanges(fleet, sink, svc.cfg.SILENT_AFTER, now + 3_720_000, async (e) => void told.push(...e));
+  await sink.close();
+  expect(told.map((e) => [e.vehicleno, e.event, e.time])).toEqual([['CF-000', 'back', now + 3_660_000]]);
 }, 60_000);
 
 function clusterClient(svc: TestService) {

@@ -19,6 +19,7 @@ vi.mock('../../src/telemetry/vehicleData.js', async (importOriginal) => {
     name: 'tpms',
     measurement: 'tyres',
     row: 't',
+    streamId: 2,
     description: 'tyre pressures',
     time: 'required',
     minParameters: 1,

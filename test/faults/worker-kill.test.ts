@@ -67,7 +67,7 @@ it('a worker killed with SIGKILL in the middle of a write: its job is taken agai
   for (const [v, inputs] of byVehicle) {
     const state = newState();
     const sorted = [...inputs].sort((a, b) => a.time - b.time);
-    for (const d of [ingest(v, state, sorted, 0, opts), flush(v, state, Number.MAX_SAFE_INTEGER, opts)]) {
+    for (const d of [ingest(v, state, sorted, sorted.at(-1)!.time, opts), flush(v, state, Number.MAX_SAFE_INTEGER, opts)]) {
       for (const e of d.events) want.add(eventId(e));
       for (const t of d.trips) want.add(tripId(t));
       for (const c of d.sessions) want.add(sessionId(c));

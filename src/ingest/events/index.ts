@@ -7,7 +7,7 @@ import type { RedisClient } from '../../redis/connect.js';
 import type { FieldPick, Sighting } from '../../telemetry/record.js';
 import type { RedisKeys } from '../queue/keys.js';
 import type { PointSink } from '../write/sink.js';
-import { DERIVE_PICK, type Derived, type DeriveOptions, type DerivedEvent } from './derive.js';
+import { DEFAULT_DERIVE_OPTIONS, DERIVE_PICK, type Derived, type DeriveOptions, type DerivedEvent } from './derive.js';
 import { outboundOf, pointOf, startDispatch, type OutboxEntry } from './outbox.js';
 import { Lines } from '../write/lines.js';
 import { VehicleEvents } from './store.js';
@@ -32,11 +32,16 @@ export function deriveOptions(cfg: Config): DeriveOptions {
     windowMs: cfg.EVENTS_WINDOW,
     tripMinDurationMs: cfg.TRIP_MIN_DURATION,
     tripMinDistanceM: cfg.TRIP_MIN_DISTANCE,
+    tripMaxGapMs: cfg.TRIP_MAX_GAP,
+    maxSkewMs: cfg.EVENTS_MAX_SKEW,
     maxJumpSpeedKmh: cfg.TRIP_MAX_JUMP_SPEED,
+    gpsMinErrorM: cfg.GPS_MIN_ERROR,
+    motionSpeedKmh: cfg.MOTION_SPEED,
     chargingCurrentSign: cfg.CHARGING_CURRENT_SIGN,
     chargingMinCurrentA: cfg.CHARGING_MIN_CURRENT,
     chargingMinDurationMs: cfg.CHARGING_MIN_DURATION,
     idleMs: cfg.EVENTS_WINDOW,
+    maxPending: DEFAULT_DERIVE_OPTIONS.maxPending,
   };
 }
 
@@ -66,7 +71,9 @@ export function startEvents(
     state: keys.vehicleState(i),
     outbox: keys.eventsOutbox(i),
     pending: keys.vehiclesPending(i),
-    records: (vehicleno: string) => keys.vehicleRecords(i, vehicleno),
+    records: (vehicleno: string, streamId: number) => keys.vehicleRecords(i, vehicleno, streamId),
+    legacyState: keys.legacyVehicleState(i),
+    legacyRecords: (vehicleno: string) => keys.legacyVehicleRecords(i, vehicleno),
   }));
   const opts = deriveOptions(cfg);
   const store = new VehicleEvents(redis, partitions, opts, (d) => counted(metrics, d));

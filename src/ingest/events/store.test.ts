@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, inject, vi } from 'vitest';
 import { pickedValues, type Sighting } from '../../telemetry/record.js';
-import { DEFAULT_DERIVE_OPTIONS, DERIVE_FIELDS, DERIVE_PICK, ingest, newState, RANKS, type Derived, type PendingRecord } from './derive.js';
+import { DEFAULT_DERIVE_OPTIONS, DERIVE_FIELDS, DERIVE_PICK, ingest, newState, type AddedRecord, type Derived } from './derive.js';
+import { STREAMS } from './inputs.js';
 import { CommitArgs, readCommitArgs, VehicleEvents, type PartitionKeys } from './store.js';
 import { restore } from './wire.js';
 import { WrittenBatches } from '../worker/batches.js';
@@ -18,7 +19,16 @@ const T0 = Date.UTC(2026, 0, 5, 8, 0, 0);
 const VEHICLES = Array.from({ length: 20 }, (_, i) => `KA01AB${String(1000 + i)}`);
 
 function keysOf(prefix: string): PartitionKeys[] {
-  return [{ state: `${prefix}:state`, outbox: `${prefix}:outbox`, pending: `${prefix}:pending`, records: (v) => `${prefix}:records:${v}` }];
+  return [
+    {
+      state: `${prefix}:state`,
+      outbox: `${prefix}:outbox`,
+      pending: `${prefix}:pending`,
+      records: (v, stream) => `${prefix}:records:${stream}:${v}`,
+      legacyState: `${prefix}:legacy-state`,
+      legacyRecords: (v) => `${prefix}:legacy-records:${v}`,
+    },
+  ];
 }
 
 /** Job j: one CAN record of every vehicle at second j, its alarm flag flapping every 10 s. */
@@ -81,13 +91,13 @@ describe('vehicle events in Redis', () => {
       const b = new VehicleEvents(redis, keysOf(prefix), opts, (d) => derived.push(...d));
       const reads = vi.spyOn(own, 'hmgetBuffer');
       for (let j = 0; j <= 15; j++) await a.record(0, job(j), T0 + 100_000);
-      // The first job read the (absent) states; the next fifteen read nothing.
-      expect(reads).toHaveBeenCalledTimes(1);
+      // The first job read the (absent) states, this release's and the legacy ones; the next fifteen read nothing.
+      expect(reads).toHaveBeenCalledTimes(2);
       // Another process takes the vehicles on: the flags clear at 20 s in its commits, not in a's cache.
       for (let j = 16; j <= 25; j++) await b.record(0, job(j), T0 + 100_000);
       // a's cached versions are stale now: its commit is refused, it reads the stored states and derives again.
       for (let j = 26; j <= 35; j++) await a.record(0, job(j), T0 + 100_000);
-      expect(reads).toHaveBeenCalledTimes(2);
+      expect(reads).toHaveBeenCalledTimes(3);
       while ((await a.sweep(0, T0 + 200_000)) > 0);
       for (const v of VEHICLES) expect(transitions(derived, v)).toEqual(['alert_short_circuit_raised@10', 'alert_short_circuit_cleared@20', 'alert_short_circuit_raised@30']);
     } finally {
@@ -130,43 +140,77 @@ describe('vehicle events in Redis', () => {
     });
     await store.record(0, sightings, T0 + 600_000);
     // The buffer keeps maxPending (4096) records: the oldest beyond it are committed at once (forced).
-    const members = await redis.zrange(`${prefix}:records:KA01AB0001`, 0, -1, 'WITHSCORES');
+    const members = await redis.zrange(`${prefix}:records:${STREAMS.get('can')!.streamId}:KA01AB0001`, 0, -1, 'WITHSCORES');
     expect(members.length / 2).toBe(DEFAULT_DERIVE_OPTIONS.maxPending);
     const scores = members.filter((_, i) => i % 2 === 1).map(Number);
-    expect(scores.map((x) => Math.floor(x / RANKS))).toEqual(Array.from({ length: scores.length }, (_, i) => T0 + (n - scores.length + i) * 100));
-    expect(new Set(scores.map((x) => x % RANKS)).size).toBe(1);
+    expect(scores).toEqual(Array.from({ length: scores.length }, (_, i) => T0 + (n - scores.length + i) * 100));
   });
 
   it('packs a commit past its first size and reads back what it packed', () => {
     const args = new CommitArgs(0);
     const plates = Array.from({ length: 40 }, (_, i) => `Ünïcødé ${i}`);
+    const can = STREAMS.get('can')!;
     plates.forEach((v, i) => {
       const state = newState();
-      const added: PendingRecord[] = [];
+      const added: AddedRecord[] = [];
       const values = pickedValues(DERIVE_PICK, 1);
       values[DERIVE_FIELDS.indexOf('soc')] = 60;
       ingest(v, state, [{ type: 'can', time: T0 + i, values, at: 0 }], T0 + 1_000, DEFAULT_DERIVE_OPTIONS, added);
-      args.vehicle(v, i, state, added, 1_767_600_001_000);
+      args.vehicle(v, i, state, added);
     });
     const read = readCommitArgs(args.finish(['{"kind":"event"}', 'ü']));
-    expect(read.vehicles.map((v) => [v.vehicleno, v.version, v.now, v.adds.length])).toEqual(plates.map((v, i) => [v, i === 0 ? '' : String(i), 1_767_600_001_000, 1]));
-    expect(read.vehicles.map((v) => restore(v.committed.subarray(v.committed.indexOf(0x20) + 1), v.adds.map((a) => a[1])).pending.length)).toEqual(plates.map(() => 1));
+    expect(read.vehicles.map((v) => [v.vehicleno, v.version, v.since, v.streams.map((st) => st.adds.length)])).toEqual(plates.map((v, i) => [v, i === 0 ? '' : String(i), T0 + 1_000, [0, 1]]));
+    const back = read.vehicles.map((v) => {
+      const st = v.streams.find((x) => x.streamId === can.streamId)!;
+      return restore(v.committed.subarray(v.committed.indexOf(0x20) + 1), [{ streamId: can.streamId, members: st.adds.map((a) => a[1]) }]).streams[can.streamId]!.pending;
+    });
+    expect(back.map((p) => p.map((r) => [r.time, r.values[can.soc]]))).toEqual(plates.map((_, i) => [[T0 + i, 60]]));
     expect(read.entries).toEqual(['{"kind":"event"}', 'ü']);
   });
 
-  it("writes out the pending records a first-release one-piece state held, so a later read keeps them", async () => {
+  it('a record of the same instant in a later job merges into the stored one, which it replaces', async () => {
     const prefix = `ev-${randomUUID()}`;
-    const v1 = JSON.parse(readFileSync(new URL('./testdata/v1-one-piece-state.json', import.meta.url), 'utf8')) as { state: string };
-    const held = restore(Buffer.from(v1.state), []).pending;
-    await redis.hset(`${prefix}:state`, 'KA01AB1234', `1 ${v1.state}`);
-    const store = new VehicleEvents(redis, keysOf(prefix), DEFAULT_DERIVE_OPTIONS);
+    const derived: Derived[] = [];
+    const store = new VehicleEvents(redis, keysOf(prefix), DEFAULT_DERIVE_OPTIONS, (d) => derived.push(...d));
+    const one = (fields: Record<string, number>): Sighting[] => {
+      const values = pickedValues(DERIVE_PICK, 1);
+      for (const [k, x] of Object.entries(fields)) values[DERIVE_FIELDS.indexOf(k)] = x;
+      return [{ vehicleno: 'KA01AB0001', type: 'can', time: T0, values, at: 0 }];
+    };
+    await store.record(0, one({ soc: 60, alert_short_circuit: 1 }), T0 + 1_000);
+    // Another process (no cache) takes the second record of that instant: it reads the stored one and merges.
+    const other = new VehicleEvents(redis, keysOf(prefix), DEFAULT_DERIVE_OPTIONS, (d) => derived.push(...d));
+    await other.record(0, one({ soc: 61, battery_voltage: 52, alert_short_circuit: 0 }), T0 + 2_000);
+    const key = `${prefix}:records:${STREAMS.get('can')!.streamId}:KA01AB0001`;
+    expect(await redis.zcard(key)).toBe(1);
+    while ((await other.sweep(0, T0 + 100_000)) > 0);
+    const events = derived.flatMap((d) => d.events);
+    expect(events.map((e) => [e.event, e.fields])).toEqual([['alert_short_circuit_raised', { soc: 61, battery_voltage: 52 }]]);
+  });
+
+  it('takes on the state the release before kept (version 2), once, with its pending records; leaves its keys as they were', async () => {
+    const prefix = `ev-${randomUUID()}`;
+    const v2 = JSON.parse(readFileSync(new URL('./testdata/v2-state.json', import.meta.url), 'utf8')) as { vehicleno: string; committed: string; pending: string[] };
+    const legacyState = Buffer.concat([Buffer.from('7 '), Buffer.from(v2.committed, 'base64')]);
+    await redis.hset(`${prefix}:legacy-state`, v2.vehicleno, legacyState);
+    const members = v2.pending.map((p) => Buffer.from(p, 'base64'));
+    await redis.zadd(`${prefix}:legacy-records:${v2.vehicleno}`, ...members.flatMap((m, i) => [i, m]));
+    const derived: Derived[] = [];
+    const store = new VehicleEvents(redis, keysOf(prefix), DEFAULT_DERIVE_OPTIONS, (d) => derived.push(...d));
     const values = pickedValues(DERIVE_PICK, 1);
-    values[DERIVE_FIELDS.indexOf('soc')] = 70;
-    await store.record(0, [{ vehicleno: 'KA01AB1234', type: 'can', time: T0 + 90_000, values, at: 0 }], T0 + 100_000);
-    expect(held.length).toBeGreaterThan(50);
-    // Those still pending after the job (the window is 30 s behind its newest record) are members now, with the job's own record.
-    const stillPending = held.filter((r) => r.t > T0 + 90_000 - DEFAULT_DERIVE_OPTIONS.windowMs).length;
-    expect(stillPending).toBeGreaterThan(20);
-    expect(await redis.zcard(`${prefix}:records:KA01AB1234`)).toBe(stillPending + 1);
+    values[DERIVE_FIELDS.indexOf('alert_over_temp')] = 0;
+    await store.record(0, [{ vehicleno: v2.vehicleno, type: 'can', time: T0 + 115_400, values, at: 0 }], T0 + 120_000);
+    // The records the release before held pending are members of this release's stream sets now.
+    const gpsKey = `${prefix}:records:${STREAMS.get('gps')!.streamId}:${v2.vehicleno}`;
+    const canKey = `${prefix}:records:${STREAMS.get('can')!.streamId}:${v2.vehicleno}`;
+    expect((await redis.zcard(gpsKey)) + (await redis.zcard(canKey))).toBeGreaterThan(40);
+    expect(await redis.hgetBuffer(`${prefix}:legacy-state`, v2.vehicleno)).toEqual(legacyState);
+    while ((await store.sweep(0, T0 + 200_000)) > 0);
+    // The alarm it held raised clears now; nothing it held is raised again.
+    expect(derived.flatMap((d) => d.events).map((e) => e.event)).toEqual(['alert_over_temp_cleared']);
+    // A second process reads this release's state, not the legacy one again (it would fail on these bytes).
+    await redis.hset(`${prefix}:legacy-state`, v2.vehicleno, Buffer.from([0x31, 0x20, 0xe2, 0]));
+    const other = new VehicleEvents(redis, keysOf(prefix), DEFAULT_DERIVE_OPTIONS);
+    await expect(other.record(0, [{ vehicleno: v2.vehicleno, type: 'can', time: T0 + 300_000, values, at: 0 }], T0 + 301_000)).resolves.toBeUndefined();
   });
 });

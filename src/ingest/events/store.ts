@@ -1,33 +1,29 @@
 import type { RedisClient } from '../../redis/connect.js';
 import type { Sighting } from '../../telemetry/record.js';
-import {
-  flush,
-  ingest,
-  pendingCount,
-  pendingScore,
-  stillPending,
-  watermarkScore,
-  type Derived,
-  type DeriveOptions,
-  type EventInput,
-  type PendingRecord,
-  type VehicleState,
-} from './derive.js';
-import { committedSize, PENDING_MAX, restore, writeCommittedAt, writePendingAt } from './wire.js';
+import { flush, ingest, pendingSince, type AddedRecord, type Derived, type DeriveOptions, type EventInput, type VehicleState } from './derive.js';
+import { STREAM_BY_ID, type StreamPlan } from './inputs.js';
+import { committedSize, pendingMax, restore, writeCommittedAt, writePendingAt, type StoredPending } from './wire.js';
+import { fromLegacy, isLegacy } from './legacy.js';
 import { Turns } from '../worker/turns.js';
 
 /**
  * Per-vehicle derivation state in Redis, beside the vehicle's partition (its keys carry the partition's
  * hash tag, so a Redis Cluster keeps them on the queue's master), and the outbox of what it derived.
  *
- * A state is kept in two parts (derive.ts, "a state kept in two parts"): the committed part, a few
- * hundred bytes in a hash, rewritten by each job; and the records still pending, a sorted set a vehicle,
- * each written once when it arrives and removed once committed. A job's changes and what they derived
- * are written in one script (`commit`), together or not at all, and only if no other job changed those
- * vehicles meanwhile (each committed part carries a version; a stale one derives the job again on the
- * fresh state). It runs after InfluxDB confirmed the job's points. So a worker killed before it
- * committed leaves nothing (the retried job derives again), one killed after leaves everything (the
- * retried job's records are duplicates, which derive nothing): each transition is in the outbox once.
+ * A state is kept in parts (wire.ts): the committed part, a few hundred bytes in a hash, rewritten by
+ * each job; and the records still pending, a sorted set a vehicle and stream, each record written once
+ * when it arrives (again only when a record of the same instant merges into it) and removed once
+ * committed. A job's changes and what they derived are written in one script (`commit`), together or
+ * not at all, and only if no other job changed those vehicles meanwhile (each committed part carries a
+ * version; a stale one derives the job again on the fresh state). It runs after InfluxDB confirmed the
+ * job's points. So a worker killed before it committed leaves nothing (the retried job derives again),
+ * one killed after leaves everything (the retried job's records are duplicates, which derive nothing):
+ * each transition is in the outbox once.
+ *
+ * A vehicle without a state of this release but with one of the release before (legacy.ts) is read from
+ * the legacy keys once; its commit writes it anew here, its pending records included. The legacy keys
+ * are left as they were (a worker of that release, still running during a rolling upgrade, goes on
+ * with them).
  */
 
 export interface PartitionKeys {
@@ -35,28 +31,37 @@ export interface PartitionKeys {
   state: string;
   /** Stream of derived outputs (`outbox.ts`). */
   outbox: string;
-  /** Sorted set: vehicles with records still pending, by the wall time of their last arrival. */
+  /** Sorted set: vehicles with records still pending, by the wall time since which one of their streams is idle (`pendingSince`). */
   pending: string;
-  /** Sorted set of one vehicle's pending records, by score (`pendingScore`). */
-  records(vehicleno: string): string;
+  /** Sorted set of one vehicle's pending records of one stream, by time. */
+  records(vehicleno: string, streamId: number): string;
+  /** The release before's hash of states and a vehicle's sorted set of pending records (read only). */
+  legacyState: string;
+  legacyRecords(vehicleno: string): string;
 }
+
+/** The streams, in the order the commit lists each vehicle's (its keys, and its part of the argument). */
+const STREAM_ORDER: readonly StreamPlan[] = [...STREAM_BY_ID.values()].sort((a, b) => a.streamId - b.streamId);
 
 /**
  * The commit, told everything in one argument (`CommitArgs`): ioredis spends about half a microsecond on
- * each argument of a command, and a bulk job's 500 vehicles made 5,000 of them. Lengths and counts are
- * 4-byte big-endian (struct's `I4c0`, `I4`), numbers 8-byte doubles (`d`; NaN: none), so no number is
+ * each argument of a command, and a bulk job's 500 vehicles made thousands of them. Lengths and counts
+ * are 4-byte big-endian (struct's `I4c0`, `I4`), numbers 8-byte doubles (`d`; NaN: none), so no number is
  * printed by the worker (Redis prints a Lua number to a command exactly, as `%.17g`).
  *
- * First every vehicle's plate and the version its state was read at, which is all the check reads: one
- * HMGET of the partition's hash, and a plate whose version moved on is returned, nothing written. Then
- * the writes, batched where the keys are the partition's (one HSET of every committed part, one ZADD of
- * the vehicles still pending), and a vehicle's own sorted set of pending records (ZREMRANGEBYSCORE of
- * those committed, ZADD of those added). In Redis a script's cost is mostly its calls and the bytes made
- * into Lua strings (each hashed whole): hence one call a key where it can, and no byte read twice.
- * Lua's `unpack` takes a few thousand values at most, so long lists go in chunks.
+ * KEYS: the states' hash, the outbox, the pending vehicles, then each vehicle's stream keys (ARGV[2] a
+ * vehicle, in stream id order). ARGV[1]: first every vehicle's plate and the version its state was read
+ * at, which is all the check reads: one HMGET of the partition's hash, and a plate whose version moved
+ * on is returned, nothing written. Then each vehicle's committed part, since when it holds pending
+ * records idle, and for each stream: its watermark (pending records at or below it are removed), the
+ * times of records to replace, and the records to add (time and bytes). Then the outbox entries.
+ * In Redis a script's cost is mostly its calls and the bytes made into Lua strings (each hashed
+ * whole): hence one call a key where it can, and no byte read twice. Lua's `unpack` takes a few
+ * thousand values at most, so long lists go in chunks.
  */
 const COMMIT_SCRIPT = `
 local s = ARGV[1]
+local streams = tonumber(ARGV[2])
 local n, pos = struct.unpack('>I4', s, 1)
 local function chunked(cmd, key, list)
   for i = 1, #list, 2000 do redis.call(cmd, key, unpack(list, i, math.min(i + 1999, #list))) end
@@ -72,17 +77,27 @@ for i = 1, n, 2000 do
 end
 local states, arrivals, idle = {}, {}, {}
 for k = 1, n do
-  local v, committed, now, wm, adds = plates[k]
-  committed, now, wm, adds, pos = struct.unpack('>I4c0ddI4', s, pos)
+  local v, committed, since = plates[k]
+  committed, since, pos = struct.unpack('>I4c0d', s, pos)
   states[2 * k - 1] = v
   states[2 * k] = committed
-  if now ~= now then idle[#idle + 1] = v else arrivals[#arrivals + 1] = now; arrivals[#arrivals + 1] = v end
-  local records = KEYS[3 + k]
-  if wm == wm then redis.call('ZREMRANGEBYSCORE', records, '-inf', wm) end
-  if adds > 0 then
-    local za = {}
-    for a = 1, adds do za[2 * a - 1], za[2 * a], pos = struct.unpack('>dI4c0', s, pos) end
-    chunked('ZADD', records, za)
+  if since ~= since then idle[#idle + 1] = v else arrivals[#arrivals + 1] = since; arrivals[#arrivals + 1] = v end
+  for j = 1, streams do
+    local records = KEYS[3 + (k - 1) * streams + j]
+    local wm, replaces, adds
+    wm, replaces, pos = struct.unpack('>dI4', s, pos)
+    if wm == wm then redis.call('ZREMRANGEBYSCORE', records, '-inf', wm) end
+    for r = 1, replaces do
+      local t
+      t, pos = struct.unpack('>d', s, pos)
+      redis.call('ZREMRANGEBYSCORE', records, t, t)
+    end
+    adds, pos = struct.unpack('>I4', s, pos)
+    if adds > 0 then
+      local za = {}
+      for a = 1, adds do za[2 * a - 1], za[2 * a], pos = struct.unpack('>dI4c0', s, pos) end
+      chunked('ZADD', records, za)
+    end
   end
 end
 chunked('HSET', KEYS[1], states)
@@ -99,7 +114,7 @@ return ''
 `;
 
 interface WithCommit {
-  telematicsEventsCommit(numKeys: number, ...keysAndArgs: Array<string | Buffer>): Promise<string>;
+  telematicsEventsCommitV3(numKeys: number, ...keysAndArgs: Array<string | Buffer>): Promise<string>;
 }
 
 /** A growing buffer of the commit's items. */
@@ -152,39 +167,46 @@ export class CommitArgs {
   private readonly body: Packed;
   private vehicles = 0;
 
-  /** Sized for `vehicles` with a full ring and a few pending records each, so a commit seldom grows it. */
+  /** Sized for `vehicles` with full rings and a few pending records each, so a commit seldom grows it. */
   constructor(vehicles: number) {
     this.head = new Packed(4 + vehicles * 40);
     this.head.count(0);
-    this.body = new Packed(1_024 + vehicles * 1_000);
+    this.body = new Packed(1_024 + vehicles * 1_600);
   }
 
   /**
    * One vehicle after its derivation: its plate, the version its state was read at (0: none), its new
-   * committed part, the wall time it still holds pending records at (none: undefined), the watermark's
-   * score (pending records at or below it are removed), and the records of `fresh` (those its derivation
-   * added) that are still pending, each as score and bytes.
+   * committed part, since when it holds pending records idle (`pendingSince`), and for each stream its
+   * watermark and the records of `added` still pending (to replace where one merged into a stored one).
    */
-  vehicle(vehicleno: string, version: number, state: VehicleState, fresh: readonly PendingRecord[], now: number): void {
+  vehicle(vehicleno: string, version: number, state: VehicleState, added: readonly AddedRecord[]): void {
     const { head, body } = this;
     head.text(vehicleno);
     head.text(version === 0 ? '' : String(version), 'latin1');
     const prefix = `${version + 1} `;
     body.room(4 + committedSize(state, prefix));
     body.wrote(writeCommittedAt(state, prefix, body.buf, body.len + 4));
-    body.number(pendingCount(state) > 0 ? now : undefined);
-    body.number(watermarkScore(state));
-    const at = body.len;
-    body.count(0);
-    let adds = 0;
-    for (const r of fresh) {
-      if (!stillPending(state, r)) continue;
-      body.number(pendingScore(r));
-      body.room(4 + PENDING_MAX);
-      body.wrote(writePendingAt(r, body.buf, body.len + 4));
-      adds++;
+    body.number(pendingSince(state));
+    for (const plan of STREAM_ORDER) {
+      const stream = state.streams[plan.streamId]!;
+      body.number(stream.watermark === -Infinity ? undefined : stream.watermark);
+      // Still pending, each once (a record merged into twice in a call is listed twice).
+      const kept = new Map<number, AddedRecord>();
+      for (const a of added) {
+        if (a.streamId !== plan.streamId || a.record.time <= stream.watermark) continue;
+        const had = kept.get(a.record.time);
+        kept.set(a.record.time, had === undefined || !a.replaces ? (had ?? a) : a);
+      }
+      const replaced = [...kept.values()].filter((a) => a.replaces);
+      body.count(replaced.length);
+      for (const a of replaced) body.number(a.record.time);
+      body.count(kept.size);
+      for (const a of kept.values()) {
+        body.number(a.record.time);
+        body.room(4 + pendingMax(plan));
+        body.wrote(writePendingAt(plan, a.record, body.buf, body.len + 4));
+      }
     }
-    body.buf.writeUInt32BE(adds, at);
     this.vehicles++;
   }
 
@@ -200,7 +222,7 @@ export class CommitArgs {
 
 /** What a packed commit says (the script's reading, for tests and the stages bench). */
 export function readCommitArgs(b: Buffer): {
-  vehicles: Array<{ vehicleno: string; version: string; committed: Buffer; now?: number; wm?: number; adds: Array<[number, Buffer]> }>;
+  vehicles: Array<{ vehicleno: string; version: string; committed: Buffer; since?: number; streams: Array<{ streamId: number; watermark?: number; replaces: number[]; adds: Array<[number, Buffer]> }> }>;
   entries: string[];
 } {
   let p = 0;
@@ -223,10 +245,14 @@ export function readCommitArgs(b: Buffer): {
   const heads = Array.from({ length: count() }, () => ({ vehicleno: text(), version: text() }));
   const vehicles = heads.map((h) => {
     const committed = item();
-    const now = number();
-    const wm = number();
-    const adds = Array.from({ length: count() }, (): [number, Buffer] => [number()!, item()]);
-    return { ...h, committed, ...(now === undefined ? {} : { now }), ...(wm === undefined ? {} : { wm }), adds };
+    const since = number();
+    const streams = STREAM_ORDER.map((plan) => {
+      const watermark = number();
+      const replaces = Array.from({ length: count() }, () => number()!);
+      const adds = Array.from({ length: count() }, (): [number, Buffer] => [number()!, item()]);
+      return { streamId: plan.streamId, ...(watermark === undefined ? {} : { watermark }), replaces, adds };
+    });
+    return { ...h, committed, ...(since === undefined ? {} : { since }), streams };
   });
   return { vehicles, entries: Array.from({ length: count() }, text) };
 }
@@ -266,7 +292,7 @@ interface ReadState {
   version: number;
   state: VehicleState;
   read?: boolean;
-  /** Pending records not yet members of the vehicle's sorted set (a first-release state): written out by this commit. */
+  /** Pending records not yet members of the vehicle's sorted sets (a state read from the legacy keys): written out by this commit. */
   unsaved?: boolean;
 }
 
@@ -287,7 +313,7 @@ export class VehicleEvents {
     /** Told what each commit derived (metrics). */
     private readonly onCommit?: (derived: readonly Derived[]) => void,
   ) {
-    redis.defineCommand('telematicsEventsCommit', { lua: COMMIT_SCRIPT });
+    redis.defineCommand('telematicsEventsCommitV3', { lua: COMMIT_SCRIPT });
   }
 
   /**
@@ -297,7 +323,7 @@ export class VehicleEvents {
   async record(partition: number, sightings: readonly Sighting[], now = Date.now()): Promise<void> {
     const byVehicle = inputsByVehicle(sightings);
     if (byVehicle.size === 0) return;
-    await this.turns.run(partition, () => this.commit(partition, [...byVehicle.keys()], (vehicleno, state, added) => ingest(vehicleno, state, byVehicle.get(vehicleno)!, now, this.opts, added), now));
+    await this.turns.run(partition, () => this.commit(partition, [...byVehicle.keys()], (vehicleno, state, added) => ingest(vehicleno, state, byVehicle.get(vehicleno)!, now, this.opts, added)));
   }
 
   /** Commits what vehicles of `partition` that stopped sending still hold pending (the window in wall time). */
@@ -305,16 +331,15 @@ export class VehicleEvents {
     const keys = this.partitions[partition]!;
     const idle = await this.redis.zrangebyscore(keys.pending, '-inf', now - this.opts.idleMs, 'LIMIT', 0, 500);
     if (idle.length === 0) return 0;
-    await this.turns.run(partition, () => this.commit(partition, idle, (vehicleno, state) => flush(vehicleno, state, now, this.opts), now));
+    await this.turns.run(partition, () => this.commit(partition, idle, (vehicleno, state) => flush(vehicleno, state, now, this.opts)));
     return idle.length;
   }
 
   /**
    * The states of `vehicles`. One this process committed last is taken from its cache unread: the
    * commit script checks every version anyway, and a vehicle's jobs mostly come to the process serving
-   * its partition, so a job of cached vehicles costs no read at all (a realtime job's few records
-   * otherwise paid a round trip and the whole committed parts for nothing). The rest are read; one whose
-   * stored version is the cached one is still taken from the cache.
+   * its partition, so a job of cached vehicles costs no read at all. The rest are read (with their
+   * streams' pending records); a vehicle without a state here is read from the legacy keys, once.
    */
   private async states(keys: PartitionKeys, vehicles: readonly string[]): Promise<ReadState[]> {
     const out: Array<ReadState | undefined> = vehicles.map((v) => this.cached.get(v));
@@ -322,24 +347,46 @@ export class VehicleEvents {
     if (unread.length === 0) return out as ReadState[];
     const stored = await this.redis.hmgetBuffer(keys.state, ...unread);
     const misses: Array<{ i: number; b: Buffer }> = [];
+    const absent: number[] = [];
     const versionOf = (b: Buffer): number => Number(b.toString('latin1', 0, b.indexOf(0x20)));
     let j = 0;
-    vehicles.forEach((vehicleno, i) => {
+    vehicles.forEach((_, i) => {
       if (out[i] !== undefined) return;
       const b = stored[j++];
-      if (!b) out[i] = { version: 0, state: restore(undefined, []), read: true };
-      else misses.push({ i, b });
+      if (b) misses.push({ i, b });
+      else absent.push(i);
     });
     if (misses.length > 0) {
       const pipeline = this.redis.pipeline();
-      for (const { i } of misses) pipeline.zrangeBuffer(keys.records(vehicles[i]!), 0, -1);
+      for (const { i } of misses) for (const plan of STREAM_ORDER) pipeline.zrangeBuffer(keys.records(vehicles[i]!, plan.streamId), 0, -1);
       const read = (await pipeline.exec()) ?? [];
-      misses.forEach(({ i, b }, k) => {
-        const [err, members] = read[k] ?? [new Error('no answer')];
+      let r = 0;
+      for (const { i, b } of misses) {
+        const pending: StoredPending[] = STREAM_ORDER.map((plan) => {
+          const [err, members] = read[r++] ?? [new Error('no answer')];
+          if (err) throw err;
+          return { streamId: plan.streamId, members: members as Buffer[] };
+        });
+        out[i] = { version: versionOf(b), state: restore(b.subarray(b.indexOf(0x20) + 1), pending), read: true };
+      }
+    }
+    if (absent.length > 0) {
+      // No state of this release: the release before's, if it kept one (read once; the commit writes it here).
+      const legacy = await this.redis.hmgetBuffer(keys.legacyState, ...absent.map((i) => vehicles[i]!));
+      const pipeline = this.redis.pipeline();
+      const had = absent.filter((_, k) => legacy[k] && isLegacy(legacy[k]!.subarray(legacy[k]!.indexOf(0x20) + 1)));
+      for (const i of had) pipeline.zrangeBuffer(keys.legacyRecords(vehicles[i]!), 0, -1);
+      const read = had.length > 0 ? ((await pipeline.exec()) ?? []) : [];
+      absent.forEach((i, k) => {
+        const b = legacy[k];
+        const at = had.indexOf(i);
+        if (!b || at < 0) {
+          out[i] = { version: 0, state: restore(undefined, []), read: true };
+          return;
+        }
+        const [err, members] = read[at] ?? [new Error('no answer')];
         if (err) throw err;
-        const state = restore(b.subarray(b.indexOf(0x20) + 1), members as Buffer[]);
-        // More pending records than members: the first release's one-piece state held them; write them out.
-        out[i] = { version: versionOf(b), state, read: true, unsaved: state.pending.length > (members as Buffer[]).length };
+        out[i] = { version: 0, state: fromLegacy(b.subarray(b.indexOf(0x20) + 1), members as Buffer[]), read: true, unsaved: true };
       });
     }
     return out as ReadState[];
@@ -348,9 +395,8 @@ export class VehicleEvents {
   private async commit(
     partition: number,
     vehicles: readonly string[],
-    /** The vehicle's derivation; it tells `added` the records it put in the pending buffer. */
-    step: (vehicleno: string, state: VehicleState, added: PendingRecord[]) => Derived,
-    now: number,
+    /** The vehicle's derivation; it tells `added` the records it put in pending buffers. */
+    step: (vehicleno: string, state: VehicleState, added: AddedRecord[]) => Derived,
   ): Promise<void> {
     const keys = this.partitions[partition]!;
     for (let attempt = 1; ; attempt++) {
@@ -362,16 +408,17 @@ export class VehicleEvents {
         const { version, state, unsaved } = read[i]!;
         // A cached state is changed in place: it is dropped now, and cached again only once committed.
         this.cached.delete(vehicleno);
-        const fresh: PendingRecord[] = unsaved ? [...state.pending] : [];
-        const d = step(vehicleno, state, fresh);
+        // A state read from the legacy keys: its pending records are written out with this commit.
+        const added: AddedRecord[] = unsaved ? state.streams.flatMap((st, streamId) => (st === undefined ? [] : st.pending.map((record) => ({ streamId, record, replaces: false })))) : [];
+        const d = step(vehicleno, state, added);
         derived.push(d);
-        args.vehicle(vehicleno, version, state, fresh, now);
+        args.vehicle(vehicleno, version, state, added);
         for (const e of d.events) entries.push(JSON.stringify({ kind: 'event', ...e }));
         for (const t of d.trips) entries.push(JSON.stringify({ kind: 'trip', ...t }));
         for (const c of d.sessions) entries.push(JSON.stringify({ kind: 'charging', ...c }));
       });
-      const keyList = [keys.state, keys.outbox, keys.pending, ...vehicles.map((v) => keys.records(v))];
-      const conflict = await (this.redis as unknown as WithCommit).telematicsEventsCommit(keyList.length, ...keyList, args.finish(entries));
+      const keyList = [keys.state, keys.outbox, keys.pending, ...vehicles.flatMap((v) => STREAM_ORDER.map((plan) => keys.records(v, plan.streamId)))];
+      const conflict = await (this.redis as unknown as WithCommit).telematicsEventsCommitV3(keyList.length, ...keyList, args.finish(entries), String(STREAM_ORDER.length));
       if (conflict === '') {
         if (this.cached.size + vehicles.length > CACHED_MAX) this.cached.clear();
         vehicles.forEach((vehicleno, i) => this.cached.set(vehicleno, { version: read[i]!.version + 1, state: read[i]!.state }));

@@ -1,3 +1,5 @@
+import { deriveOptions } from './index.js';
+import { DEFAULT_DERIVE_OPTIONS } from './derive.js';
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -252,9 +254,13 @@ describe('event settings', () => {
     expect(cfg).toMatchObject({
       EVENTS: 'on',
       EVENTS_WINDOW: 30_000,
-      TRIP_MIN_DURATION: 60_000,
-      TRIP_MIN_DISTANCE: 100,
+      EVENTS_MAX_SKEW: 600_000,
+      TRIP_MIN_DURATION: 300_000,
+      TRIP_MIN_DISTANCE: 500,
+      TRIP_MAX_GAP: 3_600_000,
       TRIP_MAX_JUMP_SPEED: 300,
+      GPS_MIN_ERROR: 30,
+      MOTION_SPEED: 3,
       CHARGING_CURRENT_SIGN: 'positive',
       CHARGING_MIN_CURRENT: 0.5,
       CHARGING_MIN_DURATION: 60_000,
@@ -263,6 +269,8 @@ describe('event settings', () => {
       EVENTS_WEBHOOK_MAX_BACKLOG: 100_000,
     });
     expect(cfg.EVENTS_WEBHOOK_URL).toBeUndefined();
+    // The derivation's own defaults are the settings' (one rule, stated twice only here, where a test holds them together).
+    expect(deriveOptions(cfg)).toEqual(DEFAULT_DERIVE_OPTIONS);
     expect(webhookRetryPolicy(cfg)).toEqual({ spanMs: 86_400_000, baseMs: cfg.RETRY_BASE_DELAY, maxMs: cfg.RETRY_MAX_DELAY });
   });
 

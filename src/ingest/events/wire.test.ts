@@ -1,97 +1,155 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ALARM_FIELDS } from '../../telemetry/fields.js';
-import { DERIVE_FIELDS, flush, ingest, inputOf, newState, pendingScore, watermarkScore, type EventInput, type VehicleState } from './derive.js';
-import { restore, writeCommitted, writePending } from './wire.js';
+import { CAN, GPS, RECORD_TYPES, type RecordTypeSpec } from '../../telemetry/vehicleData.js';
+import { flush, ingest, inputOf, newState, type Derived, type EventInput, type VehicleState } from './derive.js';
+import { deriveSchemaOf, STREAMS } from './inputs.js';
+import { fromLegacy, isLegacy } from './legacy.js';
+import { readPending, restore, writeCommitted, writePending, type StoredPending } from './wire.js';
+import { roundTrip, T0, V } from './events.testkit.js';
 
-const V = 'KA01AB1234';
-const T0 = Date.UTC(2026, 0, 5, 8, 0, 0);
+/** What a state is, its rings compared as sets (the same times may sit at other positions). */
+const meaning = (s: VehicleState) => ({
+  ...s,
+  streams: s.streams.map((st) => st && { ...st, ring: Array.from(st.ring.subarray(0, st.ringN)).sort((a, b) => a - b), ringAt: undefined }),
+});
 
-/** What a state is, without the ring's layout in memory (the same scores may sit at other positions). */
-const meaning = (s: VehicleState) => {
-  const ring = Array.from(s.ring.subarray(0, s.ringN)).sort((a, b) => a - b);
-  return { ...s, ring, ringAt: undefined };
-};
-const roundTrip = (s: VehicleState): VehicleState => restore(writeCommitted(s), [...s.pending].sort((a, b) => pendingScore(a) - pendingScore(b)).map(writePending));
-
-/** A drive with a thermal runaway raised and a charge starting, as the v1 fixture's generator fed it (testdata/v1-state.json). */
-function drive(from: number, to: number): EventInput[] {
+/** A drive with a thermal runaway raised, the pack over temperature from 60 s, and a charge starting, as the fixtures' generators fed it. */
+function drive(from: number, to: number, overTemp = false): EventInput[] {
   const inputs: EventInput[] = [];
   for (let j = from; j < to; j++) {
     const t = T0 + j * 1000;
     inputs.push(inputOf('gps', t, { lat: 12.9712345 + j * 0.0002, lng: 77.5943219, speed: j < 5 ? 0 : 63.5, ignstatus: j < 5 || j >= 120 ? 0 : 1 }));
-    inputs.push(
-      inputOf('can', t + 400, { soc: 80 - j / 10, battery_voltage: 52.37, current: j > 70 ? 30.5 : -31.52, load_status: j > 70 ? 2 : 1, alert_thermal_runaway: j === 40 ? 1 : 0, alert_short_circuit: 0 }),
-    );
+    const c: Record<string, number> = { soc: 80 - j / 10, battery_voltage: 52.37, current: j > 70 ? 30.5 : -31.52, load_status: j > 70 ? 2 : 1, alert_thermal_runaway: j === 40 ? 1 : 0, alert_short_circuit: 0 };
+    if (overTemp) c.alert_over_temp = j >= 60 ? 1 : 0;
+    inputs.push(inputOf('can', t + 400, c));
   }
   return inputs;
+}
+
+/** The outputs of the rest of a drive (ignition off: a trip; the charge still on), then idle. */
+function goOn(s: VehicleState, overTemp = false): Derived[] {
+  return [ingest(V, s, drive(110, 140, overTemp), T0 + 140_000), flush(V, s, T0 + 200_000)];
 }
 
 describe('a state in Redis', () => {
   it('round-trips every part exactly, full-precision values and absent ones alike', () => {
     const s = newState();
-    ingest(V, s, drive(0, 110), T0 + 120_000);
-    expect(s.ringN).toBe(64);
-    expect(s.trip).toBeDefined();
-    expect(s.charge).toBeDefined();
-    expect(s.pending.length).toBeGreaterThan(20);
+    ingest(V, s, drive(0, 110), T0 + 110_000);
+    const can = s.streams[STREAMS.get('can')!.streamId]!;
+    expect(can.ringN).toBe(32);
+    expect(s.trips.open).toBe(1);
+    expect(s.charging.phase).toBe(2);
+    expect(can.pending.length).toBeGreaterThan(20);
     const again = roundTrip(s);
     expect(meaning(again)).toEqual(meaning(s));
     expect(writeCommitted(again)).toEqual(writeCommitted(s));
     expect(meaning(roundTrip(newState()))).toEqual(meaning(newState()));
 
     const odd = newState();
-    ingest(V, odd, [inputOf('gps', T0, { lat: 12.123456789, lng: -77.1, speed: 0.123, ignstatus: 1 }), inputOf('can', T0 + 1, { soc: 33.333, battery_voltage: 1e300, current: -1 / 3, load_status: 2.5 }), inputOf('gps', T0 + 2, { lat: -0.0000001, lng: 179.9999999, speed: 250, ignstatus: 0 })], 1);
-    expect(odd.pending).toHaveLength(3);
-    expect(roundTrip(odd).pending).toEqual(odd.pending);
-    expect(watermarkScore(newState())).toBeUndefined();
+    ingest(V, odd, [inputOf('gps', T0, { lat: 12.123456789, lng: -77.1, speed: 0.123, ignstatus: 1 }), inputOf('can', T0 + 1, { soc: 33.333, battery_voltage: 1e300, current: -1 / 3, load_status: 2.5, alert_over_temp: 1 }), inputOf('gps', T0 + 2, { lat: -0.0000001, lng: 179.9999999, speed: 250, ignstatus: 0 })], T0 + 2);
+    expect(roundTrip(odd).streams.map((st) => st?.pending)).toEqual(odd.streams.map((st) => st?.pending));
   });
 
   it('refuses bytes that are not a state or a pending record', () => {
     const s = newState();
-    ingest(V, s, drive(0, 50), 1);
+    ingest(V, s, drive(0, 50), T0 + 50_000);
     const committed = writeCommitted(s);
-    const member = writePending(s.pending[0]!);
-    expect(() => restore(committed.subarray(0, committed.length - 8), [])).toThrow(/ring/);
+    const plan = STREAMS.get('can')!;
+    const member = writePending(plan, s.streams[plan.streamId]!.pending[0]!);
+    expect(() => restore(committed.subarray(0, committed.length - 8), [])).toThrow(/truncated|after its end/);
     expect(() => restore(committed.subarray(0, 40), [])).toThrow(/truncated/);
-    expect(() => restore(committed, [member.subarray(0, member.length - 1)])).toThrow(/pending record/);
+    expect(() => restore(Buffer.concat([committed, Buffer.from([0])]), [])).toThrow(/after its end/);
+    expect(() => readPending(plan, member.subarray(0, member.length - 1))).toThrow(/pending record/);
     expect(() => restore(Buffer.from('{"v":99}'), [])).toThrow(/version/);
-    expect(() => restore(undefined, [Buffer.from('1,2,3')])).toThrow(/pending record/);
   });
 
-  it("reads the first release's JSON and text (an upgrade keeps every state), and derives on as if it had never stopped", () => {
-    const v1 = JSON.parse(readFileSync(new URL('./testdata/v1-state.json', import.meta.url), 'utf8')) as { committed: string; pending: string[]; events: number };
-    const fromV1 = restore(Buffer.from(v1.committed), v1.pending.map((p) => Buffer.from(p)));
-    const here = newState();
-    const first = ingest(V, here, drive(0, 80), T0 + 90_000);
-    expect(first.events).toHaveLength(v1.events);
-    expect(meaning(fromV1)).toEqual(meaning(here));
-    // The rest of the drive: ignition off (a trip), the charge still on; then idle.
-    const rest = drive(80, 130);
-    const a = [ingest(V, fromV1, rest, T0 + 140_000), flush(V, fromV1, T0 + 200_000)];
-    const b = [ingest(V, here, rest, T0 + 140_000), flush(V, here, T0 + 200_000)];
-    expect(a).toEqual(b);
-    expect(a.flatMap((d) => d.trips)).toHaveLength(1);
-    expect(a.flatMap((d) => d.events).map((e) => e.event)).toContain('ignition_off');
-  });
-
-  it("reads the first release's one-piece state too (its pending records inside it), as the worker before the two-part store wrote it", () => {
-    const v1 = JSON.parse(readFileSync(new URL('./testdata/v1-one-piece-state.json', import.meta.url), 'utf8')) as { state: string; events: number };
-    const fromV1 = restore(Buffer.from(v1.state), []);
-    const here = newState();
-    ingest(V, here, drive(0, 80), T0 + 90_000);
-    expect(fromV1.pending.length).toBeGreaterThan(50);
-    expect(meaning(fromV1)).toEqual(meaning(here));
-  });
-
-  it('holds a vehicle in about 0.7 KB committed and 42 to 58 bytes a pending record', () => {
+  it('holds a vehicle in about 1.2 KB committed; a pending record in 10 bytes, then 2 a flag and 10 a value', () => {
     const s = newState();
     const c: Record<string, number> = { soc: 80, battery_voltage: 52.37, current: -31.52, load_status: 1 };
     for (const a of ALARM_FIELDS) c[a] = 0;
-    for (let j = 0; j < 100; j++) ingest(V, s, [inputOf('gps', T0 + j * 1000, { lat: 12.97 + j * 0.0002, lng: 77.59, speed: 71.3, ignstatus: 1 }), inputOf('can', T0 + j * 1000 + 400, c)], j);
-    expect(writeCommitted(s).length).toBe(1 + 24 * 8 + 64 * 8);
-    const sizes = new Set(s.pending.map((r) => writePending(r).length));
-    expect([...sizes].sort()).toEqual([42, 58]);
-    expect(DERIVE_FIELDS.length).toBeLessThan(255);
+    for (let j = 0; j < 100; j++) ingest(V, s, [inputOf('gps', T0 + j * 1000, { lat: 12.97 + j * 0.0002, lng: 77.59, speed: 71.3, ignstatus: 1 }), inputOf('can', T0 + j * 1000 + 400, c)], T0 + j * 1000 + 500);
+    expect(writeCommitted(s).length).toBeLessThan(1_300);
+    const sizes = (type: string) => new Set(s.streams[STREAMS.get(type)!.streamId]!.pending.map((r) => writePending(STREAMS.get(type)!, r).length));
+    expect([...sizes('gps')]).toEqual([10 + 4 * 10]);
+    expect([...sizes('can')]).toEqual([10 + 4 * 10 + 15 * 2]);
+  });
+});
+
+describe('a state stored before a release that adds to the schema', () => {
+  it('reads exactly when a record type and an alarm (before the last one) are added', () => {
+    const s = newState();
+    ingest(V, s, drive(0, 110, true), T0 + 110_000);
+    expect(s.alarms.raised).not.toBe(0);
+    const stored = {
+      committed: writeCommitted(s),
+      pending: s.streams.map((st, streamId): StoredPending => ({ streamId, members: st.pending.map((r) => writePending(STREAMS.get(streamId === 0 ? 'gps' : 'can')!, r)) })),
+    };
+    // The next release: an OBD stream, and a new alarm inserted before the last CAN alarm, with the next free bit and wire id.
+    const lastAlarm = CAN.fields.findLastIndex((f) => f.alarmBit !== undefined);
+    const newAlarm = { ...CAN.fields[lastAlarm]!, name: 'alert_fuse_blown', id: 200, alarmBit: 15 };
+    const canNext: RecordTypeSpec = { ...CAN, fields: [...CAN.fields.slice(0, lastAlarm), newAlarm, ...CAN.fields.slice(lastAlarm)] };
+    const obd: RecordTypeSpec = { ...GPS, name: 'obd', measurement: 'obd', row: 'o', streamId: 2, position: undefined, fields: [{ ...GPS.fields[3]!, id: 201, name: 'rpm' }] };
+    const filler = Array.from({ length: 200 - 74 }, (_, i): RecordTypeSpec['fields'][number] => ({ ...GPS.fields[3]!, id: 74 + i, name: `reserved_${i}` }));
+    const next = deriveSchemaOf([GPS, { ...canNext, fields: [...canNext.fields, ...filler] }, obd]);
+    expect(RECORD_TYPES).toHaveLength(2);
+    const read = restore(stored.committed, stored.pending, next.byStreamId);
+    expect(read.alarms).toEqual(s.alarms);
+    expect(read.trips).toEqual(s.trips);
+    expect(read.charging).toEqual(s.charging);
+    expect(read.track).toEqual(s.track);
+    expect(read.streams[2]).toMatchObject({ pending: [], watermark: -Infinity });
+    // Each stream's pending records keep every value, the new alarm's slot absent.
+    const nextCan = next.streams.get('can')!;
+    const canNow = s.streams[1]!.pending;
+    expect(read.streams[1]!.pending).toHaveLength(canNow.length);
+    read.streams[1]!.pending.forEach((r, j) => {
+      const before = canNow[j]!;
+      expect(r.time).toBe(before.time);
+      STREAMS.get('can')!.fields.forEach((f, i) => expect(r.values[nextCan.fields.indexOf(f)]).toEqual(before.values[i]));
+      expect(r.values[nextCan.fields.indexOf('alert_fuse_blown')]).toBeNaN();
+    });
+  });
+});
+
+describe('the states of the releases before per-type streams', () => {
+  it('reads version 2 (binary, one watermark) exactly, and derives on as if it had never stopped', () => {
+    const v2 = JSON.parse(readFileSync(new URL('./testdata/v2-state.json', import.meta.url), 'utf8')) as { committed: string; pending: string[]; meaning: { wmT: number; pending: number; trip: { start: number; distanceM: number } } };
+    const committed = Buffer.from(v2.committed, 'base64');
+    expect(isLegacy(committed)).toBe(true);
+    const old = fromLegacy(committed, v2.pending.map((p) => Buffer.from(p, 'base64')));
+    expect(old.ignition.on).toBe(1);
+    expect(old.alarms.raised).toBe(1 << 9); // alert_over_temp
+    expect(old.trips).toMatchObject({ open: 1, start: v2.meaning.trip.start, distanceM: v2.meaning.trip.distanceM });
+    expect(old.charging.phase).toBe(2);
+    expect(old.streams[0]!.pending.length + old.streams[1]!.pending.length).toBe(v2.meaning.pending);
+    expect(old.streams[1]!.watermark).toBe(v2.meaning.wmT);
+
+    // This release from the start, over the same records: the same outputs from here on.
+    const here = newState();
+    ingest(V, here, drive(0, 110, true), T0 + 120_000);
+    const a = goOn(old, true);
+    const b = goOn(here, true);
+    const outputs = (ds: Derived[]) => ({ events: ds.flatMap((d) => d.events), trips: ds.flatMap((d) => d.trips), sessions: ds.flatMap((d) => d.sessions) });
+    expect(outputs(a)).toEqual(outputs(b));
+    expect(outputs(a).trips).toHaveLength(1);
+    expect(outputs(a).events.map((e) => e.event)).toContain('ignition_off');
+  });
+
+  it("reads version 1 (the first release's JSON and text, in two parts or one)", () => {
+    const v1 = JSON.parse(readFileSync(new URL('./testdata/v1-state.json', import.meta.url), 'utf8')) as { committed: string; pending: string[] };
+    const onePiece = JSON.parse(readFileSync(new URL('./testdata/v1-one-piece-state.json', import.meta.url), 'utf8')) as { state: string };
+    const here = newState();
+    ingest(V, here, drive(0, 80), T0 + 90_000);
+    for (const old of [fromLegacy(Buffer.from(v1.committed), v1.pending.map((p) => Buffer.from(p))), fromLegacy(Buffer.from(onePiece.state), [])]) {
+      expect(old.streams[0]!.pending.length + old.streams[1]!.pending.length).toBeGreaterThan(50);
+      const again = roundTrip(here);
+      const a = [ingest(V, old, drive(80, 130), T0 + 140_000), flush(V, old, T0 + 200_000)];
+      const b = [ingest(V, again, drive(80, 130), T0 + 140_000), flush(V, again, T0 + 200_000)];
+      const outputs = (ds: Derived[]) => ({ events: ds.flatMap((d) => d.events), trips: ds.flatMap((d) => d.trips), sessions: ds.flatMap((d) => d.sessions) });
+      expect(outputs(a)).toEqual(outputs(b));
+      expect(outputs(a).trips).toHaveLength(1);
+      expect(outputs(a).trips[0]).toMatchObject({ start: T0 + 5_000, end: T0 + 120_000 });
+    }
   });
 });

@@ -13,6 +13,13 @@ import type { FleetState } from './state.js';
  * What was last written is kept per partition and threshold in a Redis set, updated only after
  * InfluxDB accepted the points (as the fuel watermark is), so a run that fails is simply done again.
  * A run costs a read of the silent vehicles, not of the fleet.
+ *
+ * A return is told at the record that ended the silence, not at the vehicle's newest record when the
+ * run happens to look: the fleet state keeps it (`resumed`, state.ts), the first record after the
+ * vehicle's latest gap longer than the shortest threshold. A run done again (one that failed after
+ * posting its events) thus tells the same `back` at the same time, so with the same event id. When no
+ * record came after such a gap (the records came late rather than the vehicle falling silent), the
+ * return is told at the vehicle's last-seen at the first run that saw it back, kept for runs done again.
  */
 export const STATUS_MEASUREMENT = 'fleet_status';
 export const COUNTS_MEASUREMENT = 'fleet';
@@ -73,19 +80,24 @@ export async function writeStatusChanges(
         changes.push({ vehicleno: v, event: 'silent', time: lastSeen + t.ms, value: 1, fields: { after_s: t.ms / 1000, last_seen: lastSeen } });
       }
       if (back.length > 0) {
-        const seen = await redis.zmscore(k.seen, ...back);
+        const backAt = await fleet.backAt(k, back);
         // A vehicle gone from the sorted set (its state was deleted by hand) is no longer known: it is not reported back.
         back.forEach((v, i) => {
-          if (seen[i] === null || seen[i] === undefined) return;
-          lines.push(formatLine(STATUS_MEASUREMENT, { after: t.label, vehicleno: v }, { silent: 0, last_seen: Number(seen[i]) }, now));
-          // At the record that ended the silence.
+          const time = backAt[i];
+          if (time === undefined) return;
+          // `last_seen` of a return: the record that ended the silence, as the event's time.
+          lines.push(formatLine(STATUS_MEASUREMENT, { after: t.label, vehicleno: v }, { silent: 0, last_seen: time }, now));
+          // At the record that ended the silence, the same for every threshold and every run done again.
           const known = backs.get(v);
-          if (known === undefined || known.fields.after_s! < t.ms / 1000) backs.set(v, { vehicleno: v, event: 'back', time: Number(seen[i]), value: 0, fields: { after_s: t.ms / 1000, last_seen: Number(seen[i]) } });
+          if (known === undefined || known.fields.after_s! < t.ms / 1000) backs.set(v, { vehicleno: v, event: 'back', time, value: 0, fields: { after_s: t.ms / 1000, last_seen: time } });
         });
       }
       result.wentSilent[t.label] = (result.wentSilent[t.label] ?? 0) + went.length;
       result.cameBack[t.label] = (result.cameBack[t.label] ?? 0) + back.length;
-      if (went.length > 0) apply.push(() => redis.sadd(key, ...went));
+      if (went.length > 0) {
+        const lastSeen = new Map(went.map((v) => [v, silentNow.get(v)!] as const));
+        apply.push(() => fleet.wentSilent(k, key, lastSeen));
+      }
       if (back.length > 0) apply.push(() => redis.srem(key, ...back));
     }
   }

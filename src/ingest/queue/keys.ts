@@ -52,21 +52,26 @@ export interface RedisKeys {
    */
   readers: string;
   /**
-   * Hash: vehicleno → its event derivation state (ignition, alarms, trip and charging in progress),
+   * Hash: vehicleno → its event derivation state (its streams, and each detector's slice: events/wire.ts),
    * beside partition i's queue: in cluster mode it carries the partition's hash tag, so one script
-   * reads the state, appends to the outbox and completes the job on one slot.
+   * writes the states and appends to the outbox on one slot.
    */
   vehicleState(partition: number): string;
+  /** The hash the releases before per-type streams kept states in (events/legacy.ts): read once a vehicle, never written. */
+  legacyVehicleState(partition: number): string;
   /** Stream of partition i's derived events, points and deliveries (the outbox), on its queue's slot. */
   eventsOutbox(partition: number): string;
   /** BullMQ queue of event webhook deliveries (events/webhook.ts), a job per event. */
   /** Sorted set: vehicles of partition i with records still pending derivation, by the wall time they last sent (the window's sweep reads it). */
   vehiclesPending(partition: number): string;
   /**
-   * Sorted set: one vehicle's records pending derivation, by (time, type), beside its partition (the
-   * partition's hash tag comes first in the name, so a plate's own braces do not move the key's slot).
+   * Sorted set: one vehicle's records of one stream (a record type, by its frozen stream id) pending
+   * derivation, by time, beside its partition (the partition's hash tag comes first in the name, so a
+   * plate's own braces do not move the key's slot).
    */
-  vehicleRecords(partition: number, vehicleno: string): string;
+  vehicleRecords(partition: number, vehicleno: string, streamId: number): string;
+  /** The sorted set of a vehicle's pending records before per-type streams (events/legacy.ts): read once, never written. */
+  legacyVehicleRecords(partition: number, vehicleno: string): string;
   eventsWebhookQueue: string;
 }
 
@@ -84,10 +89,12 @@ export function redisKeys(queueName: string, layout: KeyLayout = SINGLE_QUEUE): 
     idempotency: (digest) => `${queueName}:idem:${digest}`,
     rateLimit: (sender) => `${queueName}:rate:${sender}`,
     readers: `${queueName}:readers`,
-    vehicleState: (i) => `${partitionQueue(partitions, i)}:events:state`,
+    vehicleState: (i) => `${partitionQueue(partitions, i)}:events:v3:state`,
+    legacyVehicleState: (i) => `${partitionQueue(partitions, i)}:events:state`,
     eventsOutbox: (i) => `${partitionQueue(partitions, i)}:events:outbox`,
     vehiclesPending: (i) => `${partitionQueue(partitions, i)}:events:pending`,
-    vehicleRecords: (i, vehicleno) => `${partitionQueue(partitions, i)}:events:records:${vehicleno}`,
+    vehicleRecords: (i, vehicleno, streamId) => `${partitionQueue(partitions, i)}:events:v3:records:${streamId}:${vehicleno}`,
+    legacyVehicleRecords: (i, vehicleno) => `${partitionQueue(partitions, i)}:events:records:${vehicleno}`,
     eventsWebhookQueue: layout.cluster ? `{${queueName}-events-webhook}` : `${queueName}-events-webhook`,
   };
 }

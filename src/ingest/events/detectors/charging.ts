@@ -1,0 +1,137 @@
+import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
+import { readings } from './alarms.js';
+import { emitEvent, emitSession, orUndefined, type ChargingSession, type Context, type Slice } from './context.js';
+import type { SocState } from './soc.js';
+
+/**
+ * Charging sessions, from the CAN stream: `charging_started` / `charging_stopped` and, at the stop, the
+ * session (kept when it lasted CHARGING_MIN_DURATION).
+ *
+ * - A record with `load_status` decides: 2 charging, anything else not.
+ * - Without it (the spec omits what a vehicle does not send), the current decides, and only for a
+ *   vehicle standing still: charging when it has the charging sign (CHARGING_CURRENT_SIGN) and at least
+ *   CHARGING_MIN_CURRENT, the GPS track says the vehicle was not moving at the record's time (`movingAt`:
+ *   exact when the GPS stream has passed that time, its latest state while it has not), and it has
+ *   lasted CHARGING_MIN_DURATION: regenerative braking's bursts of positive current while driving are
+ *   no session. Such a session is told once it has lasted that long, stamped at its first record.
+ * - A record with neither says nothing (it neither starts nor stops a session).
+ * - A gap in the CAN stream longer than TRIP_MAX_GAP ends the open session at its last charging record
+ *   before it; energy is never integrated across it.
+ * - Energy: ∫ voltage × |current| dt in Wh, trapezoids between consecutive charging records that both
+ *   carry `battery_voltage` and `current`; absent when fewer than two do.
+ */
+export interface ChargingState {
+  /** 0 none, 1 charging by current alone but not yet long enough to tell, 2 a session told. */
+  phase: number;
+  start: number;
+  /** The first record's readings (told with `charging_started`). */
+  startSoc: number;
+  startVoltage: number;
+  startCurrent: number;
+  energyWh: number;
+  /** 1 once a trapezoid was added (else the energy is unknown, not 0). */
+  integrated: number;
+  /** The last charging record carrying voltage and current: its time and power. */
+  powerTime: number;
+  power: number;
+  /** The last charging record's time. */
+  lastTime: number;
+}
+
+const NOT = 0;
+const CANDIDATE = 1;
+const SESSION = 2;
+
+/** Before a CAN record: a gap since the last charging record longer than TRIP_MAX_GAP ends the session there. */
+export function chargingGap(ctx: Context, s: ChargingState, time: number, soc: SocState): void {
+  if (s.phase === NOT || time - s.lastTime <= ctx.opts.tripMaxGapMs) return;
+  if (s.phase === SESSION) stop(ctx, s, s.lastTime, soc.latest === soc.latest ? { soc: soc.latest } : {});
+  s.phase = NOT;
+}
+
+/** A CAN record, in order (its soc already noted); `moving` tells whether the vehicle moved at a time. */
+export function chargingRecord(ctx: Context, s: ChargingState, r: StreamRecord, plan: StreamPlan, soc: SocState, moving: (time: number) => boolean): void {
+  const o = ctx.opts;
+  const load = valueOf(r, plan.load);
+  const current = valueOf(r, plan.current);
+  let charging: boolean;
+  if (load !== undefined) charging = load === 2;
+  else if (current !== undefined) {
+    const signed = o.chargingCurrentSign === 'positive' ? current : -current;
+    charging = signed > 0 && signed >= o.chargingMinCurrentA && !moving(r.time);
+  } else return;
+  if (!charging) {
+    if (s.phase === SESSION) {
+      const f = readings(r, plan, soc.latest);
+      stop(ctx, s, r.time, f);
+    }
+    s.phase = NOT;
+    return;
+  }
+  const v = valueOf(r, plan.voltage);
+  const power = v !== undefined && current !== undefined ? v * Math.abs(current) : undefined;
+  if (s.phase === NOT) {
+    s.phase = CANDIDATE;
+    s.start = r.time;
+    s.startSoc = soc.latest;
+    s.startVoltage = v ?? NaN;
+    s.startCurrent = current ?? NaN;
+    s.energyWh = 0;
+    s.integrated = 0;
+    s.powerTime = power === undefined ? NaN : r.time;
+    s.power = power ?? NaN;
+  } else if (power !== undefined) {
+    if (s.power === s.power) {
+      s.energyWh += ((s.power + power) / 2) * ((r.time - s.powerTime) / 3_600_000);
+      s.integrated = 1;
+    }
+    s.power = power;
+    s.powerTime = r.time;
+  }
+  s.lastTime = r.time;
+  if (s.phase === CANDIDATE && (load !== undefined || r.time - s.start >= o.chargingMinDurationMs)) {
+    s.phase = SESSION;
+    const f: Record<string, number> = {};
+    if (s.startSoc === s.startSoc) f.soc = s.startSoc;
+    if (s.startVoltage === s.startVoltage) f.battery_voltage = s.startVoltage;
+    if (s.startCurrent === s.startCurrent) f.current = s.startCurrent;
+    emitEvent(ctx, 'charging_started', s.start, 1, f);
+  }
+}
+
+/** A soc the CAN stream committed: the open session's, if it had none at its start. */
+export function chargingSoc(s: ChargingState, soc: number): void {
+  if (s.phase !== NOT && s.startSoc !== s.startSoc) s.startSoc = soc;
+}
+
+function stop(ctx: Context, s: ChargingState, at: number, fields: Record<string, number>): void {
+  const durationS = (at - s.start) / 1000;
+  fields.durationS = durationS;
+  if (s.integrated === 1) fields.energyWh = s.energyWh;
+  emitEvent(ctx, 'charging_stopped', at, 0, fields);
+  if (at - s.start < ctx.opts.chargingMinDurationMs) return;
+  const session: ChargingSession = { vehicleno: ctx.vehicleno, start: s.start, end: at, durationS };
+  if (s.startSoc === s.startSoc) session.socStart = s.startSoc;
+  if (fields.soc !== undefined) session.socEnd = fields.soc;
+  if (s.integrated === 1) session.energyWh = s.energyWh;
+  emitSession(ctx, session);
+}
+
+export const CHARGING_SLICE: Slice<ChargingState> = {
+  id: 5,
+  name: 'charging',
+  fresh: () => ({ phase: NOT, start: NaN, startSoc: NaN, startVoltage: NaN, startCurrent: NaN, energyWh: 0, integrated: 0, powerTime: NaN, power: NaN, lastTime: -Infinity }),
+  save: (s) => [s.phase, s.start, s.startSoc, s.startVoltage, s.startCurrent, s.energyWh, s.integrated, s.powerTime, s.power, s.lastTime],
+  load: (x) => ({
+    phase: orUndefined(x(0)) ?? NOT,
+    start: x(1),
+    startSoc: x(2),
+    startVoltage: x(3),
+    startCurrent: x(4),
+    energyWh: orUndefined(x(5)) ?? 0,
+    integrated: x(6) === 1 ? 1 : 0,
+    powerTime: x(7),
+    power: x(8),
+    lastTime: orUndefined(x(9)) ?? -Infinity,
+  }),
+};

@@ -1,0 +1,150 @@
+/**
+ * What every detector shares: the outputs a derivation call collects, the options, and the way a
+ * detector's slice of the state is kept (`Slice`). Each detector (one module a kind of event, as
+ * Traccar has one handler a kind) is handed the committed records of the streams it reads, in order.
+ */
+
+export interface DerivedEvent {
+  vehicleno: string;
+  /** `${alarm}_raised` / `${alarm}_cleared`, `ignition_on` / `_off`, `charging_started` / `_stopped`. */
+  event: string;
+  /** The record time of the transition, ms. */
+  time: number;
+  /** 1 raised / on / started, 0 cleared / off / stopped. */
+  value: number;
+  /** What the transition carries (position and speed at ignition; soc, voltage, current; `late: 1` for a raise told late). */
+  fields: Record<string, number>;
+}
+
+export interface Trip {
+  vehicleno: string;
+  /** Ignition on, and ignition off (or the last fix before a gap of TRIP_MAX_GAP), record time ms. */
+  start: number;
+  end: number;
+  durationS: number;
+  /** Sum of the steps between the trip's confirmed fixes (outliers, jumps and parked jitter count nothing). */
+  distanceM: number;
+  maxSpeedKmh: number;
+  /** The trip's first and last confirmed fix; absent when it had none. */
+  startLat?: number;
+  startLng?: number;
+  endLat?: number;
+  endLng?: number;
+  /** The CAN stream's soc at (or else first after) the start, and at the end; absent if none. */
+  socStart?: number;
+  socEnd?: number;
+  /** 1 when the trip was ended by a gap in the GPS stream longer than TRIP_MAX_GAP, not by ignition off. */
+  gapEnded?: number;
+}
+
+export interface ChargingSession {
+  vehicleno: string;
+  /** Its first charging record, and the first non-charging one after it (or the last charging record before a gap). */
+  start: number;
+  end: number;
+  durationS: number;
+  socStart?: number;
+  socEnd?: number;
+  /** ∫ voltage × |current| dt (trapezoids between consecutive charging records carrying both, never across a gap); absent without two. */
+  energyWh?: number;
+}
+
+/** What one call derived. Its lists are read-only: calls that derive nothing share empty ones. */
+export interface Derived {
+  events: readonly DerivedEvent[];
+  trips: readonly Trip[];
+  sessions: readonly ChargingSession[];
+  /** Records older than their stream's watermark, not recently committed (they change nothing, but for a raised alarm: told late). */
+  late: number;
+  /** Records already pending with the same values, or among the last committed. */
+  duplicates: number;
+  /** Records committed early because their stream's pending buffer was full (maxPending): their order is no longer guaranteed. */
+  forced: number;
+}
+
+export interface DeriveOptions {
+  /** W, the reorder window in record time, per stream: a record is committed once its stream's newest record is W past it. */
+  windowMs: number;
+  /** A trip is kept when it lasts at least this long OR covers at least tripMinDistanceM (Traccar's minimalTripDuration / Distance). */
+  tripMinDurationMs: number;
+  tripMinDistanceM: number;
+  /** A gap in a stream longer than this ends the open trip or charging session at the last record before it (Traccar's minimalNoDataDuration). */
+  tripMaxGapMs: number;
+  /** How long (GPS record time past its end) a finished trip waits for the CAN stream to pass its end, for its soc there. */
+  maxSkewMs: number;
+  /** Two fixes implying more than this speed disagree: one of them is an outlier. */
+  maxJumpSpeedKmh: number;
+  /** A step shorter than this (m) from a fix reporting no movement counts nothing (Traccar's coordinates.minError). */
+  gpsMinErrorM: number;
+  /** A fix at or below this speed (km/h), or without one, reports no movement. */
+  motionSpeedKmh: number;
+  /** The sign `current` has while charging (the schema: negative while discharging; the emulator charges positive). */
+  chargingCurrentSign: 'positive' | 'negative';
+  /** Without `load_status`, a record charges when its current has the charging sign and at least this magnitude, and the vehicle stands still. */
+  chargingMinCurrentA: number;
+  /** A session is kept when at least this long; one told by current alone starts only once its charging has lasted this long. */
+  chargingMinDurationMs: number;
+  /** A stream's pending records are all committed once nothing arrived for this long (wall time). */
+  idleMs: number;
+  /** Pending records a stream keeps at most; beyond, the oldest are committed early and counted as forced. */
+  maxPending: number;
+}
+
+export const DEFAULT_DERIVE_OPTIONS: Readonly<DeriveOptions> = Object.freeze({
+  windowMs: 30_000,
+  tripMinDurationMs: 300_000,
+  tripMinDistanceM: 500,
+  tripMaxGapMs: 3_600_000,
+  maxSkewMs: 600_000,
+  maxJumpSpeedKmh: 300,
+  gpsMinErrorM: 30,
+  motionSpeedKmh: 3,
+  chargingCurrentSign: 'positive',
+  chargingMinCurrentA: 0.5,
+  chargingMinDurationMs: 60_000,
+  idleMs: 30_000,
+  maxPending: 4096,
+});
+
+/** A derivation call in progress: whose records, the options, and where outputs go. */
+export interface Context {
+  vehicleno: string;
+  opts: DeriveOptions;
+  out: Derived;
+}
+
+// Most calls derive nothing: their outputs share these empty lists, and a list is made at its first output.
+const NONE: readonly never[] = Object.freeze([]);
+export const emptyDerived = (): Derived => ({ events: NONE, trips: NONE, sessions: NONE, late: 0, duplicates: 0, forced: 0 });
+/** `list` to add to: the call's own, made at its first output (the shared empty one is never written). */
+const own = <T>(list: readonly T[]): T[] => (list === NONE ? [] : (list as T[]));
+
+export function emitEvent(ctx: Context, event: string, time: number, value: number, fields: Record<string, number>): void {
+  (ctx.out.events = own(ctx.out.events)).push({ vehicleno: ctx.vehicleno, event, time, value, fields });
+}
+
+export function emitTrip(ctx: Context, trip: Trip): void {
+  (ctx.out.trips = own(ctx.out.trips)).push(trip);
+}
+
+export function emitSession(ctx: Context, session: ChargingSession): void {
+  (ctx.out.sessions = own(ctx.out.sessions)).push(session);
+}
+
+/**
+ * How a detector's slice of a vehicle's state is stored (src/ingest/events/wire.ts): as doubles (NaN
+ * where a value is absent), under the slice's frozen id. A slice may gain doubles at its end: a state
+ * stored before has fewer, and `load` gets NaN for the rest, so an upgrade keeps every stored state.
+ */
+export interface Slice<S> {
+  /** Frozen: a stored state names its slices by it. */
+  readonly id: number;
+  readonly name: string;
+  fresh(): S;
+  save(s: S): number[];
+  /** From the doubles stored (NaN past what was stored). */
+  load(x: (i: number) => number, stored: number): S;
+}
+
+export const orNaN = (x: number | undefined): number => (x === undefined ? NaN : x);
+export const orUndefined = (x: number): number | undefined => (x === x ? x : undefined);

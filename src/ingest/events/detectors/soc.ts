@@ -1,0 +1,79 @@
+import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
+import type { Slice } from './context.js';
+
+/**
+ * The state of charge as the CAN stream commits it, for the detectors that report it (trips, from the
+ * other stream; alarms and charging, from their own). The latest value, the time it is known through
+ * (the last CAN record committed), and the last SOC_RING times it changed, so a trip can ask the soc at
+ * its start and end (`socAt`): exact once the CAN stream has passed that time (trips.ts waits for it).
+ */
+export interface SocState {
+  /** NaN before any. */
+  latest: number;
+  /** The time of the last CAN record committed (-Infinity before any): the soc is known through it. */
+  through: number;
+  /** (time, soc) of the last SOC_RING changes: changesN of them, the next at changesAt. */
+  changes: Float64Array;
+  changesN: number;
+  changesAt: number;
+}
+
+export const SOC_RING = 16;
+
+/** A committed CAN record, and its soc if it carries one. */
+export function noteSoc(s: SocState, r: StreamRecord, plan: StreamPlan): void {
+  s.through = r.time;
+  const soc = valueOf(r, plan.soc);
+  if (soc === undefined || Object.is(soc, s.latest)) return;
+  s.latest = soc;
+  s.changes[2 * s.changesAt] = r.time;
+  s.changes[2 * s.changesAt + 1] = soc;
+  s.changesAt = (s.changesAt + 1) % SOC_RING;
+  if (s.changesN < SOC_RING) s.changesN++;
+}
+
+/**
+ * The last soc at or before `time`; undefined when none. When the CAN stream has run more than SOC_RING
+ * changes past `time` (its records far ahead of the GPS stream's), the oldest soc remembered: the
+ * nearest known, no longer exact.
+ */
+export function socAtOrBefore(s: SocState, time: number): number | undefined {
+  let oldest: number | undefined;
+  for (let j = 1; j <= s.changesN; j++) {
+    const at = (s.changesAt - j + SOC_RING) % SOC_RING;
+    if (s.changes[2 * at]! <= time) return s.changes[2 * at + 1]!;
+    oldest = s.changes[2 * at + 1]!;
+  }
+  return s.changesN === SOC_RING ? oldest : undefined;
+}
+
+/** The first soc after `after` and at or before `until`; undefined when none is remembered. */
+export function socFirstAfter(s: SocState, after: number, until: number): number | undefined {
+  let first: number | undefined;
+  for (let j = 1; j <= s.changesN; j++) {
+    const at = (s.changesAt - j + SOC_RING) % SOC_RING;
+    const t = s.changes[2 * at]!;
+    if (t <= after) break;
+    if (t <= until) first = s.changes[2 * at + 1]!;
+  }
+  return first;
+}
+
+export const SOC: Slice<SocState> = {
+  id: 1,
+  name: 'soc',
+  fresh: () => ({ latest: NaN, through: -Infinity, changes: new Float64Array(2 * SOC_RING), changesN: 0, changesAt: 0 }),
+  save: (s) => [s.latest, s.changesN, s.changesAt, ...s.changes, s.through],
+  load(x) {
+    const s = SOC.fresh();
+    s.latest = x(0);
+    if (x(1) === x(1)) {
+      s.changesN = x(1);
+      s.changesAt = x(2);
+      for (let j = 0; j < 2 * SOC_RING; j++) s.changes[j] = x(3 + j);
+    }
+    const through = x(3 + 2 * SOC_RING);
+    if (through === through) s.through = through;
+    return s;
+  },
+};

@@ -1,0 +1,166 @@
+import { haversineM } from '../geo.js';
+import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
+import { orNaN, type DeriveOptions, type Slice } from './context.js';
+
+/**
+ * The vehicle's track: which fixes are true and how far each true step went, for the detectors that
+ * measure movement (trips now; stops, geofences and overspeed next). What Traccar's FilterHandler and
+ * DistanceHandler do before its event handlers, with what a fleet's devices need on top:
+ *
+ * - **Outliers.** A fix counts once the next fix agrees with it (the step between them implies no more
+ *   than TRIP_MAX_JUMP_SPEED). Of two fixes that disagree, the one that also disagrees with the track
+ *   (its last confirmed fix) is the outlier; when both agree with it, the earlier is: a cold start's
+ *   first fix 2 km off after an 8-hour park is plausible from the parking spot, but the fixes after it
+ *   disagree with it. Two agreeing fixes that disagree with the track are the truth (a tow, or a fix
+ *   taken for an outlier that the next confirms): the track re-anchors on them without adding the step.
+ * - **Jitter.** A confirmed step shorter than GPS_MIN_ERROR between fixes that both report no movement
+ *   (speed at or below MOTION_SPEED, or none) counts nothing, and the anchor stays where it was, as
+ *   Traccar's `coordinates.minError` keeps the last coordinates: a parked vehicle's 2 m of jitter adds
+ *   nothing however long it stands, while the last metres of a drive (moving, then stopped) count.
+ * - **Motion history.** The last MOTION_RING times the vehicle started or stopped moving (by the
+ *   speed its confirmed fixes report: an outlier's says nothing), so the CAN stream can ask whether the
+ *   vehicle stood still at a record's time (`movingAt`): exact when the track has confirmed a fix past
+ *   that time, else its latest state.
+ */
+
+export interface Fix {
+  time: number;
+  lat: number;
+  lng: number;
+  /** NaN when the fix reported none. */
+  speed: number;
+}
+
+export interface TrackState {
+  /** The last confirmed fix: distance is measured from it. */
+  anchor: Fix | undefined;
+  /** The newest fix, waiting for the next to agree with it. */
+  candidate: Fix | undefined;
+  /** The last fix taken for an outlier, kept aside one fix in case the next agrees with it. */
+  rejected: Fix | undefined;
+  /** 1 moving, 0 standing, by the speed of the newest fix that reported one. */
+  moving: number;
+  /** Times the motion changed: +t started moving at t, -t stopped at t; motionN of them, the next at motionAt. */
+  motion: Float64Array;
+  motionN: number;
+  motionAt: number;
+}
+
+export const MOTION_RING = 8;
+
+/** A fix confirmed, and the distance its step adds (0: jitter, a re-anchoring, or the first fix). */
+export interface Step {
+  fix: Fix;
+  distanceM: number;
+}
+
+export function fixOf(r: StreamRecord, plan: StreamPlan): Fix | undefined {
+  const lat = valueOf(r, plan.lat);
+  const lng = valueOf(r, plan.lng);
+  if (lat === undefined || lng === undefined) return undefined;
+  return { time: r.time, lat, lng, speed: orNaN(valueOf(r, plan.speed)) };
+}
+
+const kmhBetween = (a: Fix, b: Fix): number => (haversineM(a.lat, a.lng, b.lat, b.lng) / Math.max(1, b.time - a.time)) * 3600;
+const agree = (a: Fix, b: Fix, o: DeriveOptions): boolean => kmhBetween(a, b) <= o.maxJumpSpeedKmh;
+
+/**
+ * A fix of the GPS stream, in order: adds to `into` the fixes it confirmed (none, one, or two when it
+ * settles a move the track first took for an outlier).
+ */
+export function trackFix(s: TrackState, f: Fix, o: DeriveOptions, into: Step[]): void {
+  const c = s.candidate;
+  s.candidate = f;
+  if (c === undefined) return;
+  if (agree(c, f, o)) {
+    s.rejected = undefined;
+    into.push(confirm(s, c, o, true));
+    return;
+  }
+  const a = s.anchor;
+  const r = s.rejected;
+  if (r !== undefined && agree(r, f, o)) {
+    // f agrees with the fix set aside: those two are the truth. Set aside before c, it makes c the
+    // outlier; set aside after c (c agreed with the track), c counts and the vehicle has moved since.
+    s.rejected = undefined;
+    if (r.time > c.time && a !== undefined && agree(a, c, o)) into.push(confirm(s, c, o, true));
+    into.push(confirm(s, r, o, true));
+    return;
+  }
+  if (a !== undefined && agree(a, c, o) && !agree(a, f, o)) {
+    // f disagrees with both c and the track: f is the outlier (kept aside, in case the next agrees with it).
+    s.candidate = c;
+    s.rejected = f;
+    return;
+  }
+  // c disagrees with the fix after it: c is the outlier (kept aside, in case the next agrees with it).
+  s.rejected = c;
+}
+
+/** Confirms the waiting fix alone (a trip ends: no fix will come to agree), if it agrees with the anchor; else drops it. */
+export function settleTrack(s: TrackState, o: DeriveOptions): Step | undefined {
+  const c = s.candidate;
+  s.candidate = undefined;
+  s.rejected = undefined;
+  if (c === undefined) return undefined;
+  if (s.anchor !== undefined && !agree(s.anchor, c, o)) return undefined;
+  return confirm(s, c, o, false);
+}
+
+function confirm(s: TrackState, c: Fix, o: DeriveOptions, agreed: boolean): Step {
+  if (c.speed === c.speed) noteMotion(s, c.time, c.speed > o.motionSpeedKmh ? 1 : 0);
+  const a = s.anchor;
+  if (a === undefined || (agreed && !agree(a, c, o))) {
+    s.anchor = c; // the first fix, or two agreeing fixes against a stale anchor: re-anchored, no step
+    return { fix: c, distanceM: 0 };
+  }
+  const d = haversineM(a.lat, a.lng, c.lat, c.lng);
+  // Neither end reports movement: a step shorter than the GPS error is jitter, and the anchor stays.
+  if (d < o.gpsMinErrorM && !(c.speed > o.motionSpeedKmh) && !(a.speed > o.motionSpeedKmh)) return { fix: c, distanceM: 0 };
+  s.anchor = c;
+  return { fix: c, distanceM: d };
+}
+
+function noteMotion(s: TrackState, time: number, moving: number): void {
+  if (moving === s.moving && s.motionN > 0) return;
+  s.moving = moving;
+  s.motion[s.motionAt] = moving ? time : -time;
+  s.motionAt = (s.motionAt + 1) % MOTION_RING;
+  if (s.motionN < MOTION_RING) s.motionN++;
+}
+
+/** Whether the vehicle was moving at `time`, by the motion history (its latest state for a time past it). */
+export function movingAt(s: TrackState, time: number): boolean {
+  let oldest = 0;
+  for (let j = 1; j <= s.motionN; j++) {
+    const x = s.motion[(s.motionAt - j + MOTION_RING) % MOTION_RING]!;
+    if (Math.abs(x) <= time) return x > 0;
+    oldest = x;
+  }
+  // Before every change remembered: the state before the oldest one (standing if none was ever seen).
+  return oldest < 0;
+}
+
+export const TRACK: Slice<TrackState> = {
+  id: 0,
+  name: 'track',
+  fresh: () => ({ anchor: undefined, candidate: undefined, rejected: undefined, moving: 0, motion: new Float64Array(MOTION_RING), motionN: 0, motionAt: 0 }),
+  save: (s) => [...fixDoubles(s.anchor), ...fixDoubles(s.candidate), s.moving, s.motionN, s.motionAt, ...s.motion, ...fixDoubles(s.rejected)],
+  load(x) {
+    const s = TRACK.fresh();
+    s.anchor = fixFrom(x, 0);
+    s.candidate = fixFrom(x, 4);
+    s.moving = x(8) === 1 ? 1 : 0;
+    const n = x(9);
+    if (n === n) {
+      s.motionN = n;
+      s.motionAt = x(10);
+      for (let j = 0; j < MOTION_RING; j++) s.motion[j] = x(11 + j);
+    }
+    s.rejected = fixFrom(x, 11 + MOTION_RING);
+    return s;
+  },
+};
+
+const fixDoubles = (f: Fix | undefined): number[] => (f === undefined ? [NaN, NaN, NaN, NaN] : [f.time, f.lat, f.lng, f.speed]);
+const fixFrom = (x: (i: number) => number, at: number): Fix | undefined => (x(at) === x(at) ? { time: x(at), lat: x(at + 1), lng: x(at + 2), speed: x(at + 3) } : undefined);

@@ -1,0 +1,219 @@
+import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
+import { emitTrip, orNaN, orUndefined, type Context, type Slice, type Trip } from './context.js';
+import { socAtOrBefore, socFirstAfter, type SocState } from './soc.js';
+import { settleTrack, type Step, type TrackState } from './track.js';
+
+/**
+ * Trips, by ignition (Traccar's trips with `report.trip.useIgnition`): from a GPS record with ignition
+ * on to the next with ignition off, measured on the track's confirmed fixes (`track.ts`).
+ *
+ * - Distance: the sum of the confirmed steps within the trip. The trip starts at its first confirmed
+ *   fix (the step from where the vehicle stood before is not the trip's, and an ignition-on record
+ *   without a fix, or whose fix turns out an outlier, starts the trip at the first that counts); it
+ *   ends at its last, the ignition-off fix included when it agrees with the track.
+ * - A trip is kept when it lasts at least TRIP_MIN_DURATION **or** covers at least TRIP_MIN_DISTANCE
+ *   (Traccar keeps a trip unless both are short; its defaults, 300 s and 500 m, are ours). Its
+ *   ignition events are told either way.
+ * - A gap in the GPS stream longer than TRIP_MAX_GAP (Traccar's `minimalNoDataDuration`, 1 h) ends the
+ *   open trip at the last fix before it (`gapEnded: 1`): a lost ignition-off is not bridged over a
+ *   night. A record after the gap with ignition still on starts a new trip there.
+ * - soc at the start and end: the CAN stream's (`soc.ts`), read once that stream has passed the time,
+ *   so a CAN stream minutes behind the GPS stream gives the same as one in step: a finished trip waits
+ *   for it (MAX_WAITING at most: one more tells the oldest), and is told with the latest soc known when
+ *   the GPS stream is EVENTS_MAX_SKEW past its end or the CAN stream falls idle with nothing pending.
+ *   Without any soc before the start, the first within the trip.
+ */
+export interface TripsState {
+  /** 1 while a trip is open. */
+  open: number;
+  start: number;
+  /** The trip's first and last confirmed fix (NaN before the first). */
+  startLat: number;
+  startLng: number;
+  endLat: number;
+  endLng: number;
+  distanceM: number;
+  maxSpeed: number;
+  socStart: number;
+  /** The open trip's start, while its soc there waits for the CAN stream to pass it (else NaN). */
+  socStartAt: number;
+  /** The time of the last GPS record committed (-Infinity before any): a gap is measured from it. */
+  lastTime: number;
+}
+
+/** Finished trips waiting for the CAN stream to pass their ends, oldest first (at most MAX_WAITING). */
+export type FinishedTrips = Finished[];
+
+/** Trips waiting at once: a further one tells the oldest with the soc known then. */
+export const MAX_WAITING = 16;
+
+/** A finished trip's numbers (NaN where unknown). */
+export interface Finished {
+  start: number;
+  end: number;
+  startLat: number;
+  startLng: number;
+  endLat: number;
+  endLng: number;
+  distanceM: number;
+  maxSpeed: number;
+  socStart: number;
+  socStartAt: number;
+  gapEnded: number;
+}
+
+const FINISHED_KEYS: ReadonlyArray<keyof Finished> = ['start', 'end', 'startLat', 'startLng', 'endLat', 'endLng', 'distanceM', 'maxSpeed', 'socStart', 'socStartAt', 'gapEnded'];
+
+/** Before a GPS record: a gap since the last one longer than TRIP_MAX_GAP ends the open trip at that last record. */
+export function tripGap(ctx: Context, s: TripsState, waiting: FinishedTrips, track: TrackState, soc: SocState, time: number): void {
+  if (s.open !== 1 || time - s.lastTime <= ctx.opts.tripMaxGapMs) return;
+  const settled = settleTrack(track, ctx.opts);
+  if (settled !== undefined) tripStep(s, settled);
+  end(ctx, s, waiting, s.lastTime, soc, true);
+}
+
+/** A GPS record, in order, after the track took its fix (`steps`: the fixes that confirmed). */
+export function tripRecord(ctx: Context, s: TripsState, waiting: FinishedTrips, track: TrackState, soc: SocState, r: StreamRecord, plan: StreamPlan, steps: readonly Step[]): void {
+  s.lastTime = r.time;
+  while (waiting.length > 0 && r.time >= waiting[0]!.end + ctx.opts.maxSkewMs) tell(ctx, waiting, soc);
+  for (const step of steps) tripStep(s, step);
+  const ign = valueOf(r, plan.ignition);
+  if (ign === 1 && s.open !== 1) {
+    s.open = 1;
+    s.start = r.time;
+    s.startLat = s.startLng = s.endLat = s.endLng = NaN;
+    s.distanceM = 0;
+    s.maxSpeed = 0;
+    s.socStart = NaN;
+    s.socStartAt = r.time;
+    tripSocProgress(ctx, s, waiting, soc);
+  } else if (ign === 0 && s.open === 1) {
+    const settled = settleTrack(track, ctx.opts);
+    if (settled !== undefined) tripStep(s, settled);
+    end(ctx, s, waiting, r.time, soc, false);
+  }
+}
+
+/**
+ * The soc at a trip's start, once the CAN stream has passed it: the last at or before the start, else
+ * the first within the trip (up to `until`, its end, or while it is open, any); NaN: none, and none to
+ * come; undefined: not known yet.
+ */
+function socStartOf(soc: SocState, start: number, until: number): number | undefined {
+  if (soc.through < start) return undefined;
+  const x = socAtOrBefore(soc, start) ?? socFirstAfter(soc, start, until);
+  if (x !== undefined) return x;
+  return soc.through >= until ? NaN : undefined;
+}
+
+/** After a CAN record, or a trip's start or end: what the CAN stream has now passed is read. */
+export function tripSocProgress(ctx: Context, s: TripsState, waiting: FinishedTrips, soc: SocState): void {
+  if (s.socStartAt === s.socStartAt && s.open === 1) {
+    const x = socStartOf(soc, s.socStartAt, Infinity);
+    if (x !== undefined) {
+      s.socStart = x;
+      s.socStartAt = NaN;
+    }
+  }
+  for (const d of waiting) {
+    if (d.socStartAt !== d.socStartAt) continue;
+    const x = socStartOf(soc, d.socStartAt, d.end);
+    if (x !== undefined) {
+      d.socStart = x;
+      d.socStartAt = NaN;
+    }
+  }
+  while (waiting.length > 0 && soc.through >= waiting[0]!.end) tell(ctx, waiting, soc);
+}
+
+/** The CAN stream fell idle with nothing pending: finished trips wait no longer. */
+export function tripSocIdle(ctx: Context, waiting: FinishedTrips, soc: SocState): void {
+  while (waiting.length > 0) tell(ctx, waiting, soc);
+}
+
+function tripStep(s: TripsState, step: Step): void {
+  const f = step.fix;
+  if (s.open !== 1 || f.time < s.start) return;
+  if (s.startLat !== s.startLat) {
+    s.startLat = f.lat;
+    s.startLng = f.lng;
+  } else s.distanceM += step.distanceM;
+  s.endLat = f.lat;
+  s.endLng = f.lng;
+  if (f.speed > s.maxSpeed) s.maxSpeed = f.speed;
+}
+
+function end(ctx: Context, s: TripsState, waiting: FinishedTrips, at: number, soc: SocState, gapEnded: boolean): void {
+  s.open = 0;
+  const socStartAt = s.socStartAt;
+  s.socStartAt = NaN;
+  const o = ctx.opts;
+  if (at - s.start < o.tripMinDurationMs && s.distanceM < o.tripMinDistanceM) return;
+  if (waiting.length >= MAX_WAITING) tell(ctx, waiting, soc);
+  waiting.push({
+    start: s.start,
+    end: at,
+    startLat: s.startLat,
+    startLng: s.startLng,
+    endLat: s.endLat,
+    endLng: s.endLng,
+    distanceM: s.distanceM,
+    maxSpeed: s.maxSpeed,
+    socStart: s.socStart,
+    socStartAt,
+    gapEnded: gapEnded ? 1 : 0,
+  });
+  tripSocProgress(ctx, s, waiting, soc);
+}
+
+/** Tells the oldest finished trip, with the soc known now. */
+function tell(ctx: Context, waiting: FinishedTrips, soc: SocState): void {
+  const d = waiting.shift()!;
+  const t: Trip = { vehicleno: ctx.vehicleno, start: d.start, end: d.end, durationS: (d.end - d.start) / 1000, distanceM: d.distanceM, maxSpeedKmh: d.maxSpeed };
+  if (d.startLat === d.startLat) Object.assign(t, { startLat: d.startLat, startLng: d.startLng, endLat: d.endLat, endLng: d.endLng });
+  // Told before the CAN stream passed the trip: the soc known then.
+  const socStart = d.socStart === d.socStart ? d.socStart : d.socStartAt === d.socStartAt ? (socAtOrBefore(soc, d.socStartAt) ?? socFirstAfter(soc, d.socStartAt, d.end)) : undefined;
+  if (socStart !== undefined) t.socStart = socStart;
+  const socEnd = socAtOrBefore(soc, d.end);
+  if (socEnd !== undefined) t.socEnd = socEnd;
+  if (d.gapEnded === 1) t.gapEnded = 1;
+  emitTrip(ctx, t);
+}
+
+export const TRIPS_SLICE: Slice<TripsState> = {
+  id: 4,
+  name: 'trips',
+  fresh: () => ({ open: 0, start: NaN, startLat: NaN, startLng: NaN, endLat: NaN, endLng: NaN, distanceM: 0, maxSpeed: 0, socStart: NaN, socStartAt: NaN, lastTime: -Infinity }),
+  save: (s) => [s.open, s.start, s.startLat, s.startLng, s.endLat, s.endLng, s.distanceM, s.maxSpeed, s.socStart, s.lastTime, s.socStartAt],
+  load: (x) => ({
+    open: x(0) === 1 ? 1 : 0,
+    start: x(1),
+    startLat: x(2),
+    startLng: x(3),
+    endLat: x(4),
+    endLng: x(5),
+    distanceM: orUndefined(x(6)) ?? 0,
+    maxSpeed: orUndefined(x(7)) ?? 0,
+    socStart: x(8),
+    lastTime: orUndefined(x(9)) ?? -Infinity,
+    socStartAt: x(10),
+  }),
+};
+
+/**
+ * The finished trips waiting, as a list: its width (doubles a trip) first, so a trip may gain fields at
+ * its end as a slice may; then each trip's doubles.
+ */
+export const FINISHED_TRIPS_SLICE: Slice<FinishedTrips> = {
+  id: 6,
+  name: 'finished trips',
+  fresh: () => [],
+  save: (list) => (list.length === 0 ? [] : [FINISHED_KEYS.length, ...list.flatMap((d) => FINISHED_KEYS.map((k) => d[k]))]),
+  load(x, stored) {
+    const width = x(0);
+    if (stored === 0 || !(width > 0)) return [];
+    const list: FinishedTrips = [];
+    for (let at = 1; at + width <= stored; at += width) list.push(Object.fromEntries(FINISHED_KEYS.map((k, i) => [k, i < width ? x(at + i) : NaN])) as unknown as Finished);
+    return list;
+  },
+};
