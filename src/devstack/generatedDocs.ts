@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { plausibilityTable } from '../ingest/plausibility/table.js';
 import { openApiJson } from '../ingest/receive/openapi.js';
 import { pushRecordSchema } from '../telemetry/schema.js';
-import { fieldTables, unitsTable } from '../telemetry/tables.js';
+import { derivedTables, fieldTables, unitsTable } from '../telemetry/tables.js';
 
 /**
  * What `npm run docs` writes, derived from the record's schema (src/telemetry/vehicleData.ts): the
@@ -31,6 +31,7 @@ export interface Document {
 export const REGIONS: readonly Region[] = [
   { file: 'README.md', name: 'fields', render: () => fieldTables() },
   { file: 'README.md', name: 'plausibility', render: () => plausibilityTable() },
+  { file: 'docs/analysts.md', name: 'derived', render: () => derivedTables() },
   {
     file: 'docs/analysts.md',
     name: 'units',

@@ -1,4 +1,5 @@
 import { RECORD_TYPES, TIME, type FieldSpec, type RangeSpec, type RecordTypeSpec } from './vehicleData.js';
+import { DERIVED_MEASUREMENTS, type DerivedMeasurement } from './derivedMeasurements.js';
 
 /**
  * The record's schema (vehicleData.ts) as Markdown: the README's field tables and docs/analysts.md's
@@ -204,4 +205,14 @@ function seriesDescription(fs: readonly FieldSpec[]): string {
   };
   const first = general(fs[0]!);
   return fs.length > 1 && fs.every((f) => general(f) === first) ? first : fs[0]!.description;
+}
+
+/** The derived measurements (derivedMeasurements.ts), each a heading, what it is, and its tags and fields with their units. */
+export function derivedTables(measurements: readonly DerivedMeasurement[] = DERIVED_MEASUREMENTS): string {
+  return measurements
+    .map((m) => {
+      const rows = [...m.tags.map((t) => [code(t.name), 'tag', '', t.description]), ...m.fields.map((f) => [code(f.name), 'field', f.unit ?? '', f.description])];
+      return [`#### \`${m.name}\``, '', `${m.description}; its time: ${m.time}. Written by ${m.writer}.`, '', markdownTable(['Name', 'Kind', 'Unit', 'What'], rows)].join('\n');
+    })
+    .join('\n\n');
 }

@@ -143,6 +143,8 @@ measure('worker: request body from rows (bytes)', bytes, (b) => readRows(b).line
         stored.set(a.vehicleno, k);
       }
     }
+    // As the store does once the script answered: the buffers serve the next commit.
+    args.release();
     return byVehicle.size;
   };
   measure('worker: vehicle events (read the inputs, derive, write; state cached)', bytes, (b) => deriveJob(readRows(b, DERIVE_PICK).sightings, true), eventRows);

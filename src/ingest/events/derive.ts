@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { STREAMS, STREAM_BY_ID, recordOf, type EventInput, type StreamPlan, type StreamRecord } from './inputs.js';
-import { addRecord, due, newStream, takeDue, type Stream } from './streams.js';
+import { addRecord, committed, dropCommitted, due, mergedInto, newStream, type Stream } from './streams.js';
 import { emptyDerived, DEFAULT_DERIVE_OPTIONS, type ChargingSession, type Context, type Derived, type DeriveOptions, type DerivedEvent, type Slice, type Trip } from './detectors/context.js';
-import { fixOf, movingAt, TRACK, trackFix, type Step, type TrackState } from './detectors/track.js';
+import { fixOf, TRACK, trackFix, type Step, type TrackState } from './detectors/track.js';
 import { noteSoc, SOC, type SocState } from './detectors/soc.js';
 import { alarmLateRecord, alarmRecord, ALARMS_SLICE, type AlarmsState } from './detectors/alarms.js';
 import { IGNITION_SLICE, ignitionRecord, type IgnitionState } from './detectors/ignition.js';
@@ -86,13 +86,11 @@ export function pendingSince(s: VehicleState): number | undefined {
   return since;
 }
 
-/** A record a call put in (or merged into) a stream's pending buffer: a store writes those alone. */
-export interface AddedRecord {
-  streamId: number;
-  record: StreamRecord;
-  /** It merged into a record already stored at its time: the stored one is replaced. */
-  replaces: boolean;
-}
+/**
+ * A record a call put in a stream's pending buffer, or merged another into (`merged`: the one stored at
+ * its time is replaced): a store writes those alone. Listed again each time one merges into it.
+ */
+export type AddedRecord = StreamRecord;
 
 /**
  * Adds one delivery of a vehicle's records (any order, any repetition, any types), then commits what each
@@ -114,8 +112,9 @@ export function ingest(
     if (plan === undefined || !Number.isSafeInteger(input.time)) continue;
     const r = recordOf(input, plan);
     if (r === undefined) continue; // carries nothing derivation reads
-    const { taken, record } = addRecord(s.streams[plan.streamId]!, r, plan, nowMs, opts);
-    if (taken === 'added' || taken === 'merged') into?.push({ streamId: plan.streamId, record, replaces: taken === 'merged' });
+    const taken = addRecord(s.streams[plan.streamId]!, r, nowMs, opts);
+    if (taken === 'added') into?.push(r);
+    else if (taken === 'merged') into?.push(mergedInto!);
     else if (taken === 'duplicate') ctx.out.duplicates++;
     else {
       ctx.out.late++;
@@ -138,29 +137,45 @@ export function flush(vehicleno: string, s: VehicleState, nowMs: number, opts: D
   return ctx.out;
 }
 
-/** Commits what every stream has due, all streams' records merged in time order. */
+/** Per stream of ORDER, during a commit: how many records are due, and how many are done (reused: commits never nest). */
+const DUE: number[] = [];
+const DONE: number[] = [];
+
+/**
+ * Commits what every stream has due, all streams' records merged in time order; at one instant, in ORDER
+ * (types without a position first, so a reading taken as ignition flips counts as at it).
+ */
 function commitDue(ctx: Context, s: VehicleState, nowMs: number, idle: boolean): void {
-  const lists: Array<{ plan: StreamPlan; records: StreamRecord[]; at: number }> = [];
-  for (const plan of ORDER) {
-    const stream = s.streams[plan.streamId]!;
+  let any = false;
+  for (let k = 0; k < ORDER.length; k++) {
+    const stream = s.streams[ORDER[k]!.streamId]!;
     const n = due(stream, nowMs, ctx.opts, idle);
+    DUE[k] = n;
+    DONE[k] = 0;
     if (n === 0) continue;
+    any = true;
     ctx.out.forced += Math.max(0, stream.pending.length - ctx.opts.maxPending);
-    lists.push({ plan, records: takeDue(stream, n), at: 0 });
   }
-  if (lists.length === 1) {
-    const { plan, records } = lists[0]!;
-    for (const r of records) apply(ctx, s, plan, r);
-    return;
-  }
-  // Merged by time; at one instant, in ORDER (types without a position first, so a reading taken as
-  // ignition flips counts as at it).
+  if (!any) return;
   for (;;) {
-    let next: (typeof lists)[number] | undefined;
-    for (const l of lists) if (l.at < l.records.length && (next === undefined || l.records[l.at]!.time < next.records[next.at]!.time)) next = l;
-    if (next === undefined) return;
-    apply(ctx, s, next.plan, next.records[next.at++]!);
+    let next = -1;
+    let time = Infinity;
+    for (let k = 0; k < ORDER.length; k++) {
+      if (DONE[k]! >= DUE[k]!) continue;
+      const t = s.streams[ORDER[k]!.streamId]!.pending[DONE[k]!]!.time;
+      if (t < time) {
+        time = t;
+        next = k;
+      }
+    }
+    if (next < 0) break;
+    const plan = ORDER[next]!;
+    const stream = s.streams[plan.streamId]!;
+    const r = stream.pending[DONE[next]!++]!;
+    committed(stream, r);
+    apply(ctx, s, plan, r);
   }
+  for (let k = 0; k < ORDER.length; k++) if (DUE[k]! > 0) dropCommitted(s.streams[ORDER[k]!.streamId]!, DUE[k]!);
 }
 
 /** Streams in the order their records go at one instant. */
@@ -189,7 +204,7 @@ function apply(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord)
     tripSocProgress(ctx, s.trips, s.finishedTrips, s.soc);
   }
   if (plan.alarms.length > 0) alarmRecord(ctx, s.alarms, r, plan, s.soc.latest);
-  if (charges) chargingRecord(ctx, s.charging, r, plan, s.soc, (time) => movingAt(s.track, time));
+  if (charges) chargingRecord(ctx, s.charging, r, plan, s.soc, s.track);
 }
 
 /** The stream of a stored stream id (undefined for one this release does not know). */

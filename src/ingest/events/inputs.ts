@@ -36,9 +36,10 @@ export function deriveSchemaOf(types: readonly RecordTypeSpec[]): DeriveSchema {
   const slot = new Map(fields.map((name, i) => [name, i]));
   const plans = types.map((t): StreamPlan => {
     const declared = new Set(t.fields.map((f) => f.name));
-    const own = fields.filter((name) => declared.has(name));
+    const alarmNames = new Set(alarms.map((a) => a.name));
+    const own = fields.filter((name) => declared.has(name) && !alarmNames.has(name));
     const at = (name: string | undefined): number => (name === undefined ? -1 : own.indexOf(name));
-    const typeAlarms = alarms.filter((a) => declared.has(a.name)).map((a) => ({ name: a.name, at: at(a.name), bit: a.bit }));
+    const typeAlarms = alarms.filter((a) => declared.has(a.name)).map((a) => ({ name: a.name, slot: slot.get(a.name)!, wireId: wireId.get(a.name)!, bit: a.bit }));
     return {
       name: t.name,
       streamId: t.streamId,
@@ -56,7 +57,7 @@ export function deriveSchemaOf(types: readonly RecordTypeSpec[]): DeriveSchema {
       current: at(CURRENT),
       load: at(LOAD),
       alarms: typeAlarms,
-      isAlarm: own.map((f) => typeAlarms.some((a) => a.name === f)),
+      blank: own.map(() => NaN),
     };
   });
   for (const name of [IGNITION, SPEED, SOC, VOLTAGE, CURRENT, LOAD]) {
@@ -96,17 +97,18 @@ export function inputOf(type: string, time: number, fields: Readonly<Record<stri
   return { type, time, values, at: 0 };
 }
 
-/** An alarm a type carries: where its value sits in the type's records, and its frozen bit. */
+/** An alarm a type carries: its slot in an input's values, its wire id, and its frozen bit. */
 export interface AlarmSlot {
   name: string;
-  at: number;
+  slot: number;
+  wireId: number;
   bit: number;
 }
 
 /**
- * A record type as a stream: the fields of DERIVE_FIELDS it declares, in that order (a record of the
- * stream keeps their values, `values[i]` for `fields[i]`), and where each field a detector reads sits
- * there (-1: the type does not declare it).
+ * A record type as a stream: the fields of DERIVE_FIELDS it declares but its alarms, in that order (a
+ * record of the stream keeps their values, `values[i]` for `fields[i]`), where each field a detector
+ * reads sits there (-1: the type does not declare it), and its alarms (a record keeps those as bits).
  */
 export interface StreamPlan {
   name: string;
@@ -128,34 +130,55 @@ export interface StreamPlan {
   current: number;
   load: number;
   alarms: readonly AlarmSlot[];
-  /** The value slots that are alarm flags (a merge of two records of one instant keeps a raised one). */
-  isAlarm: readonly boolean[];
+  /** A record's values with none present (NaN each): copied for each record, an array of doubles from the start. */
+  blank: readonly number[];
 }
 
 /** Every type's stream, by type name, and by stream id. */
 export const STREAMS: ReadonlyMap<string, StreamPlan> = DERIVE_SCHEMA.streams;
 export const STREAM_BY_ID: ReadonlyMap<number, StreamPlan> = DERIVE_SCHEMA.byStreamId;
 
-/** A record of a stream: its time and its values (`StreamPlan.fields`, NaN where absent). */
+/**
+ * A record of a stream: its time, its values (`StreamPlan.fields`, NaN where absent), and its alarms as
+ * bits (by `alarmBit`): those it carried, and of them those at 1.
+ */
 export interface StreamRecord {
+  /** Its stream's id. */
+  stream: number;
   time: number;
-  values: Float64Array;
+  values: number[];
+  alarmMask: number;
+  alarmValues: number;
+  /** A record of the same instant merged into it since it was stored (the store replaces it). */
+  merged: boolean;
 }
 
 /** The record of `input` in its stream, or undefined when it carries nothing derivation reads. */
 export function recordOf(input: EventInput, plan: StreamPlan): StreamRecord | undefined {
   const src = input.values;
   const base = input.at;
-  const values = new Float64Array(plan.slots.length);
+  const slots = plan.slots;
+  const values = plan.blank.slice();
   let any = false;
-  for (let i = 0; i < values.length; i++) {
-    const x = src[base + plan.slots[i]!]!;
-    values[i] = x;
-    if (x === x) any = true;
+  for (let i = 0; i < slots.length; i++) {
+    const x = src[base + slots[i]!]!;
+    if (x === x) {
+      values[i] = x;
+      any = true;
+    }
   }
   // A position is both coordinates or none.
-  if (plan.lat >= 0 && (Number.isNaN(values[plan.lat]!) || Number.isNaN(values[plan.lng]!))) values[plan.lat] = values[plan.lng] = NaN;
-  return any ? { time: input.time, values } : undefined;
+  if (plan.lat >= 0 && (values[plan.lat] !== values[plan.lat] || values[plan.lng] !== values[plan.lng])) values[plan.lat] = values[plan.lng] = NaN;
+  let alarmMask = 0;
+  let alarmValues = 0;
+  for (const a of plan.alarms) {
+    const x = src[base + a.slot];
+    if (x === 1) {
+      alarmMask |= 1 << a.bit;
+      alarmValues |= 1 << a.bit;
+    } else if (x === 0) alarmMask |= 1 << a.bit;
+  }
+  return any || alarmMask !== 0 ? { stream: plan.streamId, time: input.time, values, alarmMask, alarmValues, merged: false } : undefined;
 }
 
 /** The value of field index `i` of a record, if it carries one. */

@@ -109,7 +109,7 @@ export function fromLegacy(committed: Buffer, pending: readonly Buffer[]): Vehic
 }
 
 function recordOfLegacy(r: Rec, plan: StreamPlan): StreamRecord {
-  const values = new Float64Array(plan.fields.length).fill(NaN);
+  const values: number[] = plan.fields.map(() => NaN);
   const set = (at: number, x: number | undefined): void => {
     if (at >= 0 && x !== undefined) values[at] = x;
   };
@@ -121,8 +121,8 @@ function recordOfLegacy(r: Rec, plan: StreamPlan): StreamRecord {
   set(plan.voltage, r.v);
   set(plan.current, r.i);
   set(plan.load, r.ls);
-  for (const a of plan.alarms) if (r.am & (1 << a.bit)) values[a.at] = (r.av >> a.bit) & 1;
-  return { time: r.t, values };
+  // Version 2's alarm bits were the alarms' order in the schema, which their frozen bits keep.
+  return { stream: plan.streamId, time: r.t, values, alarmMask: r.am, alarmValues: r.av & r.am, merged: false };
 }
 
 const TAG = 0xe2;

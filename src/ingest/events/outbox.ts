@@ -1,6 +1,7 @@
 import type { RedisClient } from '../../redis/connect.js';
 import type { Logger } from '../../log/index.js';
 import { formatLine } from '../../telemetry/lineProtocol.js';
+import { CHARGING, TRIPS, VEHICLE_EVENTS } from '../../telemetry/derivedMeasurements.js';
 import { Lines } from '../write/lines.js';
 import { PartialWriteError, type PointSink } from '../write/sink.js';
 import type { Metrics } from '../../metrics/index.js';
@@ -15,7 +16,7 @@ import { eventId, sessionId, tripId, type ChargingSession, type DerivedEvent, ty
  * over by another after CLAIM_IDLE_MS.
  */
 
-export const MEASUREMENTS = { event: 'vehicle_events', trip: 'trips', charging: 'charging' } as const;
+export const MEASUREMENTS = { event: VEHICLE_EVENTS.name, trip: TRIPS.name, charging: CHARGING.name } as const;
 
 export type OutboxEntry = ({ kind: 'event' } & DerivedEvent) | ({ kind: 'trip' } & Trip) | ({ kind: 'charging' } & ChargingSession);
 

@@ -2,7 +2,7 @@ import type { RedisClient } from '../../redis/connect.js';
 import type { Sighting } from '../../telemetry/record.js';
 import { flush, ingest, pendingSince, type AddedRecord, type Derived, type DeriveOptions, type EventInput, type VehicleState } from './derive.js';
 import { STREAM_BY_ID, type StreamPlan } from './inputs.js';
-import { committedSize, pendingMax, restore, writeCommittedAt, writePendingAt, type StoredPending } from './wire.js';
+import { pendingMax, prepareCommitted, restore, writePendingAt, writePrepared, type StoredPending } from './wire.js';
 import { fromLegacy, isLegacy } from './legacy.js';
 import { Turns } from '../worker/turns.js';
 
@@ -50,9 +50,10 @@ const STREAM_ORDER: readonly StreamPlan[] = [...STREAM_BY_ID.values()].sort((a, 
  * printed by the worker (Redis prints a Lua number to a command exactly, as `%.17g`).
  *
  * KEYS: the states' hash, the outbox, the pending vehicles, then each vehicle's stream keys (ARGV[2] a
- * vehicle, in stream id order). ARGV[1]: first every vehicle's plate and the version its state was read
- * at, which is all the check reads: one HMGET of the partition's hash, and a plate whose version moved
- * on is returned, nothing written. Then each vehicle's committed part, since when it holds pending
+ * vehicle, in stream id order). ARGV[1]: every vehicle's plate and the version its state was read at,
+ * which is all the check reads: one HMGET of the partition's hash, and a plate whose version moved on is
+ * returned, nothing written. ARGV[3] (apart, so the worker never copies the two into one): each
+ * vehicle's committed part, since when it holds pending
  * records idle, and for each stream: its watermark (pending records at or below it are removed), the
  * times of records to replace, and the records to add (time and bytes). Then the outbox entries.
  * In Redis a script's cost is mostly its calls and the bytes made into Lua strings (each hashed
@@ -60,14 +61,15 @@ const STREAM_ORDER: readonly StreamPlan[] = [...STREAM_BY_ID.values()].sort((a, 
  * thousand values at most, so long lists go in chunks.
  */
 const COMMIT_SCRIPT = `
-local s = ARGV[1]
+local h, s = ARGV[1], ARGV[3]
 local streams = tonumber(ARGV[2])
-local n, pos = struct.unpack('>I4', s, 1)
+local n, pos = struct.unpack('>I4', h, 1)
 local function chunked(cmd, key, list)
   for i = 1, #list, 2000 do redis.call(cmd, key, unpack(list, i, math.min(i + 1999, #list))) end
 end
 local plates, versions = {}, {}
-for k = 1, n do plates[k], versions[k], pos = struct.unpack('>I4c0I4c0', s, pos) end
+for k = 1, n do plates[k], versions[k], pos = struct.unpack('>I4c0I4c0', h, pos) end
+pos = 1
 for i = 1, n, 2000 do
   local cur = redis.call('HMGET', KEYS[1], unpack(plates, i, math.min(i + 1999, n)))
   for j = 1, #cur do
@@ -117,13 +119,33 @@ interface WithCommit {
   telematicsEventsCommitV3(numKeys: number, ...keysAndArgs: Array<string | Buffer>): Promise<string>;
 }
 
+/**
+ * Buffers of finished commits, kept for the next: a bulk job's commit is hundreds of kilobytes, and a
+ * fresh one each job costs its pages' first touch and the garbage collector's work. A few at most (commits
+ * of several partitions run at once), none larger than MAX_KEPT.
+ */
+const freeBuffers: Buffer[] = [];
+const MAX_FREE = 4;
+const MAX_KEPT = 8 << 20;
+
+function takeBuffer(size: number): Buffer {
+  for (let i = 0; i < freeBuffers.length; i++) {
+    if (freeBuffers[i]!.length >= size) return freeBuffers.splice(i, 1)[0]!;
+  }
+  return Buffer.allocUnsafe(size);
+}
+
+function giveBuffer(b: Buffer): void {
+  if (freeBuffers.length < MAX_FREE && b.length <= MAX_KEPT) freeBuffers.push(b);
+}
+
 /** A growing buffer of the commit's items. */
 class Packed {
   buf: Buffer;
   len = 0;
 
   constructor(size: number) {
-    this.buf = Buffer.allocUnsafe(size);
+    this.buf = takeBuffer(size);
   }
 
   room(n: number): void {
@@ -171,7 +193,7 @@ export class CommitArgs {
   constructor(vehicles: number) {
     this.head = new Packed(4 + vehicles * 40);
     this.head.count(0);
-    this.body = new Packed(1_024 + vehicles * 1_600);
+    this.body = new Packed(1_024 + vehicles * 1_400);
   }
 
   /**
@@ -184,47 +206,57 @@ export class CommitArgs {
     head.text(vehicleno);
     head.text(version === 0 ? '' : String(version), 'latin1');
     const prefix = `${version + 1} `;
-    body.room(4 + committedSize(state, prefix));
-    body.wrote(writeCommittedAt(state, prefix, body.buf, body.len + 4));
+    body.room(4 + prepareCommitted(state, prefix));
+    body.wrote(writePrepared(body.buf, body.len + 4));
     body.number(pendingSince(state));
+    let mergedAny = false;
+    for (const r of added) if (r.merged) mergedAny = true;
     for (const plan of STREAM_ORDER) {
       const stream = state.streams[plan.streamId]!;
       body.number(stream.watermark === -Infinity ? undefined : stream.watermark);
-      // Still pending, each once (a record merged into twice in a call is listed twice).
-      const kept = new Map<number, AddedRecord>();
-      for (const a of added) {
-        if (a.streamId !== plan.streamId || a.record.time <= stream.watermark) continue;
-        const had = kept.get(a.record.time);
-        kept.set(a.record.time, had === undefined || !a.replaces ? (had ?? a) : a);
-      }
-      const replaced = [...kept.values()].filter((a) => a.replaces);
-      body.count(replaced.length);
-      for (const a of replaced) body.number(a.record.time);
-      body.count(kept.size);
-      for (const a of kept.values()) {
-        body.number(a.record.time);
+      // Still pending, each once (a record merged into is listed again).
+      const kept = mergedAny ? [...new Set(added)] : added;
+      let replaces = 0;
+      if (mergedAny) for (const r of kept) if (r.merged && r.stream === plan.streamId && r.time > stream.watermark) replaces++;
+      body.count(replaces);
+      if (replaces > 0) for (const r of kept) if (r.merged && r.stream === plan.streamId && r.time > stream.watermark) body.number(r.time);
+      const countAt = body.len;
+      body.count(0);
+      let adds = 0;
+      for (const r of kept) {
+        if (r.stream !== plan.streamId || r.time <= stream.watermark) continue;
+        body.number(r.time);
         body.room(4 + pendingMax(plan));
-        body.wrote(writePendingAt(plan, a.record, body.buf, body.len + 4));
+        body.wrote(writePendingAt(plan, r, body.buf, body.len + 4));
+        adds++;
       }
+      body.buf.writeUInt32BE(adds, countAt);
     }
     this.vehicles++;
   }
 
-  /** The whole argument, the outbox's entries last. */
-  finish(entries: readonly string[]): Buffer {
+  /** Hands its buffers back for the next commit (the arguments `finish` gave are not to be read after). */
+  release(): void {
+    giveBuffer(this.head.buf);
+    giveBuffer(this.body.buf);
+  }
+
+  /** The two arguments: the plates and versions, and the writes with the outbox's entries last. */
+  finish(entries: readonly string[]): [Buffer, Buffer] {
     this.head.buf.writeUInt32BE(this.vehicles, 0);
     const { body } = this;
     body.count(entries.length);
     for (const e of entries) body.text(e);
-    return Buffer.concat([this.head.buf.subarray(0, this.head.len), body.buf.subarray(0, body.len)]);
+    return [this.head.buf.subarray(0, this.head.len), body.buf.subarray(0, body.len)];
   }
 }
 
 /** What a packed commit says (the script's reading, for tests and the stages bench). */
-export function readCommitArgs(b: Buffer): {
+export function readCommitArgs([head, body]: readonly [Buffer, Buffer]): {
   vehicles: Array<{ vehicleno: string; version: string; committed: Buffer; since?: number; streams: Array<{ streamId: number; watermark?: number; replaces: number[]; adds: Array<[number, Buffer]> }> }>;
   entries: string[];
 } {
+  let b = head;
   let p = 0;
   const count = () => {
     const n = b.readUInt32BE(p);
@@ -243,6 +275,8 @@ export function readCommitArgs(b: Buffer): {
     return Number.isNaN(x) ? undefined : x;
   };
   const heads = Array.from({ length: count() }, () => ({ vehicleno: text(), version: text() }));
+  b = body;
+  p = 0;
   const vehicles = heads.map((h) => {
     const committed = item();
     const since = number();
@@ -409,7 +443,7 @@ export class VehicleEvents {
         // A cached state is changed in place: it is dropped now, and cached again only once committed.
         this.cached.delete(vehicleno);
         // A state read from the legacy keys: its pending records are written out with this commit.
-        const added: AddedRecord[] = unsaved ? state.streams.flatMap((st, streamId) => (st === undefined ? [] : st.pending.map((record) => ({ streamId, record, replaces: false })))) : [];
+        const added: AddedRecord[] = unsaved ? state.streams.flatMap((st) => (st === undefined ? [] : st.pending)) : [];
         const d = step(vehicleno, state, added);
         derived.push(d);
         args.vehicle(vehicleno, version, state, added);
@@ -418,7 +452,11 @@ export class VehicleEvents {
         for (const c of d.sessions) entries.push(JSON.stringify({ kind: 'charging', ...c }));
       });
       const keyList = [keys.state, keys.outbox, keys.pending, ...vehicles.flatMap((v) => STREAM_ORDER.map((plan) => keys.records(v, plan.streamId)))];
-      const conflict = await (this.redis as unknown as WithCommit).telematicsEventsCommitV3(keyList.length, ...keyList, args.finish(entries), String(STREAM_ORDER.length));
+      const [head, body] = args.finish(entries);
+      const conflict = await (this.redis as unknown as WithCommit).telematicsEventsCommitV3(keyList.length, ...keyList, head, String(STREAM_ORDER.length), body);
+      // Answered, so sent whole: the buffers serve the next commit. (A command that failed may still sit in
+      // a write queue: its buffers are left to the garbage collector.)
+      args.release();
       if (conflict === '') {
         if (this.cached.size + vehicles.length > CACHED_MAX) this.cached.clear();
         vehicles.forEach((vehicleno, i) => this.cached.set(vehicleno, { version: read[i]!.version + 1, state: read[i]!.state }));

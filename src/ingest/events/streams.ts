@@ -1,4 +1,4 @@
-import type { StreamPlan, StreamRecord } from './inputs.js';
+import type { StreamRecord } from './inputs.js';
 
 /**
  * One ordered stream of a vehicle: the records of one type (gps, can), each type with its own
@@ -54,10 +54,13 @@ export function newStream(): Stream {
 /** What became of a record handed to a stream. */
 export type Taken = 'added' | 'merged' | 'duplicate' | 'late';
 
-/** Adds a record; `nowMs` is the wall time. A merged record is the pending one, changed in place. */
-export function addRecord(s: Stream, r: StreamRecord, plan: StreamPlan, nowMs: number, opts: StreamOptions): { taken: Taken; record: StreamRecord } {
+/**
+ * Adds a record; `nowMs` is the wall time. What became of it; a record merged into is the pending one,
+ * changed in place (`mergedInto` tells which).
+ */
+export function addRecord(s: Stream, r: StreamRecord, nowMs: number, opts: StreamOptions): Taken {
   const t = r.time;
-  if (t <= s.watermark) return { taken: committedRecently(s, t) ? 'duplicate' : 'late', record: r };
+  if (t <= s.watermark) return committedRecently(s, t) ? 'duplicate' : 'late';
   const p = s.pending;
   const last = p[p.length - 1];
   // Nearly always at the end (a stream comes mostly in order): else a binary search.
@@ -72,7 +75,10 @@ export function addRecord(s: Stream, r: StreamRecord, plan: StreamPlan, nowMs: n
     }
     at = lo;
     const same = p[at];
-    if (same !== undefined && same.time === t) return { taken: merge(same, r, plan) ? 'merged' : 'duplicate', record: same };
+    if (same !== undefined && same.time === t) {
+      mergedInto = same;
+      return merge(same, r) ? 'merged' : 'duplicate';
+    }
   }
   p.splice(at, 0, r);
   s.lastArrivalMs = nowMs;
@@ -85,8 +91,11 @@ export function addRecord(s: Stream, r: StreamRecord, plan: StreamPlan, nowMs: n
       moveNewest(s, Math.max(t, after !== undefined && after.time - t <= opts.windowMs ? after.time : t), nowMs);
     }
   }
-  return { taken: 'added', record: r };
+  return 'added';
 }
+
+/** The pending record the last `addRecord` that answered 'merged' or 'duplicate' of a pending one merged into. */
+export let mergedInto: StreamRecord | undefined;
 
 function moveNewest(s: Stream, t: number, nowMs: number): void {
   if (t > s.newest) {
@@ -130,16 +139,19 @@ export function due(s: Stream, nowMs: number, opts: StreamOptions, idle: boolean
   return Math.max(n, p.length - opts.maxPending);
 }
 
-/** Takes the first `n` pending records out as committed, in order (the watermark and ring follow each). */
-export function takeDue(s: Stream, n: number): StreamRecord[] {
-  const taken = s.pending.splice(0, n);
-  for (const r of taken) {
-    s.watermark = r.time;
-    s.ring[s.ringAt] = r.time;
-    s.ringAt = (s.ringAt + 1) % RING;
-    if (s.ringN < RING) s.ringN++;
-  }
-  return taken;
+/** A pending record (the next due, in order) is committed: the watermark and the ring follow it. */
+export function committed(s: Stream, r: StreamRecord): void {
+  s.watermark = r.time;
+  s.ring[s.ringAt] = r.time;
+  s.ringAt = (s.ringAt + 1) % RING;
+  if (s.ringN < RING) s.ringN++;
+}
+
+/** Drops the first `n` pending records, committed. */
+export function dropCommitted(s: Stream, n: number): void {
+  const p = s.pending;
+  p.copyWithin(0, n);
+  p.length -= n;
 }
 
 function committedRecently(s: Stream, t: number): boolean {
@@ -148,20 +160,26 @@ function committedRecently(s: Stream, t: number): boolean {
 }
 
 /** Merges `r` into `into` (one stream, one time): `r`'s values win, but a raised alarm stays raised. Whether anything changed. */
-function merge(into: StreamRecord, r: StreamRecord, plan: StreamPlan): boolean {
+function merge(into: StreamRecord, r: StreamRecord): boolean {
   let changed = false;
   const a = into.values;
   const b = r.values;
+  // (A position is both coordinates or neither, recordOf: so it is never half from each record.)
   for (let i = 0; i < a.length; i++) {
     const x = b[i]!;
-    if (x !== x) continue;
-    const v = plan.isAlarm[i] && a[i] === 1 ? 1 : x;
-    if (!Object.is(v, a[i])) {
-      a[i] = v;
+    if (x === x && !Object.is(x, a[i])) {
+      a[i] = x;
       changed = true;
     }
   }
-  // (A position is both coordinates or neither, recordOf: so it is never half from each record.)
+  const mask = into.alarmMask | r.alarmMask;
+  const raised = into.alarmValues | r.alarmValues;
+  if (mask !== into.alarmMask || raised !== into.alarmValues) {
+    into.alarmMask = mask;
+    into.alarmValues = raised;
+    changed = true;
+  }
+  if (changed) into.merged = true;
   return changed;
 }
 

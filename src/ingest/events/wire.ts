@@ -1,6 +1,6 @@
 import { newState, SLICES, type VehicleState } from './derive.js';
 import { STREAM_BY_ID, type StreamPlan, type StreamRecord } from './inputs.js';
-import { newStream, RING, type Stream } from './streams.js';
+import { newStream, RING } from './streams.js';
 import type { Slice } from './detectors/context.js';
 
 /**
@@ -15,15 +15,16 @@ import type { Slice } from './detectors/context.js';
  * record type, an alarm (wherever in the list), a field, a detector or a double at the end of a slice
  * reads every state stored before it exactly.
  *
- * Committed part (version 3), after the store's `<version> ` head:
+ * Committed part (version 3), after the store's `<version> ` head: a table of sections, then their
+ * doubles, one after another (so the doubles are written and read as one block):
  *
  * | bytes | what |
  * |---|---|
  * | 1 | TAG, 0xe3 |
  * | 1 | S, the number of streams |
- * | S × (2 + 8n) | each: its stream id (1 byte), n (1 byte), then n doubles: newest, newest's arrival, last arrival, watermark, ring's next index, then the ring's n − 5 committed times |
  * | 1 | D, the number of slices |
- * | D × (2 + 8m) | each: its slice id (1 byte), m (1 byte), then its m doubles (`Slice.save`; NaN: absent) |
+ * | (S + D) × 2 | each section's id (a stream id, then slice ids) and its count of doubles n (1 byte each) |
+ * | 8 × Σn | each section's doubles: a stream's newest, newest's arrival, last arrival, watermark, ring's next index, then its ring's n − 5 committed times; a slice's `Slice.save` (NaN: absent) |
  *
  * Pending record (one member of its stream's sorted set, scored by its time):
  *
@@ -44,72 +45,82 @@ const FLAG_ONE = 0x8000;
 const FLAG_ZERO = 0x4000;
 const ID_MASK = 0x3fff;
 
-/** Doubles are gathered here and copied out as bytes (a Buffer from the pool need not be 8-aligned). */
-const scratch = new Float64Array(256);
-const scratchBytes = new Uint8Array(scratch.buffer);
-
 type SliceKey = keyof typeof SLICES;
 const SLICE_KEYS = Object.keys(SLICES) as SliceKey[];
 const SLICE_BY_ID = new Map<number, SliceKey>(SLICE_KEYS.map((k) => [SLICES[k].id, k]));
 
-function streamDoubles(st: Stream): number {
-  return STREAM_HEAD + st.ringN;
+/**
+ * A committed part is written in two steps, so each slice is saved once: `prepareCommitted` gathers its
+ * doubles here (rings copied as blocks) and tells the size; `writePrepared` writes them.
+ */
+const MAX_DOUBLES = 4096;
+const gathered = new Float64Array(MAX_DOUBLES);
+const gatheredBytes = Buffer.from(gathered.buffer);
+/** Per section: its id and its count of doubles. Streams first, then slices. */
+const sectionHead = new Uint8Array(2 * 64);
+let sectionCount = 0;
+let streamSections = 0;
+let doubles = 0;
+let preparedHead = '';
+
+/** Gathers the committed part of `s` after `head` (latin1 text, e.g. a version); returns its size in bytes. */
+export function prepareCommitted(s: VehicleState, head = ''): number {
+  let at = 0;
+  sectionCount = 0;
+  streamSections = 0;
+  preparedHead = head;
+  const streams = s.streams;
+  for (let streamId = 0; streamId < streams.length; streamId++) {
+    const st = streams[streamId];
+    if (st === undefined) continue;
+    gathered[at] = st.newest;
+    gathered[at + 1] = st.newestArrivalMs;
+    gathered[at + 2] = st.lastArrivalMs;
+    gathered[at + 3] = st.watermark;
+    gathered[at + 4] = st.ringAt;
+    gathered.set(st.ringN === RING ? st.ring : st.ring.subarray(0, st.ringN), at + STREAM_HEAD);
+    sectionHead[2 * sectionCount] = streamId;
+    sectionHead[2 * sectionCount + 1] = STREAM_HEAD + st.ringN;
+    sectionCount++;
+    at += STREAM_HEAD + st.ringN;
+    streamSections++;
+  }
+  for (const k of SLICE_KEYS) {
+    const slice = SLICES[k] as Slice<unknown>;
+    const from = at;
+    at = slice.save(s[k], gathered, at);
+    if (at - from > 255) throw new Error(`vehicle events: slice ${slice.name} saves more than 255 doubles`);
+    sectionHead[2 * sectionCount] = slice.id;
+    sectionHead[2 * sectionCount + 1] = at - from;
+    sectionCount++;
+  }
+  doubles = at;
+  return head.length + 3 + sectionCount * 2 + doubles * 8;
 }
 
-/** The bytes `writeCommittedAt` writes. */
-export function committedSize(s: VehicleState, head = ''): number {
-  let n = head.length + 3;
-  for (const st of s.streams) if (st !== undefined) n += 2 + 8 * streamDoubles(st);
-  for (const k of SLICE_KEYS) n += 2 + 8 * (SLICES[k] as Slice<unknown>).save(s[k]).length;
-  return n;
+/** Writes what `prepareCommitted` gathered into `out` at `at` (its size free there); returns the end. */
+export function writePrepared(out: Buffer, at: number): number {
+  let o = at;
+  // The head is a few ASCII digits and a space: a byte a character.
+  for (let i = 0; i < preparedHead.length; i++) out[o++] = preparedHead.charCodeAt(i);
+  out[o] = TAG;
+  out[o + 1] = streamSections;
+  out[o + 2] = sectionCount - streamSections;
+  o += 3;
+  for (let i = 0; i < 2 * sectionCount; i++) out[o++] = sectionHead[i]!;
+  gatheredBytes.copy(out, o, 0, doubles * 8);
+  return o + doubles * 8;
 }
 
 /** The committed part, after `head` (latin1 text, e.g. a version). */
 export function writeCommitted(s: VehicleState, head = ''): Buffer {
-  const out = Buffer.allocUnsafe(committedSize(s, head));
-  writeCommittedAt(s, head, out, 0);
+  const out = Buffer.allocUnsafe(prepareCommitted(s, head));
+  writePrepared(out, 0);
   return out;
 }
 
-/** The committed part after `head` (latin1), into `out` at `at` (committedSize bytes free there); returns its end. */
-export function writeCommittedAt(s: VehicleState, head: string, out: Buffer, at: number): number {
-  let o = at + out.write(head, at, 'latin1');
-  out[o++] = TAG;
-  const streamCountAt = o++;
-  let streams = 0;
-  s.streams.forEach((st, streamId) => {
-    if (st === undefined) return;
-    streams++;
-    const f = scratch;
-    f[0] = st.newest;
-    f[1] = st.newestArrivalMs;
-    f[2] = st.lastArrivalMs;
-    f[3] = st.watermark;
-    f[4] = st.ringAt;
-    f.set(st.ring.subarray(0, st.ringN), STREAM_HEAD);
-    o = section(out, o, streamId, STREAM_HEAD + st.ringN);
-  });
-  out[streamCountAt] = streams;
-  out[o++] = SLICE_KEYS.length;
-  for (const k of SLICE_KEYS) {
-    const slice = SLICES[k] as Slice<unknown>;
-    const doubles = slice.save(s[k]);
-    scratch.set(doubles);
-    o = section(out, o, slice.id, doubles.length);
-  }
-  return o;
-}
-
-/** An id, a count and the first `n` doubles of scratch. */
-function section(out: Buffer, o: number, id: number, n: number): number {
-  out[o] = id;
-  out[o + 1] = n;
-  out.set(scratchBytes.subarray(0, n * 8), o + 2);
-  return o + 2 + n * 8;
-}
-
 /** The most bytes `writePendingAt` writes for a record of `plan`. */
-export const pendingMax = (plan: StreamPlan): number => 10 + plan.fields.length * 10;
+export const pendingMax = (plan: StreamPlan): number => 10 + plan.fields.length * 10 + plan.alarms.length * 2;
 
 /** A pending record on its own. */
 export function writePending(plan: StreamPlan, r: StreamRecord): Buffer {
@@ -128,14 +139,16 @@ export function writePendingAt(plan: StreamPlan, r: StreamRecord, out: Buffer, a
     const x = v[i]!;
     if (x !== x) continue;
     n++;
-    const id = plan.wireIds[i]!;
-    if (plan.isAlarm[i] && (x === 0 || x === 1)) {
-      out.writeUInt16BE(id | (x === 1 ? FLAG_ONE : FLAG_ZERO), o);
+    out.writeUInt16BE(plan.wireIds[i]!, o);
+    out.writeDoubleLE(x, o + 2);
+    o += 10;
+  }
+  if (r.alarmMask !== 0) {
+    for (const a of plan.alarms) {
+      if ((r.alarmMask & (1 << a.bit)) === 0) continue;
+      n++;
+      out.writeUInt16BE(a.wireId | (r.alarmValues & (1 << a.bit) ? FLAG_ONE : FLAG_ZERO), o);
       o += 2;
-    } else {
-      out.writeUInt16BE(id, o);
-      out.writeDoubleLE(x, o + 2);
-      o += 10;
     }
   }
   out[at + 1] = n;
@@ -147,7 +160,9 @@ export function readPending(plan: StreamPlan, b: Buffer): StreamRecord {
   if (b[0] !== TAG || b.length < 10) throw new Error('vehicle events: not a pending record');
   const time = b.readDoubleLE(2);
   if (!Number.isSafeInteger(time)) throw new Error('vehicle events: a pending record with a bad time');
-  const values = new Float64Array(plan.fields.length).fill(NaN);
+  const values: number[] = plan.fields.map(() => NaN);
+  let alarmMask = 0;
+  let alarmValues = 0;
   let o = 10;
   for (let j = 0; j < b[1]!; j++) {
     if (o + 2 > b.length) throw new Error('vehicle events: a truncated pending record');
@@ -164,9 +179,16 @@ export function readPending(plan: StreamPlan, b: Buffer): StreamRecord {
     }
     const i = plan.wireIds.indexOf(id);
     if (i >= 0) values[i] = x;
+    else {
+      const a = plan.alarms.find((al) => al.wireId === id);
+      if (a !== undefined && (x === 0 || x === 1)) {
+        alarmMask |= 1 << a.bit;
+        if (x === 1) alarmValues |= 1 << a.bit;
+      }
+    }
   }
   if (o !== b.length) throw new Error('vehicle events: not a pending record');
-  return { time, values };
+  return { stream: plan.streamId, time, values, alarmMask, alarmValues, merged: false };
 }
 
 /** One stream's pending records as stored: members in score (time) order. */
@@ -195,40 +217,37 @@ export function restore(committed: Buffer | undefined, pending: readonly StoredP
 
 function readCommitted(s: VehicleState, b: Buffer, plans: ReadonlyMap<number, StreamPlan>): void {
   if (b[0] !== TAG) throw new Error('vehicle events: not a state of a known version');
-  let o = 1;
-  const read = (): { id: number; n: number; x: (i: number) => number } => {
-    if (o + 2 > b.length) throw new Error('vehicle events: a truncated state');
-    const id = b[o]!;
-    const n = b[o + 1]!;
-    const start = o + 2;
-    o = start + n * 8;
-    if (o > b.length) throw new Error('vehicle events: a truncated state');
-    return { id, n, x: (i) => (i < n ? b.readDoubleLE(start + i * 8) : NaN) };
-  };
-  const streams = b[o++]!;
-  for (let j = 0; j < streams; j++) {
-    const { id, n, x } = read();
-    if (!plans.has(id)) continue;
-    const ringN = n - STREAM_HEAD;
-    if (ringN < 0 || ringN > RING) throw new Error('vehicle events: a state with a bad ring');
-    const st = newStream();
-    st.newest = x(0);
-    st.newestArrivalMs = x(1);
-    st.lastArrivalMs = x(2);
-    st.watermark = x(3);
-    st.ringAt = x(4);
-    st.ringN = ringN;
-    for (let r = 0; r < ringN; r++) st.ring[r] = x(STREAM_HEAD + r);
-    if (!Number.isInteger(st.ringAt) || st.ringAt < 0 || st.ringAt >= RING || (ringN < RING && st.ringAt !== ringN)) throw new Error('vehicle events: a state with a bad ring');
-    s.streams[id] = st;
+  if (b.length < 3) throw new Error('vehicle events: a truncated state');
+  const streams = b[1]!;
+  const slices = b[2]!;
+  let doubles = 3 + 2 * (streams + slices);
+  if (doubles > b.length) throw new Error('vehicle events: a truncated state');
+  for (let j = 0; j < streams + slices; j++) {
+    const id = b[3 + 2 * j]!;
+    const n = b[4 + 2 * j]!;
+    const start = doubles;
+    doubles += 8 * n;
+    if (doubles > b.length) throw new Error('vehicle events: a truncated state');
+    const x = (i: number): number => (i < n ? b.readDoubleLE(start + i * 8) : NaN);
+    if (j < streams) {
+      if (!plans.has(id)) continue;
+      const ringN = n - STREAM_HEAD;
+      if (ringN < 0 || ringN > RING) throw new Error('vehicle events: a state with a bad ring');
+      const st = newStream();
+      st.newest = x(0);
+      st.newestArrivalMs = x(1);
+      st.lastArrivalMs = x(2);
+      st.watermark = x(3);
+      st.ringAt = x(4);
+      st.ringN = ringN;
+      for (let r = 0; r < ringN; r++) st.ring[r] = x(STREAM_HEAD + r);
+      if (!Number.isInteger(st.ringAt) || st.ringAt < 0 || st.ringAt >= RING || (ringN < RING && st.ringAt !== ringN)) throw new Error('vehicle events: a state with a bad ring');
+      s.streams[id] = st;
+    } else {
+      const key = SLICE_BY_ID.get(id);
+      if (key === undefined) continue;
+      (s as unknown as Record<string, unknown>)[key] = (SLICES[key] as Slice<unknown>).load(x, n);
+    }
   }
-  if (o >= b.length) throw new Error('vehicle events: a truncated state');
-  const slices = b[o++]!;
-  for (let j = 0; j < slices; j++) {
-    const { id, n, x } = read();
-    const key = SLICE_BY_ID.get(id);
-    if (key === undefined) continue;
-    (s as unknown as Record<string, unknown>)[key] = (SLICES[key] as Slice<unknown>).load(x, n);
-  }
-  if (o !== b.length) throw new Error('vehicle events: a state with bytes after its end');
+  if (doubles !== b.length) throw new Error('vehicle events: a state with bytes after its end');
 }

@@ -1,4 +1,5 @@
 import { ALARM_FIELDS } from '../../telemetry/fields.js';
+import { CAN_PACK } from '../../telemetry/derivedMeasurements.js';
 
 /**
  * Pack health, across the fields of one CAN record: what InfluxQL cannot compute from the `can`
@@ -6,9 +7,12 @@ import { ALARM_FIELDS } from '../../telemetry/fields.js';
  * tag and timestamp, so `can` stays exactly what was sent. From the fields present only; a record
  * with none of the inputs gets no point.
  */
-export const PACK_MEASUREMENT = 'can_pack';
+export const PACK_MEASUREMENT = CAN_PACK.name;
 
-/** The fields of a can_pack point, in the order they are written. */
+/**
+ * The fields of a can_pack point, in the order they are written: job rows name them by their index here,
+ * so the order is frozen (it is CAN_PACK's in src/telemetry/derivedMeasurements.ts, test/derived.test.ts).
+ */
 export const PACK_NAMES = [
   'cell_voltage_min', 'cell_voltage_max', 'cell_voltage_mean', 'cell_voltage_spread', 'cells_reported',
   'cell_temperature_min', 'cell_temperature_max', 'cell_temperature_spread', 'temperature_sensors_reported',

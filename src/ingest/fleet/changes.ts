@@ -1,5 +1,6 @@
 import { Lines } from '../write/lines.js';
 import { formatLine } from '../../telemetry/lineProtocol.js';
+import { FLEET, FLEET_STATUS } from '../../telemetry/derivedMeasurements.js';
 import type { PointSink } from '../write/sink.js';
 import type { FleetState } from './state.js';
 
@@ -21,8 +22,8 @@ import type { FleetState } from './state.js';
  * record came after such a gap (the records came late rather than the vehicle falling silent), the
  * return is told at the vehicle's last-seen at the first run that saw it back, kept for runs done again.
  */
-export const STATUS_MEASUREMENT = 'fleet_status';
-export const COUNTS_MEASUREMENT = 'fleet';
+export const STATUS_MEASUREMENT = FLEET_STATUS.name;
+export const COUNTS_MEASUREMENT = FLEET.name;
 
 /** A change of status as a vehicle event (the shape of src/ingest/events' events). */
 export interface StatusEvent {

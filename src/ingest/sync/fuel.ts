@@ -2,6 +2,7 @@ import { Lines } from '../write/lines.js';
 import type { RedisClient } from '../../redis/connect.js';
 import type { FuelUnit, UpstreamClient } from '../../upstream/client/index.js';
 import { formatLine } from '../../telemetry/lineProtocol.js';
+import { FUEL } from '../../telemetry/derivedMeasurements.js';
 import type { PointSink } from '../write/sink.js';
 
 /**
@@ -31,7 +32,7 @@ export interface FuelSyncResult {
 }
 
 export function fuelLine(vehicleno: string, unit: FuelUnit, time: number, value: number): string {
-  return formatLine('fuel', { unit, vehicleno }, { value }, time);
+  return formatLine(FUEL.name, { unit, vehicleno }, { value }, time);
 }
 
 export async function syncFuel(opts: FuelSyncOptions): Promise<FuelSyncResult> {

@@ -18,23 +18,22 @@ export interface AlarmsState {
 }
 
 export function alarmRecord(ctx: Context, s: AlarmsState, r: StreamRecord, plan: StreamPlan, soc: number): void {
+  const changed = (s.raised ^ r.alarmValues) & r.alarmMask;
+  if (changed === 0) return;
+  s.raised ^= changed;
   for (const a of plan.alarms) {
-    const x = r.values[a.at];
-    if (x !== 0 && x !== 1) continue;
-    const was = (s.raised >> a.bit) & 1;
-    if (x === was) continue;
-    s.raised = x === 1 ? s.raised | (1 << a.bit) : s.raised & ~(1 << a.bit);
+    if ((changed & (1 << a.bit)) === 0) continue;
+    const x = (r.alarmValues >> a.bit) & 1;
     emitEvent(ctx, `${a.name}_${x === 1 ? 'raised' : 'cleared'}`, r.time, x, readings(r, plan, soc));
   }
 }
 
 /** A record behind its stream's watermark: only what it raises that is not raised is told, late. */
 export function alarmLateRecord(ctx: Context, s: AlarmsState, r: StreamRecord, plan: StreamPlan, soc: number): void {
-  for (const a of plan.alarms) {
-    if (r.values[a.at] !== 1 || ((s.raised >> a.bit) & 1) === 1) continue;
-    s.raised |= 1 << a.bit;
-    emitEvent(ctx, `${a.name}_raised`, r.time, 1, { ...readings(r, plan, soc), late: 1 });
-  }
+  const raises = r.alarmValues & r.alarmMask & ~s.raised;
+  if (raises === 0) return;
+  s.raised |= raises;
+  for (const a of plan.alarms) if (raises & (1 << a.bit)) emitEvent(ctx, `${a.name}_raised`, r.time, 1, { ...readings(r, plan, soc), late: 1 });
 }
 
 /** The soc (the record's, else the stream's last), voltage and current a record carried, as an event's fields. */
@@ -53,6 +52,9 @@ export const ALARMS_SLICE: Slice<AlarmsState> = {
   id: 2,
   name: 'alarms',
   fresh: () => ({ raised: 0 }),
-  save: (s) => [s.raised],
+  save(s, out, at) {
+    out[at] = s.raised;
+    return at + 1;
+  },
   load: (x) => ({ raised: x(0) === x(0) ? x(0) : 0 }),
 };

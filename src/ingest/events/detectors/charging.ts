@@ -1,7 +1,8 @@
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { readings } from './alarms.js';
-import { emitEvent, emitSession, orUndefined, type ChargingSession, type Context, type Slice } from './context.js';
+import { emitEvent, emitSession, orUndefined, putAll, type ChargingSession, type Context, type Slice } from './context.js';
 import type { SocState } from './soc.js';
+import { movingAt, type TrackState } from './track.js';
 
 /**
  * Charging sessions, from the CAN stream: `charging_started` / `charging_stopped` and, at the stop, the
@@ -49,8 +50,8 @@ export function chargingGap(ctx: Context, s: ChargingState, time: number, soc: S
   s.phase = NOT;
 }
 
-/** A CAN record, in order (its soc already noted); `moving` tells whether the vehicle moved at a time. */
-export function chargingRecord(ctx: Context, s: ChargingState, r: StreamRecord, plan: StreamPlan, soc: SocState, moving: (time: number) => boolean): void {
+/** A CAN record, in order (its soc already noted); the track tells whether the vehicle moved at its time. */
+export function chargingRecord(ctx: Context, s: ChargingState, r: StreamRecord, plan: StreamPlan, soc: SocState, track: TrackState): void {
   const o = ctx.opts;
   const load = valueOf(r, plan.load);
   const current = valueOf(r, plan.current);
@@ -58,7 +59,7 @@ export function chargingRecord(ctx: Context, s: ChargingState, r: StreamRecord, 
   if (load !== undefined) charging = load === 2;
   else if (current !== undefined) {
     const signed = o.chargingCurrentSign === 'positive' ? current : -current;
-    charging = signed > 0 && signed >= o.chargingMinCurrentA && !moving(r.time);
+    charging = signed > 0 && signed >= o.chargingMinCurrentA && !movingAt(track, r.time);
   } else return;
   if (!charging) {
     if (s.phase === SESSION) {
@@ -121,7 +122,7 @@ export const CHARGING_SLICE: Slice<ChargingState> = {
   id: 5,
   name: 'charging',
   fresh: () => ({ phase: NOT, start: NaN, startSoc: NaN, startVoltage: NaN, startCurrent: NaN, energyWh: 0, integrated: 0, powerTime: NaN, power: NaN, lastTime: -Infinity }),
-  save: (s) => [s.phase, s.start, s.startSoc, s.startVoltage, s.startCurrent, s.energyWh, s.integrated, s.powerTime, s.power, s.lastTime],
+  save: (s, out, at) => putAll(out, at, s.phase, s.start, s.startSoc, s.startVoltage, s.startCurrent, s.energyWh, s.integrated, s.powerTime, s.power, s.lastTime),
   load: (x) => ({
     phase: orUndefined(x(0)) ?? NOT,
     start: x(1),

@@ -141,10 +141,17 @@ export interface Slice<S> {
   readonly id: number;
   readonly name: string;
   fresh(): S;
-  save(s: S): number[];
+  /** Writes its doubles into `out` from `at` (room for 255 there); returns where they end. */
+  save(s: S, out: Float64Array, at: number): number;
   /** From the doubles stored (NaN past what was stored). */
   load(x: (i: number) => number, stored: number): S;
 }
 
 export const orNaN = (x: number | undefined): number => (x === undefined ? NaN : x);
+
+/** Writes `values` into `out` from `at`; returns where they end (a slice's `save` of plain numbers). */
+export function putAll(out: Float64Array, at: number, ...values: number[]): number {
+  for (let i = 0; i < values.length; i++) out[at + i] = values[i]!;
+  return at + values.length;
+}
 export const orUndefined = (x: number): number | undefined => (x === x ? x : undefined);

@@ -31,6 +31,9 @@ export const IGNITION_SLICE: Slice<IgnitionState> = {
   id: 3,
   name: 'ignition',
   fresh: () => ({ on: 0 }),
-  save: (s) => [s.on],
+  save(s, out, at) {
+    out[at] = s.on;
+    return at + 1;
+  },
   load: (x) => ({ on: x(0) === 1 ? 1 : 0 }),
 };

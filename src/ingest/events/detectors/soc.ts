@@ -18,7 +18,7 @@ export interface SocState {
   changesAt: number;
 }
 
-export const SOC_RING = 16;
+export const SOC_RING = 8;
 
 /** A committed CAN record, and its soc if it carries one. */
 export function noteSoc(s: SocState, r: StreamRecord, plan: StreamPlan): void {
@@ -63,7 +63,14 @@ export const SOC: Slice<SocState> = {
   id: 1,
   name: 'soc',
   fresh: () => ({ latest: NaN, through: -Infinity, changes: new Float64Array(2 * SOC_RING), changesN: 0, changesAt: 0 }),
-  save: (s) => [s.latest, s.changesN, s.changesAt, ...s.changes, s.through],
+  save(s, out, at) {
+    out[at] = s.latest;
+    out[at + 1] = s.changesN;
+    out[at + 2] = s.changesAt;
+    out.set(s.changes, at + 3);
+    out[at + 3 + 2 * SOC_RING] = s.through;
+    return at + 4 + 2 * SOC_RING;
+  },
   load(x) {
     const s = SOC.fresh();
     s.latest = x(0);

@@ -145,7 +145,15 @@ export const TRACK: Slice<TrackState> = {
   id: 0,
   name: 'track',
   fresh: () => ({ anchor: undefined, candidate: undefined, rejected: undefined, moving: 0, motion: new Float64Array(MOTION_RING), motionN: 0, motionAt: 0 }),
-  save: (s) => [...fixDoubles(s.anchor), ...fixDoubles(s.candidate), s.moving, s.motionN, s.motionAt, ...s.motion, ...fixDoubles(s.rejected)],
+  save(s, out, at) {
+    at = putFix(out, at, s.anchor);
+    at = putFix(out, at, s.candidate);
+    out[at] = s.moving;
+    out[at + 1] = s.motionN;
+    out[at + 2] = s.motionAt;
+    out.set(s.motion, at + 3);
+    return putFix(out, at + 3 + MOTION_RING, s.rejected);
+  },
   load(x) {
     const s = TRACK.fresh();
     s.anchor = fixFrom(x, 0);
@@ -162,5 +170,11 @@ export const TRACK: Slice<TrackState> = {
   },
 };
 
-const fixDoubles = (f: Fix | undefined): number[] => (f === undefined ? [NaN, NaN, NaN, NaN] : [f.time, f.lat, f.lng, f.speed]);
+function putFix(out: Float64Array, at: number, f: Fix | undefined): number {
+  out[at] = f === undefined ? NaN : f.time;
+  out[at + 1] = f === undefined ? NaN : f.lat;
+  out[at + 2] = f === undefined ? NaN : f.lng;
+  out[at + 3] = f === undefined ? NaN : f.speed;
+  return at + 4;
+}
 const fixFrom = (x: (i: number) => number, at: number): Fix | undefined => (x(at) === x(at) ? { time: x(at), lat: x(at + 1), lng: x(at + 2), speed: x(at + 3) } : undefined);

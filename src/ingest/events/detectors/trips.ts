@@ -1,5 +1,5 @@
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
-import { emitTrip, orNaN, orUndefined, type Context, type Slice, type Trip } from './context.js';
+import { emitTrip, orNaN, orUndefined, putAll, type Context, type Slice, type Trip } from './context.js';
 import { socAtOrBefore, socFirstAfter, type SocState } from './soc.js';
 import { settleTrack, type Step, type TrackState } from './track.js';
 
@@ -23,9 +23,15 @@ import { settleTrack, type Step, type TrackState } from './track.js';
  *   the GPS stream is EVENTS_MAX_SKEW past its end or the CAN stream falls idle with nothing pending.
  *   Without any soc before the start, the first within the trip.
  */
-export interface TripsState {
+export interface TripsState extends TripSoFar {
   /** 1 while a trip is open. */
   open: number;
+  /** The time of the last GPS record committed (-Infinity before any): a gap is measured from it. */
+  lastTime: number;
+}
+
+/** A trip as measured so far (NaN where unknown). */
+interface TripSoFar {
   start: number;
   /** The trip's first and last confirmed fix (NaN before the first). */
   startLat: number;
@@ -35,10 +41,8 @@ export interface TripsState {
   distanceM: number;
   maxSpeed: number;
   socStart: number;
-  /** The open trip's start, while its soc there waits for the CAN stream to pass it (else NaN). */
+  /** Its start, while its soc there waits for the CAN stream to pass it (else NaN). */
   socStartAt: number;
-  /** The time of the last GPS record committed (-Infinity before any): a gap is measured from it. */
-  lastTime: number;
 }
 
 /** Finished trips waiting for the CAN stream to pass their ends, oldest first (at most MAX_WAITING). */
@@ -47,18 +51,10 @@ export type FinishedTrips = Finished[];
 /** Trips waiting at once: a further one tells the oldest with the soc known then. */
 export const MAX_WAITING = 16;
 
-/** A finished trip's numbers (NaN where unknown). */
-export interface Finished {
-  start: number;
+/** A finished trip's numbers. */
+export interface Finished extends TripSoFar {
   end: number;
-  startLat: number;
-  startLng: number;
-  endLat: number;
-  endLng: number;
-  distanceM: number;
-  maxSpeed: number;
-  socStart: number;
-  socStartAt: number;
+  /** 1: ended by a gap in the GPS stream. */
   gapEnded: number;
 }
 
@@ -184,7 +180,7 @@ export const TRIPS_SLICE: Slice<TripsState> = {
   id: 4,
   name: 'trips',
   fresh: () => ({ open: 0, start: NaN, startLat: NaN, startLng: NaN, endLat: NaN, endLng: NaN, distanceM: 0, maxSpeed: 0, socStart: NaN, socStartAt: NaN, lastTime: -Infinity }),
-  save: (s) => [s.open, s.start, s.startLat, s.startLng, s.endLat, s.endLng, s.distanceM, s.maxSpeed, s.socStart, s.lastTime, s.socStartAt],
+  save: (s, out, at) => putAll(out, at, s.open, s.start, s.startLat, s.startLng, s.endLat, s.endLng, s.distanceM, s.maxSpeed, s.socStart, s.lastTime, s.socStartAt),
   load: (x) => ({
     open: x(0) === 1 ? 1 : 0,
     start: x(1),
@@ -208,7 +204,12 @@ export const FINISHED_TRIPS_SLICE: Slice<FinishedTrips> = {
   id: 6,
   name: 'finished trips',
   fresh: () => [],
-  save: (list) => (list.length === 0 ? [] : [FINISHED_KEYS.length, ...list.flatMap((d) => FINISHED_KEYS.map((k) => d[k]))]),
+  save(list, out, at) {
+    if (list.length === 0) return at;
+    out[at++] = FINISHED_KEYS.length;
+    for (const d of list) for (const k of FINISHED_KEYS) out[at++] = d[k];
+    return at;
+  },
   load(x, stored) {
     const width = x(0);
     if (stored === 0 || !(width > 0)) return [];

@@ -1,0 +1,142 @@
+/**
+ * The measurements the service derives beside the records' own (vehicleData.ts declares those): each
+ * one's name, tags and fields with their units, declared once. The writers take their measurement names
+ * from here, `npm run docs` renders docs/analysts.md's table of them, and a test (test/derived.test.ts)
+ * fails when a writer writes a tag or field not declared here.
+ */
+
+export interface DerivedField {
+  readonly name: string;
+  /** As vehicleData.ts writes units: `ms`, `s`, `m`, `km/h`, `%`, `Wh`, `°`, `0/1`, `count`; none for a code. */
+  readonly unit?: string;
+  readonly description: string;
+}
+
+export interface DerivedMeasurement {
+  readonly name: string;
+  /** Who writes it. */
+  readonly writer: string;
+  readonly description: string;
+  /** The point's time. */
+  readonly time: string;
+  readonly tags: readonly DerivedField[];
+  readonly fields: readonly DerivedField[];
+}
+
+const vehicleno: DerivedField = { name: 'vehicleno', description: 'the vehicle' };
+const soc = (which: string): DerivedField => ({ name: `soc_${which}`, unit: '%', description: `state of charge at the ${which}` });
+
+export const VEHICLE_EVENTS: DerivedMeasurement = {
+  name: 'vehicle_events',
+  writer: 'src/ingest/events (detectors), src/ingest/fleet (silent, back)',
+  description: 'one point a transition: an alarm raised or cleared, ignition on or off, charging started or stopped, a vehicle silent or back',
+  time: 'the record time of the transition',
+  tags: [vehicleno, { name: 'event', description: '`alert_<flag>_raised` / `_cleared`, `ignition_on` / `_off`, `charging_started` / `_stopped`, `silent`, `back`' }],
+  fields: [
+    { name: 'value', unit: '0/1', description: '1 raised, on, started, silent; 0 cleared, off, stopped, back' },
+    { name: 'soc', unit: '%', description: 'alarms and charging: the state of charge then' },
+    { name: 'battery_voltage', unit: 'V', description: 'alarms and charging: the record’s pack voltage' },
+    { name: 'current', unit: 'A', description: 'alarms and charging: the record’s pack current' },
+    { name: 'lat', unit: '°', description: 'ignition: the fix’s latitude' },
+    { name: 'lng', unit: '°', description: 'ignition: the fix’s longitude' },
+    { name: 'speed', unit: 'km/h', description: 'ignition: the fix’s speed' },
+    { name: 'duration_s', unit: 's', description: '`charging_stopped`: the session’s length' },
+    { name: 'energy_wh', unit: 'Wh', description: '`charging_stopped`: the energy charged' },
+    { name: 'late', unit: '0/1', description: 'an alarm raised by a record too late for its window: 1' },
+    { name: 'after_s', unit: 's', description: '`silent` / `back`: the SILENT_AFTER threshold crossed' },
+    { name: 'last_seen', unit: 'ms', description: '`silent` / `back`: the last record’s time, or the one that ended the silence' },
+  ],
+};
+
+export const TRIPS: DerivedMeasurement = {
+  name: 'trips',
+  writer: 'src/ingest/events/detectors/trips.ts',
+  description: 'one point a trip, ignition on to off (or to the last fix before a gap), written once it has ended',
+  time: 'the trip’s start',
+  tags: [vehicleno],
+  fields: [
+    { name: 'end', unit: 'ms', description: 'the trip’s end' },
+    { name: 'duration_s', unit: 's', description: 'end − start' },
+    { name: 'distance_m', unit: 'm', description: 'the steps between its confirmed fixes' },
+    { name: 'max_speed_kmh', unit: 'km/h', description: 'the highest speed of its confirmed fixes' },
+    { name: 'start_lat', unit: '°', description: 'its first confirmed fix' },
+    { name: 'start_lng', unit: '°', description: 'its first confirmed fix' },
+    { name: 'end_lat', unit: '°', description: 'its last confirmed fix' },
+    { name: 'end_lng', unit: '°', description: 'its last confirmed fix' },
+    soc('start'),
+    soc('end'),
+    { name: 'gap_ended', unit: '0/1', description: '1: ended by a gap in the GPS stream (TRIP_MAX_GAP), not by ignition off' },
+  ],
+};
+
+export const CHARGING: DerivedMeasurement = {
+  name: 'charging',
+  writer: 'src/ingest/events/detectors/charging.ts',
+  description: 'one point a charging session, written once it has stopped',
+  time: 'the session’s first charging record',
+  tags: [vehicleno],
+  fields: [
+    { name: 'end', unit: 'ms', description: 'the first record not charging, or the last charging record before a gap' },
+    { name: 'duration_s', unit: 's', description: 'end − start' },
+    soc('start'),
+    soc('end'),
+    { name: 'energy_wh', unit: 'Wh', description: '∫ voltage × |current| dt between charging records carrying both' },
+  ],
+};
+
+export const FLEET_STATUS: DerivedMeasurement = {
+  name: 'fleet_status',
+  writer: 'src/ingest/fleet/changes.ts',
+  description: 'a vehicle crossing a SILENT_AFTER threshold, or back from it: its last point is its status',
+  time: 'the status run',
+  tags: [{ name: 'after', description: 'the SILENT_AFTER threshold, as configured (`1h`)' }, vehicleno],
+  fields: [
+    { name: 'silent', unit: '0/1', description: '1 silent, 0 back' },
+    { name: 'last_seen', unit: 'ms', description: 'its last record’s time, or the record that ended the silence' },
+  ],
+};
+
+export const FLEET: DerivedMeasurement = {
+  name: 'fleet',
+  writer: 'src/ingest/fleet/changes.ts',
+  description: 'the fleet’s counts at each status run',
+  time: 'the status run',
+  tags: [{ name: 'after', description: 'the SILENT_AFTER threshold' }],
+  fields: [
+    { name: 'vehicles', unit: 'count', description: 'vehicles known' },
+    { name: 'silent', unit: 'count', description: 'of them silent for the threshold' },
+    { name: 'reporting', unit: 'count', description: 'vehicles − silent' },
+  ],
+};
+
+export const CAN_PACK: DerivedMeasurement = {
+  name: 'can_pack',
+  writer: 'src/ingest/flatten/packHealth.ts',
+  description: 'pack health across one CAN record’s fields (what InfluxQL cannot compute from the `can` point)',
+  time: 'the CAN record’s',
+  tags: [vehicleno],
+  fields: [
+    { name: 'cell_voltage_min', unit: 'V', description: 'the lowest cell voltage reported' },
+    { name: 'cell_voltage_max', unit: 'V', description: 'the highest' },
+    { name: 'cell_voltage_mean', unit: 'V', description: 'their mean' },
+    { name: 'cell_voltage_spread', unit: 'V', description: 'max − min' },
+    { name: 'cells_reported', unit: 'count', description: 'cell voltages counted (up to `no_of_cells`)' },
+    { name: 'cell_temperature_min', unit: '°C', description: 'the lowest sensor in use' },
+    { name: 'cell_temperature_max', unit: '°C', description: 'the highest' },
+    { name: 'cell_temperature_spread', unit: '°C', description: 'max − min' },
+    { name: 'temperature_sensors_reported', unit: 'count', description: 'sensors in use counted' },
+    { name: 'alerts_raised', unit: 'count', description: '`alert_*` flags at 1' },
+  ],
+};
+
+export const FUEL: DerivedMeasurement = {
+  name: 'fuel',
+  writer: 'src/ingest/sync/fuel.ts',
+  description: 'the telematics service’s fuel history, pulled on a schedule',
+  time: 'the reading’s',
+  tags: [{ name: 'unit', description: 'the reading’s unit, as the service says it (litres or percent)' }, vehicleno],
+  fields: [{ name: 'value', description: 'the reading, in the `unit` tag’s unit' }],
+};
+
+/** Every derived measurement, in the order documented. */
+export const DERIVED_MEASUREMENTS: readonly DerivedMeasurement[] = [VEHICLE_EVENTS, TRIPS, CHARGING, FLEET_STATUS, FLEET, CAN_PACK, FUEL];

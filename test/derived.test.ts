@@ -1,0 +1,69 @@
+/**
+ * The derived measurements are declared once (src/telemetry/derivedMeasurements.ts): every tag and field
+ * a writer writes is declared there, with its unit, and the docs' tables are rendered from it.
+ */
+import { describe, expect, it } from 'vitest';
+import { CAN_PACK, DERIVED_MEASUREMENTS, FUEL, type DerivedMeasurement } from '../src/telemetry/derivedMeasurements.js';
+import { flush, ingest, newState, type Derived } from '../src/ingest/events/derive.js';
+import { pointOf, type OutboxEntry } from '../src/ingest/events/outbox.js';
+import { PACK_MEASUREMENT, PACK_NAMES } from '../src/ingest/flatten/packHealth.js';
+import { fuelLine } from '../src/ingest/sync/fuel.js';
+import { can, gps, north, T0, V } from '../src/ingest/events/events.testkit.js';
+
+/** A line's measurement, tag keys and field keys (the lines here carry no escaped separators). */
+function parts(line: string): { measurement: string; tags: string[]; fields: string[] } {
+  const [head, fieldSet] = line.split(' ');
+  const [measurement, ...tags] = head!.split(',');
+  return { measurement: measurement!, tags: tags.map((t) => t.split('=')[0]!), fields: fieldSet!.split(',').map((f) => f.split('=')[0]!) };
+}
+
+const declared = (name: string): DerivedMeasurement => {
+  const m = DERIVED_MEASUREMENTS.find((d) => d.name === name);
+  if (!m) throw new Error(`${name} is not declared`);
+  return m;
+};
+
+function expectDeclared(line: string): void {
+  const { measurement, tags, fields } = parts(line);
+  const m = declared(measurement);
+  expect(tags.filter((t) => !m.tags.some((d) => d.name === t)), `${measurement}'s tags`).toEqual([]);
+  expect(fields.filter((f) => !m.fields.some((d) => d.name === f)), `${measurement}'s fields`).toEqual([]);
+}
+
+describe('derived measurements', () => {
+  it('every tag and field the vehicle events write is declared', () => {
+    const s = newState();
+    const parts: Derived[] = [];
+    const rs = [
+      can(T0, { soc: 80, battery_voltage: 51, current: -20, alert_over_temp: 1 }),
+      ...Array.from({ length: 400 }, (_, j) => gps(T0 + j * 1000, 12.97 + north(10 * j), 77.59, j === 399 ? 0 : 36, j === 399 ? 0 : 1)),
+      ...Array.from({ length: 100 }, (_, j) => can(T0 + 400_000 + j * 1000, { load_status: 2, soc: 50, battery_voltage: 52, current: 20, alert_over_temp: 0 })),
+      can(T0 + 500_000, { load_status: 0, soc: 51 }),
+    ];
+    parts.push(ingest(V, s, rs, T0 + 500_000));
+    parts.push(ingest(V, s, [can(T0 + 10_000, { alert_thermal_runaway: 1 })], T0 + 500_001));
+    parts.push(flush(V, s, T0 + 600_000));
+    const entries: OutboxEntry[] = [
+      ...parts.flatMap((d) => d.events.map((e) => ({ kind: 'event' as const, ...e }))),
+      ...parts.flatMap((d) => d.trips.map((t) => ({ kind: 'trip' as const, ...t, gapEnded: 1 }))),
+      ...parts.flatMap((d) => d.sessions.map((c) => ({ kind: 'charging' as const, ...c }))),
+    ];
+    expect(new Set(entries.map((e) => e.kind))).toEqual(new Set(['event', 'trip', 'charging']));
+    expect(entries.some((e) => e.kind === 'event' && e.fields.late === 1)).toBe(true);
+    for (const e of entries) expectDeclared(pointOf(e));
+  });
+
+  it('can_pack’s fields are declared in the order job rows number them; fuel’s line is declared', () => {
+    expect(PACK_MEASUREMENT).toBe(CAN_PACK.name);
+    expect([...PACK_NAMES]).toEqual(CAN_PACK.fields.map((f) => f.name));
+    expectDeclared(fuelLine(V, 'litres', T0, 12.5));
+    expect(parts(fuelLine(V, 'litres', T0, 12.5)).measurement).toBe(FUEL.name);
+  });
+
+  it('gives every field a description, and a unit where it has one', () => {
+    for (const m of DERIVED_MEASUREMENTS) {
+      for (const f of [...m.tags, ...m.fields]) expect(f.description.length, `${m.name}.${f.name}`).toBeGreaterThan(3);
+      expect(new Set(m.fields.map((f) => f.name)).size).toBe(m.fields.length);
+    }
+  });
+});
