@@ -9,6 +9,9 @@ import { fieldPick, pickedValues, type FieldPick } from '../../telemetry/record.
  * keeps of a record only the fields its type declares (`StreamPlan`).
  */
 
+/** The most values a stream's record keeps besides its alarms (StreamRecord's v0…v3). */
+export const MAX_VALUES = 4;
+
 // The fields the detectors compute from. Named here once; the schema must declare each (checked below).
 export const IGNITION = 'ignstatus';
 export const SPEED = 'speed';
@@ -57,12 +60,12 @@ export function deriveSchemaOf(types: readonly RecordTypeSpec[]): DeriveSchema {
       current: at(CURRENT),
       load: at(LOAD),
       alarms: typeAlarms,
-      blank: own.map(() => NaN),
     };
   });
   for (const name of [IGNITION, SPEED, SOC, VOLTAGE, CURRENT, LOAD]) {
     if (!plans.some((p) => p.fields.includes(name))) throw new Error(`vehicle events: no record type declares ${name}`);
   }
+  for (const p of plans) if (p.fields.length > MAX_VALUES) throw new Error(`vehicle events: type ${p.name} has ${p.fields.length} values derivation reads besides alarms; a record keeps ${MAX_VALUES} (StreamRecord)`);
   // A trip is measured on its type's own fixes, so ignition must come with a position.
   for (const p of plans) if (p.ignition >= 0 && p.lat < 0) throw new Error(`vehicle events: type ${p.name} has ignition but no position`);
   if (new Set(plans.map((p) => p.streamId)).size !== plans.length) throw new Error('vehicle events: two types share a stream id');
@@ -130,8 +133,6 @@ export interface StreamPlan {
   current: number;
   load: number;
   alarms: readonly AlarmSlot[];
-  /** A record's values with none present (NaN each): copied for each record, an array of doubles from the start. */
-  blank: readonly number[];
 }
 
 /** Every type's stream, by type name, and by stream id. */
@@ -139,18 +140,41 @@ export const STREAMS: ReadonlyMap<string, StreamPlan> = DERIVE_SCHEMA.streams;
 export const STREAM_BY_ID: ReadonlyMap<number, StreamPlan> = DERIVE_SCHEMA.byStreamId;
 
 /**
- * A record of a stream: its time, its values (`StreamPlan.fields`, NaN where absent), and its alarms as
- * bits (by `alarmBit`): those it carried, and of them those at 1.
+ * A record of a stream: its time, its values (`v0`…: `StreamPlan.fields`, NaN where absent; read and set
+ * with `valueAt` / `setValue`), and its alarms as bits (by `alarmBit`): those it carried, and of them those
+ * at 1. The values are properties, not an array: a record is one object, so a vehicle's pending records
+ * cost the garbage collector one object each (the derivation's largest cost after the commit's bytes).
  */
 export interface StreamRecord {
   /** Its stream's id. */
   stream: number;
   time: number;
-  values: number[];
+  v0: number;
+  v1: number;
+  v2: number;
+  v3: number;
   alarmMask: number;
   alarmValues: number;
   /** A record of the same instant merged into it since it was stored (the store replaces it). */
   merged: boolean;
+}
+
+/** Value `i` of a record (NaN where absent). */
+export function valueAt(r: StreamRecord, i: number): number {
+  return i === 0 ? r.v0 : i === 1 ? r.v1 : i === 2 ? r.v2 : i === 3 ? r.v3 : NaN;
+}
+
+export function setValue(r: StreamRecord, i: number, x: number): void {
+  if (i === 0) r.v0 = x;
+  else if (i === 1) r.v1 = x;
+  else if (i === 2) r.v2 = x;
+  else if (i === 3) r.v3 = x;
+  else throw new RangeError(`a stream's record keeps ${MAX_VALUES} values`);
+}
+
+/** A record of `plan`'s stream at `time` with no value yet. */
+export function emptyRecord(plan: StreamPlan, time: number): StreamRecord {
+  return { stream: plan.streamId, time, v0: NaN, v1: NaN, v2: NaN, v3: NaN, alarmMask: 0, alarmValues: 0, merged: false };
 }
 
 /** The record of `input` in its stream, or undefined when it carries nothing derivation reads. */
@@ -158,17 +182,12 @@ export function recordOf(input: EventInput, plan: StreamPlan): StreamRecord | un
   const src = input.values;
   const base = input.at;
   const slots = plan.slots;
-  const values = plan.blank.slice();
-  let any = false;
-  for (let i = 0; i < slots.length; i++) {
-    const x = src[base + slots[i]!]!;
-    if (x === x) {
-      values[i] = x;
-      any = true;
-    }
-  }
-  // A position is both coordinates or none.
-  if (plan.lat >= 0 && (values[plan.lat] !== values[plan.lat] || values[plan.lng] !== values[plan.lng])) values[plan.lat] = values[plan.lng] = NaN;
+  const n = slots.length;
+  const v0 = n > 0 ? src[base + slots[0]!]! : NaN;
+  const v1 = n > 1 ? src[base + slots[1]!]! : NaN;
+  const v2 = n > 2 ? src[base + slots[2]!]! : NaN;
+  const v3 = n > 3 ? src[base + slots[3]!]! : NaN;
+  const any = v0 === v0 || v1 === v1 || v2 === v2 || v3 === v3;
   let alarmMask = 0;
   let alarmValues = 0;
   for (const a of plan.alarms) {
@@ -178,12 +197,23 @@ export function recordOf(input: EventInput, plan: StreamPlan): StreamRecord | un
       alarmValues |= 1 << a.bit;
     } else if (x === 0) alarmMask |= 1 << a.bit;
   }
-  return any || alarmMask !== 0 ? { stream: plan.streamId, time: input.time, values, alarmMask, alarmValues, merged: false } : undefined;
+  if (!any && alarmMask === 0) return undefined;
+  const r: StreamRecord = { stream: plan.streamId, time: input.time, v0, v1, v2, v3, alarmMask, alarmValues, merged: false };
+  // A position is both coordinates or none.
+  if (plan.lat >= 0) {
+    const lat = valueAt(r, plan.lat);
+    const lng = valueAt(r, plan.lng);
+    if (lat !== lat || lng !== lng) {
+      setValue(r, plan.lat, NaN);
+      setValue(r, plan.lng, NaN);
+    }
+  }
+  return r;
 }
 
 /** The value of field index `i` of a record, if it carries one. */
 export function valueOf(r: StreamRecord, i: number): number | undefined {
   if (i < 0) return undefined;
-  const x = r.values[i]!;
+  const x = valueAt(r, i);
   return x === x ? x : undefined;
 }

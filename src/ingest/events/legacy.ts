@@ -1,5 +1,5 @@
 import { newState, type VehicleState } from './derive.js';
-import { STREAMS, type StreamPlan, type StreamRecord } from './inputs.js';
+import { emptyRecord, setValue, STREAMS, type StreamPlan, type StreamRecord } from './inputs.js';
 import { RING as STREAM_RING } from './streams.js';
 
 /**
@@ -109,9 +109,9 @@ export function fromLegacy(committed: Buffer, pending: readonly Buffer[]): Vehic
 }
 
 function recordOfLegacy(r: Rec, plan: StreamPlan): StreamRecord {
-  const values: number[] = plan.fields.map(() => NaN);
+  const out = emptyRecord(plan, r.t);
   const set = (at: number, x: number | undefined): void => {
-    if (at >= 0 && x !== undefined) values[at] = x;
+    if (at >= 0 && x !== undefined) setValue(out, at, x);
   };
   set(plan.ignition, r.ign);
   set(plan.lat, r.lat);
@@ -122,7 +122,9 @@ function recordOfLegacy(r: Rec, plan: StreamPlan): StreamRecord {
   set(plan.current, r.i);
   set(plan.load, r.ls);
   // Version 2's alarm bits were the alarms' order in the schema, which their frozen bits keep.
-  return { stream: plan.streamId, time: r.t, values, alarmMask: r.am, alarmValues: r.av & r.am, merged: false };
+  out.alarmMask = r.am;
+  out.alarmValues = r.av & r.am;
+  return out;
 }
 
 const TAG = 0xe2;

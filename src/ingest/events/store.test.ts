@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, inject, vi } from 'vitest';
 import { pickedValues, type Sighting } from '../../telemetry/record.js';
 import { DEFAULT_DERIVE_OPTIONS, DERIVE_FIELDS, DERIVE_PICK, ingest, newState, type AddedRecord, type Derived } from './derive.js';
-import { STREAMS } from './inputs.js';
+import { STREAMS, valueAt } from './inputs.js';
 import { CommitArgs, readCommitArgs, VehicleEvents, type PartitionKeys } from './store.js';
 import { restore } from './wire.js';
 import { WrittenBatches } from '../worker/batches.js';
@@ -164,7 +164,7 @@ describe('vehicle events in Redis', () => {
       const st = v.streams.find((x) => x.streamId === can.streamId)!;
       return restore(v.committed.subarray(v.committed.indexOf(0x20) + 1), [{ streamId: can.streamId, members: st.adds.map((a) => a[1]) }]).streams[can.streamId]!.pending;
     });
-    expect(back.map((p) => p.map((r) => [r.time, r.values[can.soc]]))).toEqual(plates.map((_, i) => [[T0 + i, 60]]));
+    expect(back.map((p) => p.map((r) => [r.time, valueAt(r, can.soc)]))).toEqual(plates.map((_, i) => [[T0 + i, 60]]));
     expect(read.entries).toEqual(['{"kind":"event"}', 'ü']);
   });
 

@@ -1,4 +1,4 @@
-import type { StreamRecord } from './inputs.js';
+import { MAX_VALUES, setValue, valueAt, type StreamRecord } from './inputs.js';
 
 /**
  * One ordered stream of a vehicle: the records of one type (gps, can), each type with its own
@@ -162,13 +162,11 @@ function committedRecently(s: Stream, t: number): boolean {
 /** Merges `r` into `into` (one stream, one time): `r`'s values win, but a raised alarm stays raised. Whether anything changed. */
 function merge(into: StreamRecord, r: StreamRecord): boolean {
   let changed = false;
-  const a = into.values;
-  const b = r.values;
   // (A position is both coordinates or neither, recordOf: so it is never half from each record.)
-  for (let i = 0; i < a.length; i++) {
-    const x = b[i]!;
-    if (x === x && !Object.is(x, a[i])) {
-      a[i] = x;
+  for (let i = 0; i < MAX_VALUES; i++) {
+    const x = valueAt(r, i);
+    if (x === x && !Object.is(x, valueAt(into, i))) {
+      setValue(into, i, x);
       changed = true;
     }
   }

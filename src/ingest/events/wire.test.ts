@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ALARM_FIELDS } from '../../telemetry/fields.js';
 import { CAN, GPS, RECORD_TYPES, type RecordTypeSpec } from '../../telemetry/vehicleData.js';
 import { flush, ingest, inputOf, newState, type Derived, type EventInput, type VehicleState } from './derive.js';
-import { deriveSchemaOf, STREAMS } from './inputs.js';
+import { deriveSchemaOf, STREAMS, valueAt } from './inputs.js';
 import { fromLegacy, isLegacy } from './legacy.js';
 import { readPending, restore, writeCommitted, writePending, type StoredPending } from './wire.js';
 import { roundTrip, T0, V } from './events.testkit.js';
@@ -107,7 +107,7 @@ describe('a state stored before a release that adds to the schema', () => {
     read.streams[1]!.pending.forEach((r, j) => {
       const before = canNow[j]!;
       expect(r.time).toBe(before.time);
-      STREAMS.get('can')!.fields.forEach((f, i) => expect(r.values[nextCan.fields.indexOf(f)]).toEqual(before.values[i]));
+      STREAMS.get('can')!.fields.forEach((f, i) => expect(valueAt(r, nextCan.fields.indexOf(f))).toEqual(valueAt(before, i)));
       expect([r.alarmMask, r.alarmValues]).toEqual([before.alarmMask, before.alarmValues]);
       expect(r.alarmMask & (1 << 15)).toBe(0);
     });

@@ -1,5 +1,5 @@
 import { newState, SLICES, type VehicleState } from './derive.js';
-import { STREAM_BY_ID, type StreamPlan, type StreamRecord } from './inputs.js';
+import { emptyRecord, setValue, STREAM_BY_ID, valueAt, type StreamPlan, type StreamRecord } from './inputs.js';
 import { newStream, RING } from './streams.js';
 import type { Slice } from './detectors/context.js';
 
@@ -134,9 +134,8 @@ export function writePendingAt(plan: StreamPlan, r: StreamRecord, out: Buffer, a
   out.writeDoubleLE(r.time, at + 2);
   let o = at + 10;
   let n = 0;
-  const v = r.values;
-  for (let i = 0; i < v.length; i++) {
-    const x = v[i]!;
+  for (let i = 0; i < plan.fields.length; i++) {
+    const x = valueAt(r, i);
     if (x !== x) continue;
     n++;
     out.writeUInt16BE(plan.wireIds[i]!, o);
@@ -160,9 +159,7 @@ export function readPending(plan: StreamPlan, b: Buffer): StreamRecord {
   if (b[0] !== TAG || b.length < 10) throw new Error('vehicle events: not a pending record');
   const time = b.readDoubleLE(2);
   if (!Number.isSafeInteger(time)) throw new Error('vehicle events: a pending record with a bad time');
-  const values: number[] = plan.fields.map(() => NaN);
-  let alarmMask = 0;
-  let alarmValues = 0;
+  const r = emptyRecord(plan, time);
   let o = 10;
   for (let j = 0; j < b[1]!; j++) {
     if (o + 2 > b.length) throw new Error('vehicle events: a truncated pending record');
@@ -178,17 +175,17 @@ export function readPending(plan: StreamPlan, b: Buffer): StreamRecord {
       o += 10;
     }
     const i = plan.wireIds.indexOf(id);
-    if (i >= 0) values[i] = x;
+    if (i >= 0) setValue(r, i, x);
     else {
       const a = plan.alarms.find((al) => al.wireId === id);
       if (a !== undefined && (x === 0 || x === 1)) {
-        alarmMask |= 1 << a.bit;
-        if (x === 1) alarmValues |= 1 << a.bit;
+        r.alarmMask |= 1 << a.bit;
+        if (x === 1) r.alarmValues |= 1 << a.bit;
       }
     }
   }
   if (o !== b.length) throw new Error('vehicle events: not a pending record');
-  return { stream: plan.streamId, time, values, alarmMask, alarmValues, merged: false };
+  return r;
 }
 
 /** One stream's pending records as stored: members in score (time) order. */
