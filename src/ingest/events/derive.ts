@@ -105,7 +105,7 @@ export function ingest(
   /** Given, told the records this call put in pending buffers. */
   into?: AddedRecord[],
 ): Derived {
-  const ctx: Context = { vehicleno, opts, out: emptyDerived() };
+  const ctx = contextOf(vehicleno, opts);
   for (const input of inputs) {
     const plan = STREAMS.get(input.type);
     // Times are integer epoch ms (validation makes them so); the store scores records by them exactly.
@@ -125,9 +125,18 @@ export function ingest(
   return ctx.out;
 }
 
+/** The call's context, reused (calls never nest): only its outputs are new. */
+const CTX: Context = { vehicleno: '', opts: DEFAULT_DERIVE_OPTIONS, out: emptyDerived() };
+function contextOf(vehicleno: string, opts: DeriveOptions): Context {
+  CTX.vehicleno = vehicleno;
+  CTX.opts = opts;
+  CTX.out = emptyDerived();
+  return CTX;
+}
+
 /** For a vehicle whose streams stopped sending: a stream nothing was added to for idleMs of wall time commits all it holds. */
 export function flush(vehicleno: string, s: VehicleState, nowMs: number, opts: DeriveOptions = DEFAULT_DERIVE_OPTIONS): Derived {
-  const ctx: Context = { vehicleno, opts, out: emptyDerived() };
+  const ctx = contextOf(vehicleno, opts);
   commitDue(ctx, s, nowMs, true);
   // A finished trip waiting for the soc stream waits no longer once that stream is idle with nothing pending.
   for (const plan of ORDER) {

@@ -36,7 +36,7 @@ export interface Stream {
   /** The time of the last committed record: anything at or before it is late. */
   watermark: number;
   /** The times of the last RING committed records: ringN of them, the next written at ringAt. */
-  ring: Float64Array;
+  ring: number[];
   ringN: number;
   ringAt: number;
 }
@@ -47,8 +47,19 @@ export interface StreamOptions {
   maxPending: number;
 }
 
+/**
+ * `n` zeros, as a plain array of doubles: a state's rings are plain arrays, not typed ones (a typed array
+ * a ring made each new or restored state cost its backing store and the garbage collector's bookkeeping).
+ */
+export function zeros(n: number): number[] {
+  const a: number[] = [];
+  for (let i = 0; i < n; i++) a.push(0.5);
+  a.fill(0);
+  return a;
+}
+
 export function newStream(): Stream {
-  return { pending: [], newest: -Infinity, newestArrivalMs: -Infinity, lastArrivalMs: -Infinity, watermark: -Infinity, ring: new Float64Array(RING), ringN: 0, ringAt: 0 };
+  return { pending: [], newest: -Infinity, newestArrivalMs: -Infinity, lastArrivalMs: -Infinity, watermark: -Infinity, ring: zeros(RING), ringN: 0, ringAt: 0 };
 }
 
 /** What became of a record handed to a stream. */

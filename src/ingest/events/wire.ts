@@ -78,7 +78,7 @@ export function prepareCommitted(s: VehicleState, head = ''): number {
     gathered[at + 2] = st.lastArrivalMs;
     gathered[at + 3] = st.watermark;
     gathered[at + 4] = st.ringAt;
-    gathered.set(st.ringN === RING ? st.ring : st.ring.subarray(0, st.ringN), at + STREAM_HEAD);
+    for (let j = 0; j < st.ringN; j++) gathered[at + STREAM_HEAD + j] = st.ring[j]!;
     sectionHead[2 * sectionCount] = streamId;
     sectionHead[2 * sectionCount + 1] = STREAM_HEAD + st.ringN;
     sectionCount++;

@@ -1,5 +1,6 @@
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import type { Slice } from './context.js';
+import { zeros } from '../streams.js';
 
 /**
  * The state of charge as the CAN stream commits it, for the detectors that report it (trips, from the
@@ -13,7 +14,7 @@ export interface SocState {
   /** The time of the last CAN record committed (-Infinity before any): the soc is known through it. */
   through: number;
   /** (time, soc) of the last SOC_RING changes: changesN of them, the next at changesAt. */
-  changes: Float64Array;
+  changes: number[];
   changesN: number;
   changesAt: number;
 }
@@ -62,12 +63,12 @@ export function socFirstAfter(s: SocState, after: number, until: number): number
 export const SOC: Slice<SocState> = {
   id: 1,
   name: 'soc',
-  fresh: () => ({ latest: NaN, through: -Infinity, changes: new Float64Array(2 * SOC_RING), changesN: 0, changesAt: 0 }),
+  fresh: () => ({ latest: NaN, through: -Infinity, changes: zeros(2 * SOC_RING), changesN: 0, changesAt: 0 }),
   save(s, out, at) {
     out[at] = s.latest;
     out[at + 1] = s.changesN;
     out[at + 2] = s.changesAt;
-    out.set(s.changes, at + 3);
+    for (let j = 0; j < 2 * SOC_RING; j++) out[at + 3 + j] = s.changes[j]!;
     out[at + 3 + 2 * SOC_RING] = s.through;
     return at + 4 + 2 * SOC_RING;
   },

@@ -1,6 +1,7 @@
 import { haversineM } from '../geo.js';
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { orNaN, type DeriveOptions, type Slice } from './context.js';
+import { zeros } from '../streams.js';
 
 /**
  * The vehicle's track: which fixes are true and how far each true step went, for the detectors that
@@ -41,14 +42,14 @@ export interface TrackState {
   /** 1 moving, 0 standing, by the speed of the newest fix that reported one. */
   moving: number;
   /** Times the motion changed: +t started moving at t, -t stopped at t; motionN of them, the next at motionAt. */
-  motion: Float64Array;
+  motion: number[];
   motionN: number;
   motionAt: number;
 }
 
 export const MOTION_RING = 8;
 
-/** A fix confirmed, and the distance its step adds (0: jitter, a re-anchoring, or the first fix). */
+/** A fix confirmed, and the distance its step adds (0: jitter, a re-anchoring, or the first fix); read at once, not kept. */
 export interface Step {
   fix: Fix;
   distanceM: number;
@@ -74,7 +75,7 @@ export function trackFix(s: TrackState, f: Fix, o: DeriveOptions, into: Step[]):
   if (c === undefined) return;
   if (agree(c, f, o)) {
     s.rejected = undefined;
-    into.push(confirm(s, c, o, true));
+    into.push(confirm(s, c, o, true, FIRST));
     return;
   }
   const a = s.anchor;
@@ -83,8 +84,8 @@ export function trackFix(s: TrackState, f: Fix, o: DeriveOptions, into: Step[]):
     // f agrees with the fix set aside: those two are the truth. Set aside before c, it makes c the
     // outlier; set aside after c (c agreed with the track), c counts and the vehicle has moved since.
     s.rejected = undefined;
-    if (r.time > c.time && a !== undefined && agree(a, c, o)) into.push(confirm(s, c, o, true));
-    into.push(confirm(s, r, o, true));
+    if (r.time > c.time && a !== undefined && agree(a, c, o)) into.push(confirm(s, c, o, true, FIRST));
+    into.push(confirm(s, r, o, true, SECOND));
     return;
   }
   if (a !== undefined && agree(a, c, o) && !agree(a, f, o)) {
@@ -104,21 +105,35 @@ export function settleTrack(s: TrackState, o: DeriveOptions): Step | undefined {
   s.rejected = undefined;
   if (c === undefined) return undefined;
   if (s.anchor !== undefined && !agree(s.anchor, c, o)) return undefined;
-  return confirm(s, c, o, false);
+  return confirm(s, c, o, false, FIRST);
 }
 
-function confirm(s: TrackState, c: Fix, o: DeriveOptions, agreed: boolean): Step {
+/**
+ * The steps a call hands out, reused (a caller reads them at once and keeps none): a fix's confirmation
+ * allocates nothing. A call confirms two fixes at most.
+ */
+const FIRST: Step = { fix: { time: 0, lat: 0, lng: 0, speed: NaN }, distanceM: 0 };
+const SECOND: Step = { fix: FIRST.fix, distanceM: 0 };
+
+function confirm(s: TrackState, c: Fix, o: DeriveOptions, agreed: boolean, out: Step): Step {
   if (c.speed === c.speed) noteMotion(s, c.time, c.speed > o.motionSpeedKmh ? 1 : 0);
+  out.fix = c;
+  out.distanceM = 0;
   const a = s.anchor;
-  if (a === undefined || (agreed && !agree(a, c, o))) {
-    s.anchor = c; // the first fix, or two agreeing fixes against a stale anchor: re-anchored, no step
-    return { fix: c, distanceM: 0 };
+  if (a === undefined) {
+    s.anchor = c; // the first fix
+    return out;
   }
   const d = haversineM(a.lat, a.lng, c.lat, c.lng);
+  if (agreed && (d / Math.max(1, c.time - a.time)) * 3600 > o.maxJumpSpeedKmh) {
+    s.anchor = c; // two agreeing fixes against a stale anchor: re-anchored, no step
+    return out;
+  }
   // Neither end reports movement: a step shorter than the GPS error is jitter, and the anchor stays.
-  if (d < o.gpsMinErrorM && !(c.speed > o.motionSpeedKmh) && !(a.speed > o.motionSpeedKmh)) return { fix: c, distanceM: 0 };
+  if (d < o.gpsMinErrorM && !(c.speed > o.motionSpeedKmh) && !(a.speed > o.motionSpeedKmh)) return out;
   s.anchor = c;
-  return { fix: c, distanceM: d };
+  out.distanceM = d;
+  return out;
 }
 
 function noteMotion(s: TrackState, time: number, moving: number): void {
@@ -144,14 +159,14 @@ export function movingAt(s: TrackState, time: number): boolean {
 export const TRACK: Slice<TrackState> = {
   id: 0,
   name: 'track',
-  fresh: () => ({ anchor: undefined, candidate: undefined, rejected: undefined, moving: 0, motion: new Float64Array(MOTION_RING), motionN: 0, motionAt: 0 }),
+  fresh: () => ({ anchor: undefined, candidate: undefined, rejected: undefined, moving: 0, motion: zeros(MOTION_RING), motionN: 0, motionAt: 0 }),
   save(s, out, at) {
     at = putFix(out, at, s.anchor);
     at = putFix(out, at, s.candidate);
     out[at] = s.moving;
     out[at + 1] = s.motionN;
     out[at + 2] = s.motionAt;
-    out.set(s.motion, at + 3);
+    for (let j = 0; j < MOTION_RING; j++) out[at + 3 + j] = s.motion[j]!;
     return putFix(out, at + 3 + MOTION_RING, s.rejected);
   },
   load(x) {
