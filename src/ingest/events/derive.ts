@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { STREAMS, STREAM_BY_ID, recordOf, type EventInput, type StreamPlan, type StreamRecord } from './inputs.js';
+import { STREAMS, recordOf, type EventInput, type StreamPlan, type StreamRecord } from './inputs.js';
 import { addRecord, committed, dropCommitted, due, mergedInto, newStream, type Stream } from './streams.js';
 import { emptyDerived, DEFAULT_DERIVE_OPTIONS, type ChargingSession, type Context, type Derived, type DeriveOptions, type DerivedEvent, type Slice, type Trip } from './detectors/context.js';
 import { fixOf, TRACK, trackFix, type Step, type TrackState } from './detectors/track.js';
@@ -214,11 +214,6 @@ function apply(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord)
   }
   if (plan.alarms.length > 0) alarmRecord(ctx, s.alarms, r, plan, s.soc.latest);
   if (charges) chargingRecord(ctx, s.charging, r, plan, s.soc, s.track);
-}
-
-/** The stream of a stored stream id (undefined for one this release does not know). */
-export function streamPlan(streamId: number): StreamPlan | undefined {
-  return STREAM_BY_ID.get(streamId);
 }
 
 // ---- stable ids ---------------------------------------------------------------------------------

@@ -53,6 +53,8 @@ export interface StreamOptions {
  */
 export function zeros(n: number): number[] {
   const a: number[] = [];
+  // Filled with a fraction first, so the array holds doubles unboxed from the start (zeros alone would
+  // make it an array of small integers, turned into doubles at the first time written).
   for (let i = 0; i < n; i++) a.push(0.5);
   a.fill(0);
   return a;
@@ -190,9 +192,4 @@ function merge(into: StreamRecord, r: StreamRecord): boolean {
   }
   if (changed) into.merged = true;
   return changed;
-}
-
-/** Whether a record of this stream is still pending (not committed since it was added). */
-export function stillPending(s: Stream, r: StreamRecord): boolean {
-  return r.time > s.watermark;
 }

@@ -38,7 +38,7 @@ import type { Slice } from './detectors/context.js';
  * The previous releases' states (version 2, binary, one watermark for all types; version 1, JSON) are
  * read by `legacy.ts` and become this layout at the vehicle's next commit.
  */
-export const TAG = 0xe3;
+const TAG = 0xe3;
 
 const STREAM_HEAD = 5;
 const FLAG_ONE = 0x8000;

@@ -1,5 +1,5 @@
 import { CURRENT, SOC as SOC_FIELD, VOLTAGE, valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
-import { emitEvent, type Context, type Slice } from './context.js';
+import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
 
 /**
  * Alarms (ThingsBoard's alarm rules, one a flag): `<alert_*>_raised` when a record carries a flag at 1
@@ -48,13 +48,4 @@ export function readings(r: StreamRecord, plan: StreamPlan, soc: number): Record
   return f;
 }
 
-export const ALARMS_SLICE: Slice<AlarmsState> = {
-  id: 2,
-  name: 'alarms',
-  fresh: () => ({ raised: 0 }),
-  save(s, out, at) {
-    out[at] = s.raised;
-    return at + 1;
-  },
-  load: (x) => ({ raised: x(0) === x(0) ? x(0) : 0 }),
-};
+export const ALARMS_SLICE: Slice<AlarmsState> = flatSlice(2, 'alarms', ['raised'], () => ({ raised: 0 }));

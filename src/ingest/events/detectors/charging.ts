@@ -1,6 +1,6 @@
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { readings } from './alarms.js';
-import { emitEvent, emitSession, orUndefined, putAll, type ChargingSession, type Context, type Slice } from './context.js';
+import { emitEvent, emitSession, flatSlice, type ChargingSession, type Context, type Slice } from './context.js';
 import type { SocState } from './soc.js';
 import { movingAt, type TrackState } from './track.js';
 
@@ -118,21 +118,9 @@ function stop(ctx: Context, s: ChargingState, at: number, fields: Record<string,
   emitSession(ctx, session);
 }
 
-export const CHARGING_SLICE: Slice<ChargingState> = {
-  id: 5,
-  name: 'charging',
-  fresh: () => ({ phase: NOT, start: NaN, startSoc: NaN, startVoltage: NaN, startCurrent: NaN, energyWh: 0, integrated: 0, powerTime: NaN, power: NaN, lastTime: -Infinity }),
-  save: (s, out, at) => putAll(out, at, s.phase, s.start, s.startSoc, s.startVoltage, s.startCurrent, s.energyWh, s.integrated, s.powerTime, s.power, s.lastTime),
-  load: (x) => ({
-    phase: orUndefined(x(0)) ?? NOT,
-    start: x(1),
-    startSoc: x(2),
-    startVoltage: x(3),
-    startCurrent: x(4),
-    energyWh: orUndefined(x(5)) ?? 0,
-    integrated: x(6) === 1 ? 1 : 0,
-    powerTime: x(7),
-    power: x(8),
-    lastTime: orUndefined(x(9)) ?? -Infinity,
-  }),
-};
+export const CHARGING_SLICE: Slice<ChargingState> = flatSlice(
+  5,
+  'charging',
+  ['phase', 'start', 'startSoc', 'startVoltage', 'startCurrent', 'energyWh', 'integrated', 'powerTime', 'power', 'lastTime'],
+  () => ({ phase: NOT, start: NaN, startSoc: NaN, startVoltage: NaN, startCurrent: NaN, energyWh: 0, integrated: 0, powerTime: NaN, power: NaN, lastTime: -Infinity }),
+);

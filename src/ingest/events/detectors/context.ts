@@ -149,9 +149,27 @@ export interface Slice<S> {
 
 export const orNaN = (x: number | undefined): number => (x === undefined ? NaN : x);
 
-/** Writes `values` into `out` from `at`; returns where they end (a slice's `save` of plain numbers). */
-export function putAll(out: Float64Array, at: number, ...values: number[]): number {
-  for (let i = 0; i < values.length; i++) out[at + i] = values[i]!;
-  return at + values.length;
+/**
+ * The slice of a state that is a flat record of numbers: its `keys`, in the order stored (append only:
+ * a key's place is the layout), each read back as stored, or as `fresh`'s value where none was.
+ */
+export function flatSlice<S extends { [K in keyof S]: number }>(id: number, name: string, keys: ReadonlyArray<keyof S>, fresh: () => S): Slice<S> {
+  return {
+    id,
+    name,
+    fresh,
+    save(s, out, at) {
+      for (let i = 0; i < keys.length; i++) out[at + i] = s[keys[i]!];
+      return at + keys.length;
+    },
+    load(x) {
+      const s = fresh();
+      for (let i = 0; i < keys.length; i++) {
+        const v = x(i);
+        if (v === v) (s as Record<keyof S, number>)[keys[i]!] = v;
+      }
+      return s;
+    },
+  };
 }
 export const orUndefined = (x: number): number | undefined => (x === x ? x : undefined);

@@ -1,5 +1,5 @@
 import { SPEED, valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
-import { emitEvent, type Context, type Slice } from './context.js';
+import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
 
 /**
  * Ignition (Traccar's IgnitionEventHandler): `ignition_on` / `ignition_off` when a record's ignition
@@ -27,13 +27,4 @@ export function ignitionRecord(ctx: Context, s: IgnitionState, r: StreamRecord, 
   emitEvent(ctx, ign === 1 ? 'ignition_on' : 'ignition_off', r.time, ign, f);
 }
 
-export const IGNITION_SLICE: Slice<IgnitionState> = {
-  id: 3,
-  name: 'ignition',
-  fresh: () => ({ on: 0 }),
-  save(s, out, at) {
-    out[at] = s.on;
-    return at + 1;
-  },
-  load: (x) => ({ on: x(0) === 1 ? 1 : 0 }),
-};
+export const IGNITION_SLICE: Slice<IgnitionState> = flatSlice(3, 'ignition', ['on'], () => ({ on: 0 }));

@@ -1,5 +1,5 @@
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
-import { emitTrip, orNaN, orUndefined, putAll, type Context, type Slice, type Trip } from './context.js';
+import { emitTrip, flatSlice, type Context, type Slice, type Trip } from './context.js';
 import { socAtOrBefore, socFirstAfter, type SocState } from './soc.js';
 import { settleTrack, type Step, type TrackState } from './track.js';
 
@@ -176,25 +176,12 @@ function tell(ctx: Context, waiting: FinishedTrips, soc: SocState): void {
   emitTrip(ctx, t);
 }
 
-export const TRIPS_SLICE: Slice<TripsState> = {
-  id: 4,
-  name: 'trips',
-  fresh: () => ({ open: 0, start: NaN, startLat: NaN, startLng: NaN, endLat: NaN, endLng: NaN, distanceM: 0, maxSpeed: 0, socStart: NaN, socStartAt: NaN, lastTime: -Infinity }),
-  save: (s, out, at) => putAll(out, at, s.open, s.start, s.startLat, s.startLng, s.endLat, s.endLng, s.distanceM, s.maxSpeed, s.socStart, s.lastTime, s.socStartAt),
-  load: (x) => ({
-    open: x(0) === 1 ? 1 : 0,
-    start: x(1),
-    startLat: x(2),
-    startLng: x(3),
-    endLat: x(4),
-    endLng: x(5),
-    distanceM: orUndefined(x(6)) ?? 0,
-    maxSpeed: orUndefined(x(7)) ?? 0,
-    socStart: x(8),
-    lastTime: orUndefined(x(9)) ?? -Infinity,
-    socStartAt: x(10),
-  }),
-};
+export const TRIPS_SLICE: Slice<TripsState> = flatSlice(
+  4,
+  'trips',
+  ['open', 'start', 'startLat', 'startLng', 'endLat', 'endLng', 'distanceM', 'maxSpeed', 'socStart', 'lastTime', 'socStartAt'],
+  () => ({ open: 0, start: NaN, startLat: NaN, startLng: NaN, endLat: NaN, endLng: NaN, distanceM: 0, maxSpeed: 0, socStart: NaN, socStartAt: NaN, lastTime: -Infinity }),
+);
 
 /**
  * The finished trips waiting, as a list: its width (doubles a trip) first, so a trip may gain fields at
