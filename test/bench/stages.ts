@@ -12,9 +12,9 @@ import { readRows, rowsOf } from '../../src/ingest/flatten/points.js';
 import { RecordSorter } from '../../src/ingest/receive/sort.js';
 import { scanPush } from '../../src/ingest/scan/scan.js';
 import { BenchData } from './data.js';
-import { DEFAULT_DERIVE_OPTIONS, DERIVE_PICK, ingest, newState, type AddedRecord, type VehicleState } from '../../src/ingest/events/derive.js';
+import { DEFAULT_DERIVE_OPTIONS, DERIVE_PICK, ingest, newState, type AddedRecords, type VehicleState } from '../../src/ingest/events/derive.js';
 import { restore } from '../../src/ingest/events/wire.js';
-import { CommitArgs, inputsByVehicle, readCommitArgs } from '../../src/ingest/events/store.js';
+import { addedFor, CommitArgs, inputsByVehicle, readCommitArgs } from '../../src/ingest/events/store.js';
 import type { Sighting } from '../../src/telemetry/record.js';
 import { FLATTEN } from './options.js';
 
@@ -107,6 +107,7 @@ measure('worker: request body from rows (bytes)', bytes, (b) => readRows(b).line
   /** By vehicle, as Redis holds them: the committed part, and each stream's pending records sorted by time (Redis sorts them). */
   let stored = new Map<string, { committed: Buffer; pending: Map<number, Array<[number, Buffer]>> }>();
   let cache = new Map<string, VehicleState>();
+const ADDED: AddedRecords = [];
   let pushIndex = 0;
   const deriveJob = (sightings: readonly Sighting[], cached: boolean) => {
     if (pushIndex++ % PUSHES === 0) {
@@ -121,7 +122,7 @@ measure('worker: request body from rows (bytes)', bytes, (b) => readRows(b).line
       const kept = hit === undefined ? stored.get(v) : undefined;
       const state =
         hit ?? (kept === undefined ? newState() : restore(kept.committed, [...kept.pending].map(([streamId, list]) => ({ streamId, members: list.map((e) => e[1]) }))));
-      const added: AddedRecord[] = [];
+      const added = addedFor(ADDED, state);
       ingest(v, state, inputs, now, DEFAULT_DERIVE_OPTIONS, added);
       args.vehicle(v, 1, state, added);
       states.push(state);

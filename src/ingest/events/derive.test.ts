@@ -285,7 +285,7 @@ describe('state', () => {
       const c: Record<string, number> = { soc: 80, battery_voltage: 52.37, current: -31.52, load_status: 1, power: -1650, soh: 97, cell_voltage_01: 3.312 };
       for (const a of ALARM_FIELDS) c[a] = 0;
       ingest(V, s, [gps(t, 12.971234 + j * 0.0002, 77.594321, 71.3, 1), can(t + 400, c)], t + 500);
-      const pendingBytes = s.streams[gpsPlan.streamId]!.pending.reduce((n, r) => n + writePending(gpsPlan, r).length, 0) + s.streams[canPlan.streamId]!.pending.reduce((n, r) => n + writePending(canPlan, r).length, 0);
+      const pendingBytes = s.streams[gpsPlan.streamId]!.pending.records().reduce((n, r) => n + writePending(gpsPlan, r).length, 0) + s.streams[canPlan.streamId]!.pending.records().reduce((n, r) => n + writePending(canPlan, r).length, 0);
       most = Math.max(most, writeCommitted(s).length + pendingBytes);
       longest = Math.max(longest, pendingCount(s));
     }

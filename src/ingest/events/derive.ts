@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { STREAMS, recordOf, type EventInput, type StreamPlan, type StreamRecord } from './inputs.js';
-import { addRecord, committed, dropCommitted, due, mergedInto, newStream, type Stream } from './streams.js';
+import { emptyRecord, STREAMS, recordOf, type EventInput, type StreamPlan, type StreamRecord } from './inputs.js';
+import { addRecord, committed, dropCommitted, due, newStream, type Stream } from './streams.js';
 import { emptyDerived, DEFAULT_DERIVE_OPTIONS, type ChargingSession, type Context, type Derived, type DeriveOptions, type DerivedEvent, type Slice, type Trip } from './detectors/context.js';
 import { fixOf, TRACK, trackFix, type Step, type TrackState } from './detectors/track.js';
 import { noteSoc, SOC, type SocState } from './detectors/soc.js';
@@ -50,7 +50,7 @@ export const SLICES = {
 
 export function newState(): VehicleState {
   const streams: Stream[] = [];
-  for (const plan of STREAMS.values()) streams[plan.streamId] = newStream();
+  for (const plan of STREAMS.values()) streams[plan.streamId] = newStream(plan.streamId);
   return {
     streams,
     track: SLICES.track.fresh(),
@@ -87,10 +87,11 @@ export function pendingSince(s: VehicleState): number | undefined {
 }
 
 /**
- * A record a call put in a stream's pending buffer, or merged another into (`merged`: the one stored at
- * its time is replaced): a store writes those alone. Listed again each time one merges into it.
+ * The records a call put in streams' pending buffers, or merged another into (the one stored at its
+ * time is then replaced): each as its stream id and time, one after the other (numbers, not an object a
+ * record). A store writes those alone. Listed again each time one merges into it.
  */
-export type AddedRecord = StreamRecord;
+export type AddedRecords = number[];
 
 /**
  * Adds one delivery of a vehicle's records (any order, any repetition, any types), then commits what each
@@ -103,18 +104,17 @@ export function ingest(
   nowMs: number,
   opts: DeriveOptions = DEFAULT_DERIVE_OPTIONS,
   /** Given, told the records this call put in pending buffers. */
-  into?: AddedRecord[],
+  into?: AddedRecords,
 ): Derived {
   const ctx = contextOf(vehicleno, opts);
   for (const input of inputs) {
     const plan = STREAMS.get(input.type);
     // Times are integer epoch ms (validation makes them so); the store scores records by them exactly.
     if (plan === undefined || !Number.isSafeInteger(input.time)) continue;
-    const r = recordOf(input, plan);
+    const r = recordOf(input, plan, ARRIVING);
     if (r === undefined) continue; // carries nothing derivation reads
     const taken = addRecord(s.streams[plan.streamId]!, r, nowMs, opts);
-    if (taken === 'added') into?.push(r);
-    else if (taken === 'merged') into?.push(mergedInto!);
+    if (taken === 'added' || taken === 'merged') into?.push(plan.streamId, r.time);
     else if (taken === 'duplicate') ctx.out.duplicates++;
     else {
       ctx.out.late++;
@@ -124,6 +124,13 @@ export function ingest(
   commitDue(ctx, s, nowMs, false);
   return ctx.out;
 }
+
+/**
+ * The record arriving, and the one being committed: each read into its object, reused (records are kept
+ * as columns, pending.ts; no detector keeps a record).
+ */
+const ARRIVING: StreamRecord = emptyRecord(0, 0);
+const COMMITTING: StreamRecord = emptyRecord(0, 0);
 
 /** The call's context, reused (calls never nest): only its outputs are new. */
 const CTX: Context = { vehicleno: '', opts: DEFAULT_DERIVE_OPTIONS, out: emptyDerived() };
@@ -171,7 +178,7 @@ function commitDue(ctx: Context, s: VehicleState, nowMs: number, idle: boolean):
     let time = Infinity;
     for (let k = 0; k < ORDER.length; k++) {
       if (DONE[k]! >= DUE[k]!) continue;
-      const t = s.streams[ORDER[k]!.streamId]!.pending[DONE[k]!]!.time;
+      const t = s.streams[ORDER[k]!.streamId]!.pending.timeAt(DONE[k]!);
       if (t < time) {
         time = t;
         next = k;
@@ -180,8 +187,8 @@ function commitDue(ctx: Context, s: VehicleState, nowMs: number, idle: boolean):
     if (next < 0) break;
     const plan = ORDER[next]!;
     const stream = s.streams[plan.streamId]!;
-    const r = stream.pending[DONE[next]!++]!;
-    committed(stream, r);
+    const r = stream.pending.read(DONE[next]!++, COMMITTING);
+    committed(stream, r.time);
     apply(ctx, s, plan, r);
   }
   for (let k = 0; k < ORDER.length; k++) if (DUE[k]! > 0) dropCommitted(s.streams[ORDER[k]!.streamId]!, DUE[k]!);
@@ -197,9 +204,10 @@ const STEPS: Step[] = [];
 function apply(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord): void {
   if (plan.lat >= 0 || plan.ignition >= 0) {
     tripGap(ctx, s.trips, s.finishedTrips, s.track, s.soc, r.time);
-    const fix = fixOf(r, plan);
+    const fix = fixOf(r, plan, s.track);
     const steps = STEPS;
-    steps.length = 0;
+    // Emptied by pop: `length = 0` on an array is a call into the runtime, each record.
+    while (steps.length > 0) steps.pop();
     if (fix !== undefined) trackFix(s.track, fix, ctx.opts, steps);
     tripRecord(ctx, s.trips, s.finishedTrips, s.track, s.soc, r, plan, steps);
     ignitionRecord(ctx, s.ignition, r, plan);

@@ -22,7 +22,7 @@ export const north = (m: number): number => m / 111_195.08;
 export function roundTrip(s: VehicleState): VehicleState {
   return restore(
     writeCommitted(s),
-    s.streams.flatMap((st, streamId) => (st === undefined ? [] : [{ streamId, members: st.pending.map((r) => writePending(STREAM_BY_ID.get(streamId)!, r)) }])),
+    s.streams.flatMap((st, streamId) => (st === undefined ? [] : [{ streamId, members: st.pending.records().map((r) => writePending(STREAM_BY_ID.get(streamId)!, r)) }])),
   );
 }
 

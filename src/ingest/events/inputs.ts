@@ -60,6 +60,8 @@ export function deriveSchemaOf(types: readonly RecordTypeSpec[]): DeriveSchema {
       current: at(CURRENT),
       load: at(LOAD),
       alarms: typeAlarms,
+      alarmSlots: Int32Array.from(typeAlarms, (a) => a.slot),
+      alarmBits: Int32Array.from(typeAlarms, (a) => 1 << a.bit),
     };
   });
   for (const name of [IGNITION, SPEED, SOC, VOLTAGE, CURRENT, LOAD]) {
@@ -133,6 +135,9 @@ export interface StreamPlan {
   current: number;
   load: number;
   alarms: readonly AlarmSlot[];
+  /** The alarms' slots and their bits (1 << alarmBit), apart: read for every record (`recordOf`). */
+  alarmSlots: Int32Array;
+  alarmBits: Int32Array;
 }
 
 /** Every type's stream, by type name, and by stream id. */
@@ -172,13 +177,20 @@ export function setValue(r: StreamRecord, i: number, x: number): void {
   else throw new RangeError(`a stream's record keeps ${MAX_VALUES} values`);
 }
 
-/** A record of `plan`'s stream at `time` with no value yet. */
-export function emptyRecord(plan: StreamPlan, time: number): StreamRecord {
-  return { stream: plan.streamId, time, v0: NaN, v1: NaN, v2: NaN, v3: NaN, alarmMask: 0, alarmValues: 0, merged: false };
+/** A record of stream `streamId` at `time` with no value yet. */
+export function emptyRecord(streamId: number, time: number): StreamRecord {
+  // Fractions first, so each value is a double field from the start (a record reused keeps its boxes).
+  const r = { stream: streamId, time: 0.5, v0: 0.5, v1: 0.5, v2: 0.5, v3: 0.5, alarmMask: 0, alarmValues: 0, merged: false };
+  r.time = time;
+  r.v0 = r.v1 = r.v2 = r.v3 = NaN;
+  return r;
 }
 
-/** The record of `input` in its stream, or undefined when it carries nothing derivation reads. */
-export function recordOf(input: EventInput, plan: StreamPlan): StreamRecord | undefined {
+/**
+ * The record of `input` in its stream, written into `into` (a fresh one by default), or undefined when
+ * it carries nothing derivation reads.
+ */
+export function recordOf(input: EventInput, plan: StreamPlan, into?: StreamRecord): StreamRecord | undefined {
   const src = input.values;
   const base = input.at;
   const slots = plan.slots;
@@ -190,15 +202,26 @@ export function recordOf(input: EventInput, plan: StreamPlan): StreamRecord | un
   const any = v0 === v0 || v1 === v1 || v2 === v2 || v3 === v3;
   let alarmMask = 0;
   let alarmValues = 0;
-  for (const a of plan.alarms) {
-    const x = src[base + a.slot];
+  const alarmSlots = plan.alarmSlots;
+  const alarmBits = plan.alarmBits;
+  for (let j = 0; j < alarmSlots.length; j++) {
+    const x = src[base + alarmSlots[j]!];
     if (x === 1) {
-      alarmMask |= 1 << a.bit;
-      alarmValues |= 1 << a.bit;
-    } else if (x === 0) alarmMask |= 1 << a.bit;
+      alarmMask |= alarmBits[j]!;
+      alarmValues |= alarmBits[j]!;
+    } else if (x === 0) alarmMask |= alarmBits[j]!;
   }
   if (!any && alarmMask === 0) return undefined;
-  const r: StreamRecord = { stream: plan.streamId, time: input.time, v0, v1, v2, v3, alarmMask, alarmValues, merged: false };
+  const r = into ?? emptyRecord(plan.streamId, input.time);
+  r.stream = plan.streamId;
+  r.time = input.time;
+  r.v0 = v0;
+  r.v1 = v1;
+  r.v2 = v2;
+  r.v3 = v3;
+  r.alarmMask = alarmMask;
+  r.alarmValues = alarmValues;
+  r.merged = false;
   // A position is both coordinates or none.
   if (plan.lat >= 0) {
     const lat = valueAt(r, plan.lat);

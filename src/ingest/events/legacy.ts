@@ -1,5 +1,6 @@
 import { newState, type VehicleState } from './derive.js';
 import { emptyRecord, setValue, STREAMS, type StreamPlan, type StreamRecord } from './inputs.js';
+import { PendingRecords } from './pending.js';
 import { RING as STREAM_RING } from './streams.js';
 
 /**
@@ -84,7 +85,7 @@ export function fromLegacy(committed: Buffer, pending: readonly Buffer[]): Vehic
     }
     for (const t of times.slice(-STREAM_RING)) st.ring[st.ringN++] = t;
     st.ringAt = st.ringN % STREAM_RING;
-    st.pending = old.pending.filter((r) => r.k === k).map((r) => recordOfLegacy(r, plan));
+    st.pending = PendingRecords.of(plan.streamId, old.pending.filter((r) => r.k === k).map((r) => recordOfLegacy(r, plan)));
   }
   s.ignition.on = old.ign;
   s.alarms.raised = old.alarms; // version 2's bits were the alarms' order in the schema, which their frozen bits keep
@@ -109,7 +110,7 @@ export function fromLegacy(committed: Buffer, pending: readonly Buffer[]): Vehic
 }
 
 function recordOfLegacy(r: Rec, plan: StreamPlan): StreamRecord {
-  const out = emptyRecord(plan, r.t);
+  const out = emptyRecord(plan.streamId, r.t);
   const set = (at: number, x: number | undefined): void => {
     if (at >= 0 && x !== undefined) setValue(out, at, x);
   };

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, inject, vi } from 'vitest';
 import { pickedValues, type Sighting } from '../../telemetry/record.js';
-import { DEFAULT_DERIVE_OPTIONS, DERIVE_FIELDS, DERIVE_PICK, ingest, newState, type AddedRecord, type Derived } from './derive.js';
+import { DEFAULT_DERIVE_OPTIONS, DERIVE_FIELDS, DERIVE_PICK, ingest, newState, type AddedRecords, type Derived } from './derive.js';
 import { STREAMS, valueAt } from './inputs.js';
 import { CommitArgs, readCommitArgs, VehicleEvents, type PartitionKeys } from './store.js';
 import { restore } from './wire.js';
@@ -152,7 +152,7 @@ describe('vehicle events in Redis', () => {
     const can = STREAMS.get('can')!;
     plates.forEach((v, i) => {
       const state = newState();
-      const added: AddedRecord[] = [];
+      const added: AddedRecords = [];
       const values = pickedValues(DERIVE_PICK, 1);
       values[DERIVE_FIELDS.indexOf('soc')] = 60;
       ingest(v, state, [{ type: 'can', time: T0 + i, values, at: 0 }], T0 + 1_000, DEFAULT_DERIVE_OPTIONS, added);
@@ -162,7 +162,7 @@ describe('vehicle events in Redis', () => {
     expect(read.vehicles.map((v) => [v.vehicleno, v.version, v.since, v.streams.map((st) => st.adds.length)])).toEqual(plates.map((v, i) => [v, i === 0 ? '' : String(i), T0 + 1_000, [0, 1]]));
     const back = read.vehicles.map((v) => {
       const st = v.streams.find((x) => x.streamId === can.streamId)!;
-      return restore(v.committed.subarray(v.committed.indexOf(0x20) + 1), [{ streamId: can.streamId, members: st.adds.map((a) => a[1]) }]).streams[can.streamId]!.pending;
+      return restore(v.committed.subarray(v.committed.indexOf(0x20) + 1), [{ streamId: can.streamId, members: st.adds.map((a) => a[1]) }]).streams[can.streamId]!.pending.records();
     });
     expect(back.map((p) => p.map((r) => [r.time, valueAt(r, can.soc)]))).toEqual(plates.map((_, i) => [[T0 + i, 60]]));
     expect(read.entries).toEqual(['{"kind":"event"}', 'ü']);

@@ -1,7 +1,7 @@
 import type { RedisClient } from '../../redis/connect.js';
 import type { Sighting } from '../../telemetry/record.js';
-import { flush, ingest, pendingSince, type AddedRecord, type Derived, type DeriveOptions, type EventInput, type VehicleState } from './derive.js';
-import { STREAM_BY_ID, type StreamPlan } from './inputs.js';
+import { flush, ingest, pendingSince, type AddedRecords, type Derived, type DeriveOptions, type EventInput, type VehicleState } from './derive.js';
+import { emptyRecord, STREAM_BY_ID, type StreamPlan } from './inputs.js';
 import { pendingMax, prepareCommitted, restore, writePendingAt, writePrepared, type StoredPending } from './wire.js';
 import { fromLegacy, isLegacy } from './legacy.js';
 import { Turns } from '../worker/turns.js';
@@ -167,12 +167,25 @@ class Packed {
     this.len += 8;
   }
 
-  /** Text: UTF-8 (a plate, an outbox entry), or latin1 for digits (a version: a byte a character). */
-  text(x: string, encoding: 'utf8' | 'latin1' = 'utf8'): void {
-    const n = encoding === 'latin1' ? x.length : Buffer.byteLength(x);
-    this.room(4 + n);
-    this.buf.writeUInt32BE(n, this.len);
-    this.len += 4 + this.buf.write(x, this.len + 4, encoding);
+  /** Text, as UTF-8 (a plate, a version, an outbox entry). */
+  text(x: string): void {
+    this.room(4 + x.length);
+    const b = this.buf;
+    let o = this.len + 4;
+    // ASCII (plates and versions are) byte by byte: Buffer.write's encoding layers cost more than the copy.
+    for (let i = 0; i < x.length; i++) {
+      const c = x.charCodeAt(i);
+      if (c >= 0x80) {
+        const n = Buffer.byteLength(x);
+        this.room(4 + n);
+        this.buf.writeUInt32BE(n, this.len);
+        this.len += 4 + this.buf.write(x, this.len + 4, 'utf8');
+        return;
+      }
+      b[o++] = c;
+    }
+    b.writeUInt32BE(x.length, this.len);
+    this.len = o;
   }
 
   /** Bytes a writer put after the length's place (room for them made first), up to `end`. */
@@ -181,6 +194,13 @@ class Packed {
     this.len = end;
   }
 }
+
+/** The records a vehicle's derivation added, a vehicle at a time (`addedFor`). */
+const ADDED: AddedRecords = [];
+
+/** The places of a vehicle's added records in a stream, and the record being written (reused: commits are written one at a time). */
+const PLACES: number[] = [];
+const WRITING = emptyRecord(0, 0);
 
 /** One commit as the script reads it: every vehicle's plate and version, then every vehicle's writes, then the outbox entries. */
 export class CommitArgs {
@@ -201,36 +221,39 @@ export class CommitArgs {
    * committed part, since when it holds pending records idle (`pendingSince`), and for each stream its
    * watermark and the records of `added` still pending (to replace where one merged into a stored one).
    */
-  vehicle(vehicleno: string, version: number, state: VehicleState, added: readonly AddedRecord[]): void {
+  vehicle(vehicleno: string, version: number, state: VehicleState, added: Readonly<AddedRecords>): void {
     const { head, body } = this;
     head.text(vehicleno);
-    head.text(version === 0 ? '' : String(version), 'latin1');
+    head.text(version === 0 ? '' : String(version));
     const prefix = `${version + 1} `;
     body.room(4 + prepareCommitted(state, prefix));
     body.wrote(writePrepared(body.buf, body.len + 4));
     body.number(pendingSince(state));
-    let mergedAny = false;
-    for (const r of added) if (r.merged) mergedAny = true;
     for (const plan of STREAM_ORDER) {
       const stream = state.streams[plan.streamId]!;
+      const pending = stream.pending;
       body.number(stream.watermark === -Infinity ? undefined : stream.watermark);
-      // Still pending, each once (a record merged into is listed again).
-      const kept = mergedAny ? [...new Set(added)] : added;
-      let replaces = 0;
-      if (mergedAny) for (const r of kept) if (r.merged && r.stream === plan.streamId && r.time > stream.watermark) replaces++;
-      body.count(replaces);
-      if (replaces > 0) for (const r of kept) if (r.merged && r.stream === plan.streamId && r.time > stream.watermark) body.number(r.time);
-      const countAt = body.len;
-      body.count(0);
-      let adds = 0;
-      for (const r of kept) {
-        if (r.stream !== plan.streamId || r.time <= stream.watermark) continue;
-        body.number(r.time);
-        body.room(4 + pendingMax(plan));
-        body.wrote(writePendingAt(plan, r, body.buf, body.len + 4));
-        adds++;
+      // The added records still pending, each once (a record merged into is listed again), by their place.
+      const places = PLACES;
+      while (places.length > 0) places.pop(); // (`length = 0` is a call into the runtime)
+      let last = -1;
+      for (let k = 0; k < added.length; k += 2) {
+        if (added[k] !== plan.streamId || added[k + 1]! <= stream.watermark) continue;
+        const at = pending.lowerBound(added[k + 1]!);
+        // Mostly in order: only a place at or before the last is looked for among those listed.
+        if (at > last) places.push((last = at));
+        else if (!places.includes(at)) places.push(at);
       }
-      body.buf.writeUInt32BE(adds, countAt);
+      let replaces = 0;
+      for (const at of places) if (pending.mergedAt(at)) replaces++;
+      body.count(replaces);
+      if (replaces > 0) for (const at of places) if (pending.mergedAt(at)) body.number(pending.timeAt(at));
+      body.count(places.length);
+      for (const at of places) {
+        body.number(pending.timeAt(at));
+        body.room(4 + pendingMax(plan));
+        body.wrote(writePendingAt(plan, pending.read(at, WRITING), body.buf, body.len + 4));
+      }
     }
     this.vehicles++;
   }
@@ -320,6 +343,17 @@ export function inputsByVehicle(sightings: readonly Sighting[]): Map<string, Eve
 }
 
 const isInput = (s: Sighting): s is Sighting & EventInput => s.values !== undefined && s.at !== undefined;
+
+/**
+ * `added` emptied (one list serves every vehicle of a commit, in turn: a list a vehicle was most of what
+ * a commit allocated), then given every record `state` holds pending when `all` (a state read from the
+ * legacy keys, whose pending records this commit writes out).
+ */
+export function addedFor(added: AddedRecords, state: VehicleState, all = false): AddedRecords {
+  while (added.length > 0) added.pop(); // (`length = 0` is a call into the runtime)
+  if (all) for (const st of state.streams) if (st !== undefined) for (let i = 0; i < st.pending.length; i++) added.push(st.pending.streamId, st.pending.timeAt(i));
+  return added;
+}
 
 /** A vehicle's state as a job's derivation starts from it: `read` from Redis, or this process's cache. */
 interface ReadState {
@@ -430,7 +464,7 @@ export class VehicleEvents {
     partition: number,
     vehicles: readonly string[],
     /** The vehicle's derivation; it tells `added` the records it put in pending buffers. */
-    step: (vehicleno: string, state: VehicleState, added: AddedRecord[]) => Derived,
+    step: (vehicleno: string, state: VehicleState, added: AddedRecords) => Derived,
   ): Promise<void> {
     const keys = this.partitions[partition]!;
     for (let attempt = 1; ; attempt++) {
@@ -443,7 +477,7 @@ export class VehicleEvents {
         // A cached state is changed in place: it is dropped now, and cached again only once committed.
         this.cached.delete(vehicleno);
         // A state read from the legacy keys: its pending records are written out with this commit.
-        const added: AddedRecord[] = unsaved ? state.streams.flatMap((st) => (st === undefined ? [] : st.pending)) : [];
+        const added = addedFor(ADDED, state, unsaved);
         const d = step(vehicleno, state, added);
         derived.push(d);
         args.vehicle(vehicleno, version, state, added);

@@ -1,4 +1,5 @@
-import { MAX_VALUES, setValue, valueAt, type StreamRecord } from './inputs.js';
+import type { StreamRecord } from './inputs.js';
+import { PendingRecords, zeros } from './pending.js';
 
 /**
  * One ordered stream of a vehicle: the records of one type (gps, can), each type with its own
@@ -26,7 +27,7 @@ export const RING = 32;
 
 export interface Stream {
   /** Records not committed yet, sorted by time, no two at one time. */
-  pending: StreamRecord[];
+  pending: PendingRecords;
   /** The stream's newest time (records held ahead aside); -Infinity before any. */
   newest: number;
   /** Wall time at which `newest` last moved. */
@@ -47,68 +48,41 @@ export interface StreamOptions {
   maxPending: number;
 }
 
-/**
- * `n` zeros, as a plain array of doubles: a state's rings are plain arrays, not typed ones (a typed array
- * a ring made each new or restored state cost its backing store and the garbage collector's bookkeeping).
- */
-export function zeros(n: number): number[] {
-  const a: number[] = [];
-  // Filled with a fraction first, so the array holds doubles unboxed from the start (zeros alone would
-  // make it an array of small integers, turned into doubles at the first time written).
-  for (let i = 0; i < n; i++) a.push(0.5);
-  a.fill(0);
-  return a;
-}
-
-export function newStream(): Stream {
-  return { pending: [], newest: -Infinity, newestArrivalMs: -Infinity, lastArrivalMs: -Infinity, watermark: -Infinity, ring: zeros(RING), ringN: 0, ringAt: 0 };
+export function newStream(streamId: number): Stream {
+  return { pending: new PendingRecords(streamId), newest: -Infinity, newestArrivalMs: -Infinity, lastArrivalMs: -Infinity, watermark: -Infinity, ring: zeros(RING), ringN: 0, ringAt: 0 };
 }
 
 /** What became of a record handed to a stream. */
 export type Taken = 'added' | 'merged' | 'duplicate' | 'late';
 
 /**
- * Adds a record; `nowMs` is the wall time. What became of it; a record merged into is the pending one,
- * changed in place (`mergedInto` tells which).
+ * Adds a record (copied: `r` may be reused); `nowMs` is the wall time. What became of it: 'merged' when
+ * it changed the pending record of its instant, 'duplicate' when it changed nothing there or was
+ * committed recently.
  */
 export function addRecord(s: Stream, r: StreamRecord, nowMs: number, opts: StreamOptions): Taken {
   const t = r.time;
   if (t <= s.watermark) return committedRecently(s, t) ? 'duplicate' : 'late';
   const p = s.pending;
-  const last = p[p.length - 1];
   // Nearly always at the end (a stream comes mostly in order): else a binary search.
   let at = p.length;
-  if (last !== undefined && t <= last.time) {
-    let lo = 0;
-    let hi = p.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (p[mid]!.time < t) lo = mid + 1;
-      else hi = mid;
-    }
-    at = lo;
-    const same = p[at];
-    if (same !== undefined && same.time === t) {
-      mergedInto = same;
-      return merge(same, r) ? 'merged' : 'duplicate';
-    }
+  if (at > 0 && t <= p.timeAt(at - 1)) {
+    at = p.lowerBound(t);
+    if (p.timeAt(at) === t) return p.mergeAt(at, r) ? 'merged' : 'duplicate';
   }
-  p.splice(at, 0, r);
+  p.insert(at, r);
   s.lastArrivalMs = nowMs;
   if (!isAhead(s, t, nowMs, opts)) moveNewest(s, t, nowMs);
   else {
     // Held ahead, unless a record held before agrees with it: then the stream has moved there.
-    const before = p[at - 1];
-    const after = p[at + 1];
-    if ((before !== undefined && before.time > s.newest && t - before.time <= opts.windowMs) || (after !== undefined && after.time - t <= opts.windowMs)) {
-      moveNewest(s, Math.max(t, after !== undefined && after.time - t <= opts.windowMs ? after.time : t), nowMs);
+    const before = at > 0 ? p.timeAt(at - 1) : undefined;
+    const after = at + 1 < p.length ? p.timeAt(at + 1) : undefined;
+    if ((before !== undefined && before > s.newest && t - before <= opts.windowMs) || (after !== undefined && after - t <= opts.windowMs)) {
+      moveNewest(s, Math.max(t, after !== undefined && after - t <= opts.windowMs ? after : t), nowMs);
     }
   }
   return 'added';
 }
-
-/** The pending record the last `addRecord` that answered 'merged' or 'duplicate' of a pending one merged into. */
-export let mergedInto: StreamRecord | undefined;
 
 function moveNewest(s: Stream, t: number, nowMs: number): void {
   if (t > s.newest) {
@@ -129,9 +103,9 @@ function isAhead(s: Stream, t: number, nowMs: number, opts: StreamOptions): bool
 /** Held records the wall time now lets the stream reach become its newest. */
 function settle(s: Stream, nowMs: number, opts: StreamOptions): void {
   const p = s.pending;
-  for (let j = p.length - 1; j >= 0 && p[j]!.time > s.newest; j--) {
-    if (!isAhead(s, p[j]!.time, nowMs, opts)) {
-      moveNewest(s, p[j]!.time, nowMs);
+  for (let j = p.length - 1; j >= 0 && p.timeAt(j) > s.newest; j--) {
+    if (!isAhead(s, p.timeAt(j), nowMs, opts)) {
+      moveNewest(s, p.timeAt(j), nowMs);
       return;
     }
   }
@@ -148,48 +122,24 @@ export function due(s: Stream, nowMs: number, opts: StreamOptions, idle: boolean
   const p = s.pending;
   const limit = idle ? (nowMs - s.lastArrivalMs >= opts.idleMs ? Math.min(s.newest, nowMs) : -Infinity) : s.newest - opts.windowMs;
   let n = 0;
-  while (n < p.length && p[n]!.time <= limit) n++;
+  while (n < p.length && p.timeAt(n) <= limit) n++;
   return Math.max(n, p.length - opts.maxPending);
 }
 
-/** A pending record (the next due, in order) is committed: the watermark and the ring follow it. */
-export function committed(s: Stream, r: StreamRecord): void {
-  s.watermark = r.time;
-  s.ring[s.ringAt] = r.time;
+/** The pending record at `time` (the next due, in order) is committed: the watermark and the ring follow it. */
+export function committed(s: Stream, time: number): void {
+  s.watermark = time;
+  s.ring[s.ringAt] = time;
   s.ringAt = (s.ringAt + 1) % RING;
   if (s.ringN < RING) s.ringN++;
 }
 
 /** Drops the first `n` pending records, committed. */
 export function dropCommitted(s: Stream, n: number): void {
-  const p = s.pending;
-  p.copyWithin(0, n);
-  p.length -= n;
+  s.pending.dropFirst(n);
 }
 
 function committedRecently(s: Stream, t: number): boolean {
   for (let j = 0; j < s.ringN; j++) if (s.ring[j] === t) return true;
   return false;
-}
-
-/** Merges `r` into `into` (one stream, one time): `r`'s values win, but a raised alarm stays raised. Whether anything changed. */
-function merge(into: StreamRecord, r: StreamRecord): boolean {
-  let changed = false;
-  // (A position is both coordinates or neither, recordOf: so it is never half from each record.)
-  for (let i = 0; i < MAX_VALUES; i++) {
-    const x = valueAt(r, i);
-    if (x === x && !Object.is(x, valueAt(into, i))) {
-      setValue(into, i, x);
-      changed = true;
-    }
-  }
-  const mask = into.alarmMask | r.alarmMask;
-  const raised = into.alarmValues | r.alarmValues;
-  if (mask !== into.alarmMask || raised !== into.alarmValues) {
-    into.alarmMask = mask;
-    into.alarmValues = raised;
-    changed = true;
-  }
-  if (changed) into.merged = true;
-  return changed;
 }

@@ -11,7 +11,7 @@ import { roundTrip, T0, V } from './events.testkit.js';
 /** What a state is, its rings compared as sets (the same times may sit at other positions). */
 const meaning = (s: VehicleState) => ({
   ...s,
-  streams: s.streams.map((st) => st && { ...st, ring: Array.from(st.ring.slice(0, st.ringN)).sort((a, b) => a - b), ringAt: undefined }),
+  streams: s.streams.map((st) => st && { ...st, pending: st.pending.records(), ring: Array.from(st.ring.slice(0, st.ringN)).sort((a, b) => a - b), ringAt: undefined }),
 });
 
 /** A drive with a thermal runaway raised, the pack over temperature from 60 s, and a charge starting, as the fixtures' generators fed it. */
@@ -48,7 +48,7 @@ describe('a state in Redis', () => {
 
     const odd = newState();
     ingest(V, odd, [inputOf('gps', T0, { lat: 12.123456789, lng: -77.1, speed: 0.123, ignstatus: 1 }), inputOf('can', T0 + 1, { soc: 33.333, battery_voltage: 1e300, current: -1 / 3, load_status: 2.5, alert_over_temp: 1 }), inputOf('gps', T0 + 2, { lat: -0.0000001, lng: 179.9999999, speed: 250, ignstatus: 0 })], T0 + 2);
-    expect(roundTrip(odd).streams.map((st) => st?.pending)).toEqual(odd.streams.map((st) => st?.pending));
+    expect(roundTrip(odd).streams.map((st) => st?.pending.records())).toEqual(odd.streams.map((st) => st?.pending.records()));
   });
 
   it('refuses bytes that are not a state or a pending record', () => {
@@ -56,7 +56,7 @@ describe('a state in Redis', () => {
     ingest(V, s, drive(0, 50), T0 + 50_000);
     const committed = writeCommitted(s);
     const plan = STREAMS.get('can')!;
-    const member = writePending(plan, s.streams[plan.streamId]!.pending[0]!);
+    const member = writePending(plan, s.streams[plan.streamId]!.pending.records()[0]!);
     expect(() => restore(committed.subarray(0, committed.length - 8), [])).toThrow(/truncated|after its end/);
     expect(() => restore(committed.subarray(0, 40), [])).toThrow(/truncated/);
     expect(() => restore(Buffer.concat([committed, Buffer.from([0])]), [])).toThrow(/after its end/);
@@ -70,7 +70,7 @@ describe('a state in Redis', () => {
     for (const a of ALARM_FIELDS) c[a] = 0;
     for (let j = 0; j < 100; j++) ingest(V, s, [inputOf('gps', T0 + j * 1000, { lat: 12.97 + j * 0.0002, lng: 77.59, speed: 71.3, ignstatus: 1 }), inputOf('can', T0 + j * 1000 + 400, c)], T0 + j * 1000 + 500);
     expect(writeCommitted(s).length).toBeLessThan(1_300);
-    const sizes = (type: string) => new Set(s.streams[STREAMS.get(type)!.streamId]!.pending.map((r) => writePending(STREAMS.get(type)!, r).length));
+    const sizes = (type: string) => new Set(s.streams[STREAMS.get(type)!.streamId]!.pending.records().map((r) => writePending(STREAMS.get(type)!, r).length));
     expect([...sizes('gps')]).toEqual([10 + 4 * 10]);
     expect([...sizes('can')]).toEqual([10 + 4 * 10 + 15 * 2]);
   });
@@ -83,7 +83,7 @@ describe('a state stored before a release that adds to the schema', () => {
     expect(s.alarms.raised).not.toBe(0);
     const stored = {
       committed: writeCommitted(s),
-      pending: s.streams.map((st, streamId): StoredPending => ({ streamId, members: st.pending.map((r) => writePending(STREAMS.get(streamId === 0 ? 'gps' : 'can')!, r)) })),
+      pending: s.streams.map((st, streamId): StoredPending => ({ streamId, members: st.pending.records().map((r) => writePending(STREAMS.get(streamId === 0 ? 'gps' : 'can')!, r)) })),
     };
     // The next release: an OBD stream, and a new alarm inserted before the last CAN alarm, with the next free bit and wire id.
     const lastAlarm = CAN.fields.findLastIndex((f) => f.alarmBit !== undefined);
@@ -98,13 +98,14 @@ describe('a state stored before a release that adds to the schema', () => {
     expect(read.trips).toEqual(s.trips);
     expect(read.charging).toEqual(s.charging);
     expect(read.track).toEqual(s.track);
-    expect(read.streams[2]).toMatchObject({ pending: [], watermark: -Infinity });
+    expect(read.streams[2]).toMatchObject({ watermark: -Infinity });
+    expect(read.streams[2]!.pending.length).toBe(0);
     // Each stream's pending records keep every value, and their alarms by bit (the new alarm's absent).
     const nextCan = next.streams.get('can')!;
-    const canNow = s.streams[1]!.pending;
+    const canNow = s.streams[1]!.pending.records();
     expect(nextCan.alarms.map((a) => a.name)).toContain('alert_fuse_blown');
-    expect(read.streams[1]!.pending).toHaveLength(canNow.length);
-    read.streams[1]!.pending.forEach((r, j) => {
+    expect(read.streams[1]!.pending.records()).toHaveLength(canNow.length);
+    read.streams[1]!.pending.records().forEach((r, j) => {
       const before = canNow[j]!;
       expect(r.time).toBe(before.time);
       STREAMS.get('can')!.fields.forEach((f, i) => expect(valueAt(r, nextCan.fields.indexOf(f))).toEqual(valueAt(before, i)));

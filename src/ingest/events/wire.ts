@@ -1,6 +1,7 @@
 import { newState, SLICES, type VehicleState } from './derive.js';
 import { emptyRecord, setValue, STREAM_BY_ID, valueAt, type StreamPlan, type StreamRecord } from './inputs.js';
 import { newStream, RING } from './streams.js';
+import { PendingRecords } from './pending.js';
 import type { Slice } from './detectors/context.js';
 
 /**
@@ -159,7 +160,7 @@ export function readPending(plan: StreamPlan, b: Buffer): StreamRecord {
   if (b[0] !== TAG || b.length < 10) throw new Error('vehicle events: not a pending record');
   const time = b.readDoubleLE(2);
   if (!Number.isSafeInteger(time)) throw new Error('vehicle events: a pending record with a bad time');
-  const r = emptyRecord(plan, time);
+  const r = emptyRecord(plan.streamId, time);
   let o = 10;
   for (let j = 0; j < b[1]!; j++) {
     if (o + 2 > b.length) throw new Error('vehicle events: a truncated pending record');
@@ -201,13 +202,13 @@ export interface StoredPending {
 export function restore(committed: Buffer | undefined, pending: readonly StoredPending[], plans: ReadonlyMap<number, StreamPlan> = STREAM_BY_ID): VehicleState {
   const s = newState();
   s.streams = [];
-  for (const id of plans.keys()) s.streams[id] = newStream();
+  for (const id of plans.keys()) s.streams[id] = newStream(id);
   if (committed !== undefined) readCommitted(s, committed, plans);
   for (const p of pending) {
     const plan = plans.get(p.streamId);
     const stream = s.streams[p.streamId];
     if (plan === undefined || stream === undefined) continue;
-    stream.pending = p.members.map((m) => readPending(plan, m));
+    stream.pending = PendingRecords.of(plan.streamId, p.members.map((m) => readPending(plan, m)));
   }
   return s;
 }
@@ -230,7 +231,7 @@ function readCommitted(s: VehicleState, b: Buffer, plans: ReadonlyMap<number, St
       if (!plans.has(id)) continue;
       const ringN = n - STREAM_HEAD;
       if (ringN < 0 || ringN > RING) throw new Error('vehicle events: a state with a bad ring');
-      const st = newStream();
+      const st = newStream(id);
       st.newest = x(0);
       st.newestArrivalMs = x(1);
       st.lastArrivalMs = x(2);

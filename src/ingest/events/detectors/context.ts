@@ -154,14 +154,16 @@ export const orNaN = (x: number | undefined): number => (x === undefined ? NaN :
  * a key's place is the layout), each read back as stored, or as `fresh`'s value where none was.
  */
 export function flatSlice<S extends { [K in keyof S]: number }>(id: number, name: string, keys: ReadonlyArray<keyof S>, fresh: () => S): Slice<S> {
+  for (const k of keys) if (!/^[A-Za-z_$][\w$]*$/.test(String(k))) throw new Error(`vehicle events: slice ${name}: key ${String(k)} is not an identifier`);
+  // Compiled once a slice, with each key a named property access: a loop over `keys` reads `s[key]` with
+  // a key that changes every step, which V8 serves from its megamorphic cache (about a third of writing a
+  // committed part, measured). The keys are identifiers from the code (checked above), never input.
+  const save = new Function('s', 'out', 'at', `${keys.map((k, i) => `out[at + ${i}] = s.${String(k)};`).join('\n')}\nreturn at + ${keys.length};`) as Slice<S>['save'];
   return {
     id,
     name,
     fresh,
-    save(s, out, at) {
-      for (let i = 0; i < keys.length; i++) out[at + i] = s[keys[i]!];
-      return at + keys.length;
-    },
+    save,
     load(x) {
       const s = fresh();
       for (let i = 0; i < keys.length; i++) {

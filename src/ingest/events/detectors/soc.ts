@@ -1,6 +1,6 @@
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import type { Slice } from './context.js';
-import { zeros } from '../streams.js';
+import { zeros } from '../pending.js';
 
 /**
  * The state of charge as the CAN stream commits it, for the detectors that report it (trips, from the

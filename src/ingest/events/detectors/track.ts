@@ -1,7 +1,7 @@
 import { haversineM } from '../geo.js';
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { orNaN, type DeriveOptions, type Slice } from './context.js';
-import { zeros } from '../streams.js';
+import { zeros } from '../pending.js';
 
 /**
  * The vehicle's track: which fixes are true and how far each true step went, for the detectors that
@@ -55,11 +55,39 @@ export interface Step {
   distanceM: number;
 }
 
-export function fixOf(r: StreamRecord, plan: StreamPlan): Fix | undefined {
+/** The fix a record carries, written into one of the track's spare fixes (`spareFix`), or undefined. */
+export function fixOf(r: StreamRecord, plan: StreamPlan, s: TrackState): Fix | undefined {
   const lat = valueOf(r, plan.lat);
   const lng = valueOf(r, plan.lng);
   if (lat === undefined || lng === undefined) return undefined;
-  return { time: r.time, lat, lng, speed: orNaN(valueOf(r, plan.speed)) };
+  const f = spareFix(s);
+  f.time = r.time;
+  f.lat = lat;
+  f.lng = lng;
+  f.speed = orNaN(valueOf(r, plan.speed));
+  return f;
+}
+
+/**
+ * Fixes a state holds at most three of (anchor, candidate, rejected); a record's fix is written into
+ * one of four kept beside them that the state does not hold, so a fix allocates nothing (each was an
+ * object and four boxed doubles, a fifth of what derivation allocated). Kept as a property that is
+ * not enumerable: not stored (the slice's save names what is), and not part of what a state is when
+ * compared.
+ */
+const POOL = Symbol('spare fixes');
+type Pooled = TrackState & { [POOL]: Fix[] };
+
+function withPool(s: TrackState): TrackState {
+  const fixes = Array.from({ length: 4 }, (): Fix => ({ time: 0.5, lat: 0.5, lng: 0.5, speed: 0.5 }));
+  Object.defineProperty(s, POOL, { value: fixes, enumerable: false });
+  return s;
+}
+
+function spareFix(s: TrackState): Fix {
+  const fixes = (s as Pooled)[POOL];
+  for (const f of fixes) if (f !== s.anchor && f !== s.candidate && f !== s.rejected) return f;
+  throw new Error('vehicle events: the track holds more than three fixes');
 }
 
 const kmhBetween = (a: Fix, b: Fix): number => (haversineM(a.lat, a.lng, b.lat, b.lng) / Math.max(1, b.time - a.time)) * 3600;
@@ -159,7 +187,7 @@ export function movingAt(s: TrackState, time: number): boolean {
 export const TRACK: Slice<TrackState> = {
   id: 0,
   name: 'track',
-  fresh: () => ({ anchor: undefined, candidate: undefined, rejected: undefined, moving: 0, motion: zeros(MOTION_RING), motionN: 0, motionAt: 0 }),
+  fresh: () => withPool({ anchor: undefined, candidate: undefined, rejected: undefined, moving: 0, motion: zeros(MOTION_RING), motionN: 0, motionAt: 0 }),
   save(s, out, at) {
     at = putFix(out, at, s.anchor);
     at = putFix(out, at, s.candidate);
