@@ -67,10 +67,11 @@ describe('Producer', () => {
     expect(lingering.length).toBeLessThan(plain.length / 2);
     expect(lingering.flat().map((r) => r.time).sort((a, b) => a - b)).toEqual(Array.from({ length: 250 }, (_, i) => record(i).time));
 
-    const idle = producer(1_000, 200);
+    // Idle: sent at once, well before a linger of two seconds (a margin no loaded machine eats up).
+    const idle = producer(1_000, 2_000);
     const t0 = performance.now();
     await idle.enqueue([record(1)]);
-    expect(performance.now() - t0).toBeLessThan(150);
+    expect(performance.now() - t0).toBeLessThan(1_000);
   });
 
   it('never makes a job larger than JOB_MAX_RECORDS', async () => {

@@ -65,60 +65,6 @@ it('splits a write larger than maxLines over requests, and names refused lines b
   expect(await influxQL(influx.rawUrl, 'coalesce_split', 'SELECT count(soc) FROM can')).toEqual([{ time: 0, count: 118 }]);
 });
 
-describe('linger', () => {
-  /** A sink that records each request's size and answers after `ms`. */
-  const recording = (ms: number) => {
-    const sizes: number[] = [];
-    const sink: PointSink = {
-      write: async (lines) => {
-        sizes.push(lines.length);
-        await new Promise((r) => setTimeout(r, ms));
-      },
-      ready: async () => true,
-      close: async () => {},
-    };
-    return { sizes, sink };
-  };
-
-  it('writes at once when idle, however small the write', async () => {
-    const { sizes, sink } = recording(1);
-    const coalescing = new CoalescingSink(sink, { maxLines: 100, maxInFlight: 2, lingerMs: 500 });
-    const started = performance.now();
-    await coalescing.write(Lines.of(['a']));
-    expect(performance.now() - started).toBeLessThan(100);
-    expect(sizes).toEqual([1]);
-  });
-
-  it('under load, holds a request that is not full until the linger ends or it fills', async () => {
-    const { sizes, sink } = recording(5);
-    const coalescing = new CoalescingSink(sink, { maxLines: 100, maxInFlight: 2, lingerMs: 60 });
-    const writes: Array<Promise<void>> = [coalescing.write(Lines.of(['first']))];
-    // Busy now: 10-line writes every 5 ms for 100 ms.
-    for (let i = 0; i < 20; i++) {
-      await new Promise((r) => setTimeout(r, 5));
-      writes.push(coalescing.write(Lines.of(Array.from({ length: 10 }, (_, j) => `w${i}.${j}`))));
-    }
-    await Promise.all(writes);
-    expect(sizes.reduce((a, b) => a + b, 0)).toBe(201);
-    expect(sizes[0]).toBe(1);
-    // Without the linger each 10-line write would go alone (a slot is always free); with it they merge.
-    expect(sizes.length).toBeLessThanOrEqual(6);
-    expect(Math.max(...sizes.slice(1))).toBeGreaterThanOrEqual(60);
-  });
-
-  it('without a linger, the same load goes write by write', async () => {
-    const { sizes, sink } = recording(1);
-    const coalescing = new CoalescingSink(sink, { maxLines: 100, maxInFlight: 2 });
-    const writes: Array<Promise<void>> = [];
-    for (let i = 0; i < 10; i++) {
-      await new Promise((r) => setTimeout(r, 5));
-      writes.push(coalescing.write(Lines.of(Array.from({ length: 10 }, (_, j) => `w${i}.${j}`))));
-    }
-    await Promise.all(writes);
-    expect(sizes).toEqual(new Array(10).fill(10));
-  });
-});
-
 it('with INFLUX_CONTENT_ENCODING=gzip sends gzip bodies, and InfluxDB stores exactly the same points', async () => {
   await influx.createDatabase('gzip_plain');
   await influx.createDatabase('gzip_gz');
