@@ -11,7 +11,7 @@ it('checks every rule and passes the rules’ unit tests, and every rule has a u
   expect(run('test', 'rules', 'alerts.test.yml')).toContain('SUCCESS');
   const rules = (parse(readFileSync('deploy/prometheus/alerts.yml', 'utf8')) as { groups: Array<{ rules: Array<{ alert: string }> }> }).groups.flatMap((g) => g.rules.map((r) => r.alert));
   const tests = readFileSync('deploy/prometheus/alerts.test.yml', 'utf8');
-  const readme = readFileSync('README.md', 'utf8');
+  const readme = readFileSync('docs/operating.md', 'utf8');
   for (const alert of rules) {
     expect(tests, `${alert} has a unit test`).toContain(`alertname: ${alert}`);
     expect(readme, `${alert} has a runbook line`).toMatch(new RegExp(`\\| \`${alert}\` \\|`));

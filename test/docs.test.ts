@@ -1,6 +1,8 @@
 /** What `npm run docs` derives from the record's schema is checked in as derived: the tables and documents never drift from it. */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { CONFIG_KEYS } from '../src/config/index.js';
+import { Metrics, PREFIX } from '../src/metrics/index.js';
 import { describe, expect, it } from 'vitest';
 import { DOCUMENTS, expectedFiles, regionOf, REGIONS, replaceRegion, REPO_ROOT } from '../src/devstack/generatedDocs.js';
 import { RANGE_RULES } from '../src/ingest/plausibility/rules.js';
@@ -21,19 +23,19 @@ describe('generated documents', () => {
   });
 
   it('covers every marked region and document', () => {
-    expect(REGIONS.map((r) => `${r.file}#${r.name}`)).toEqual(['README.md#fields', 'README.md#plausibility', 'docs/analysts.md#derived', 'docs/analysts.md#units']);
+    expect(REGIONS.map((r) => `${r.file}#${r.name}`)).toEqual(['docs/fields.md#fields', 'docs/sending.md#plausibility', 'docs/analysts.md#derived', 'docs/analysts.md#units']);
     expect(DOCUMENTS.map((d) => d.file)).toEqual(['docs/openapi.json', 'docs/push-record.schema.json']);
   });
 });
 
-describe('the README field tables', () => {
+describe('the field tables', () => {
   it('name every field of the row dictionary (time included), so a new schema entry appears', () => {
-    const text = region('README.md', 'fields');
+    const text = region('docs/fields.md', 'fields');
     for (const name of FIELD_DICTIONARY) expect(text, name).toContain(`\`${name}\``);
   });
 
   it('hold one row per field of each type, with its wire id', () => {
-    const text = region('README.md', 'fields');
+    const text = region('docs/fields.md', 'fields');
     for (const t of TYPES) {
       expect(text).toContain(`**\`${t.name}\`**`);
       for (const f of t.spec.fields) expect(text, `${t.name}.${f.name}`).toMatch(new RegExp(`^\\| \`${f.name}\` \\|.*\\| ${f.id} \\| [^|]+ \\|$`, 'm'));
@@ -43,7 +45,7 @@ describe('the README field tables', () => {
 
 describe('the Data quality table', () => {
   it('has a row for each range rule and type, with its bounds', () => {
-    const text = region('README.md', 'plausibility');
+    const text = region('docs/sending.md', 'plausibility');
     for (const r of RANGE_RULES) {
       const row = text.split('\n').find((l) => l.startsWith(`| \`${r.rule}\` |`) && l.includes(`(${r.type})`));
       expect(row, `${r.rule} (${r.type})`).toBeDefined();
@@ -78,5 +80,40 @@ describe('the renderers', () => {
     const text = 'before\n<!-- generated: x (npm run docs) -->\nold\n<!-- /generated: x -->\nafter\n';
     expect(replaceRegion(text, 'x', 'new')).toBe('before\n<!-- generated: x (npm run docs) -->\n\nnew\n\n<!-- /generated: x -->\nafter\n');
     expect(() => replaceRegion('no markers', 'x', 'new')).toThrow(/no region/);
+  });
+});
+
+describe('the documents a newcomer reads', () => {
+  const pages = ['README.md', ...readdirSync(join(REPO_ROOT, 'docs'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+  const folderReadmes = (dir: string): string[] =>
+    readdirSync(join(REPO_ROOT, dir), { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? folderReadmes(`${dir}/${e.name}`) : e.name === 'README.md' ? [`${dir}/README.md`] : []));
+  const anchorsOf = (text: string) => new Set([...text.matchAll(/^#+ (.+)$/gm)].map(([, h]) => h!.toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, '').replace(/ /g, '-')));
+
+  it.each([...pages, ...folderReadmes('src')])('%s links only to files and headings that exist', (page) => {
+    const text = read(page).replace(/```[\s\S]*?```/g, '');
+    for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+      if (/^[a-z]+:/.test(target!)) continue;
+      const [path, anchor] = target!.split('#');
+      const file = path === '' ? page : join(dirname(page), path!);
+      expect(existsSync(join(REPO_ROOT, file)), `${page} links to ${target}`).toBe(true);
+      if (anchor !== undefined && file.endsWith('.md')) expect([...anchorsOf(read(file))], `${page} links to ${target}`).toContain(anchor);
+    }
+  });
+
+  it('the README stays short: what it is, the quick start, pushing, who reads what where, the map, the tests', () => {
+    expect(read('README.md').split('\n').length).toBeLessThanOrEqual(250);
+  });
+
+  it('every folder the README maps has a README', () => {
+    const map = read('README.md').split('## Where things live')[1]!.split('\n## ')[0]!;
+    const folders = [...map.matchAll(/`((?:src|test)\/[a-z/]+\/)`/g)].map(([, f]) => f!);
+    expect(folders.length).toBeGreaterThan(15);
+    for (const f of folders) expect(existsSync(join(REPO_ROOT, f, 'README.md')), `${f}README.md`).toBe(true);
+  });
+
+  it('docs/operating.md names every setting and every metric', () => {
+    const text = read('docs/operating.md');
+    for (const key of CONFIG_KEYS) expect(text, key).toContain(key);
+    for (const m of new Metrics({ version: 'test', mode: 'all' }).registry.getMetricsAsArray()) if (m.name.startsWith(PREFIX)) expect(text, m.name).toContain(m.name);
   });
 });

@@ -1,4 +1,4 @@
-/** Exit codes scripts can rely on (listed in README and in `telematics --help`). */
+/** Exit codes scripts can rely on (listed in docs/telematics-service.md and in `telematics --help`). */
 import type { CliIO } from './io.js';
 
 export const EXIT = {

@@ -1,6 +1,6 @@
 /**
  * `npm run docs`: rewrites what is derived from the record's schema (src/telemetry/vehicleData.ts): the
- * README's field and plausibility tables, docs/analysts.md's units table, docs/openapi.json and
+ * docs/fields.md's field tables, docs/sending.md's plausibility table, docs/analysts.md's units table, docs/openapi.json and
  * docs/push-record.schema.json. `--check` writes nothing and exits 1 naming each file that would change
  * (test/docs.test.ts fails the same way).
  */

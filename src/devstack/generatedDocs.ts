@@ -29,8 +29,8 @@ export interface Document {
 }
 
 export const REGIONS: readonly Region[] = [
-  { file: 'README.md', name: 'fields', render: () => fieldTables() },
-  { file: 'README.md', name: 'plausibility', render: () => plausibilityTable() },
+  { file: 'docs/fields.md', name: 'fields', render: () => fieldTables() },
+  { file: 'docs/sending.md', name: 'plausibility', render: () => plausibilityTable() },
   { file: 'docs/analysts.md', name: 'derived', render: () => derivedTables() },
   {
     file: 'docs/analysts.md',

@@ -156,7 +156,7 @@ function dataOf(t: RecordTypeInfo) {
     type: 'object',
     description: `A ${t.name} record: ${t.spec.description}. ${
       dynamicNeeded > 0 ? `At least ${dynamicNeeded === 1 ? 'one parameter' : `${dynamicNeeded} parameters`} besides time. ` : ''
-    }The spec names ${t.spec.fields.length} (see the README); others are kept when numeric.`,
+    }The spec names ${t.spec.fields.length} (docs/fields.md); others are kept when numeric.`,
     ...(stamped ? {} : { required: [...required, TIME.name] }),
     properties: { ...Object.fromEntries(t.required.map((f) => [f.name, requiredValue(f)])), [TIME.name]: time },
     ...dynamic,

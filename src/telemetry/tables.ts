@@ -2,7 +2,7 @@ import { RECORD_TYPES, TIME, type FieldSpec, type RangeSpec, type RecordTypeSpec
 import { DERIVED_MEASUREMENTS, type DerivedMeasurement } from './derivedMeasurements.js';
 
 /**
- * The record's schema (vehicleData.ts) as Markdown: the README's field tables and docs/analysts.md's
+ * The record's schema (vehicleData.ts) as Markdown: docs/fields.md's field tables and docs/analysts.md's
  * units table. Pure functions of the schema, so `npm run docs` can rewrite the documents and a test can
  * tell when they drift. Rendering only: what a field means stays in the schema.
  */
@@ -143,7 +143,7 @@ function familiesLine(t: RecordTypeSpec): string | undefined {
   return `Names numbered beyond those listed are bounded too: ${each.join(', ')}.`;
 }
 
-/** The README's field tables: one a record type, every field it names. */
+/** docs/fields.md's field tables: one a record type, every field it names. */
 export function fieldTables(types: readonly RecordTypeSpec[] = RECORD_TYPES): string {
   const head = ['Field', 'Type', 'Unit', 'Required', 'Bound', 'Wire id', 'What'];
   return types

@@ -3,12 +3,12 @@
  * everything from its vehicle_data.proto). The spec's sections 2.4–2.6, plus what it leaves "not
  * shown" and this service decided (units, bounds). Derived from it (src/telemetry/fields.ts and the
  * modules it names): the general validator, the scanner's tables, the plausibility defaults, the row
- * dictionary of job payloads, the JSON Schema and OpenAPI documents, the README's and
+ * dictionary of job payloads, the JSON Schema and OpenAPI documents, docs/fields.md's and
  * docs/analysts.md's field tables (`npm run docs`), and the emulator's field set.
  *
  * To add a parameter: one entry in its type's `fields`, with the next free wire id, then `npm run docs`.
  * To add a record type: one entry in RECORD_TYPES, naming a flatten rule (src/ingest/flatten/).
- * Wire ids are frozen: a job written by one release is read by the next (docs: README, Upgrading), so
+ * Wire ids are frozen: a job written by one release is read by the next (docs/upgrading.md), so
  * an id is never reused, reordered or removed; a name keeps its id in every type that has it.
  */
 

@@ -2,7 +2,7 @@
  * `npm run bench [-- --smoke] [-- --workers N] [-- --ab <git ref>]`: the pipeline measured against the limits of the
  * machine it runs on, in one run, as ratios. Starts its own redis-server and influxd (src/devstack),
  * the service as separate receiver and worker processes, a bare Hono endpoint, and a load
- * generator in a process of its own; prints one table. See docs/benchmarks.md.
+ * generator in a process of its own; prints one table. See docs/benchmarks/history.md.
  *
  * This file sets the bench up and tears it down; the phases are in phases.ts, options in options.ts,
  * reading points back in points.ts, the table in report.ts.

@@ -1,7 +1,7 @@
 /**
  * wrk as the load client of a timed realtime run (`npm run bench -- --client wrk`): a client written
  * in C, as a sender's own HTTP client is on a machine of its own, costs the server's machine far less
- * CPU than the bench's Node client, and the bare endpoint's rate depends on that (docs/benchmarks.md,
+ * CPU than the bench's Node client, and the bare endpoint's rate depends on that (docs/benchmarks/history.md,
  * round 7). Run by the load generator (load.ts), which writes the bodies and keeps the record indices.
  */
 import { execFile } from 'node:child_process';

@@ -11,7 +11,7 @@ import { RING as STREAM_RING } from './streams.js';
  * and charging session, and pending records (store.ts reads a vehicle's legacy keys when it has no state
  * of this release, and its next commit writes the new layout).
  *
- * Kept for the upgrade from the release before per-type streams (docs: README, Upgrading); version 1
+ * Kept for the upgrade from the release before per-type streams (docs/upgrading.md); version 1
  * goes with the next release that drops version 2.
  */
 

@@ -3,9 +3,9 @@ import { code, collapseNames, formatBound, formatNames, markdownTable } from '..
 import { RANGE_RULES, TIME_FUTURE, TIME_PAST, ZERO_POSITION, type RangeRule } from './rules.js';
 
 /**
- * The README's "Data quality" table: the time and position rules (judge.ts's own code, so written
+ * docs/sending.md's "Data quality" table: the time and position rules (judge.ts's own code, so written
  * here), then one row per range rule and record type, from RANGE_RULES. `npm run docs` writes it; a
- * test fails when the README's copy drifts.
+ * test fails when docs/sending.md's copy drifts.
  */
 
 const HEAD = ['Rule', 'Refuses', 'Default', 'Why'] as const;

@@ -12,7 +12,7 @@ import { recordsOfRows, type PointRows } from '../flatten/points.js';
  *
  * v2: the records column by column, `{v: 2, n, c}` or, deflated and base64-encoded, `{v: 2, n, z}`.
  * Redis holds every queued record until a worker writes it, so its size is what a backlog costs:
- * a CAN record with all 69 fields takes about 1/15 of v1 this way (see docs/benchmarks.md).
+ * a CAN record with all 69 fields takes about 1/15 of v1 this way (see docs/benchmarks/history.md).
  * `c` (and the inflated `z`, as JSON) is the array
  *
  *   [vehiclenos, types, names, vehicle, counts, fieldIdx, times, columns, specials]
@@ -239,7 +239,7 @@ export function decodeColumnar(c: Columnar, n?: number): TelemetryRecord[] {
 
   // Fields objects without a prototype are plain hash tables to V8. Ordinary objects get a hidden
   // class per subset of CAN parameters, and real traffic has thousands of subsets: built key by key
-  // they decoded a third slower, as clones of per-shape templates ten times slower (docs/benchmarks.md).
+  // they decoded a third slower, as clones of per-shape templates ten times slower (docs/benchmarks/history.md).
   const at = new Array<number>(cols.length).fill(0);
   const out = new Array<TelemetryRecord>(count);
   let next = 0;

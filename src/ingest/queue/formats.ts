@@ -20,7 +20,7 @@ import { payloadFormat } from './codec.js';
  *   receivers write the newest format all live workers read (`FormatWatch`), as Kafka clients and
  *   brokers agree on API versions. With no announcement (no worker up yet, or only workers of the
  *   release before this one, which do not announce) receivers write their own newest format: see
- *   "Upgrading" in the README.
+ *   docs/upgrading.md.
  */
 
 /** What a worker reads: payload versions, and the dictionary size its names go up to. */

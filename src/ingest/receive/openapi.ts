@@ -88,7 +88,7 @@ export const OPENAPI = {
           },
           refusedFields: {
             type: 'array',
-            description: 'present when fields of accepted records were not stored because their values cannot be true (the README\'s Data quality); the first 100 records\' fields',
+            description: 'present when fields of accepted records were not stored because their values cannot be true (docs/sending.md, Data quality); the first 100 records\' fields',
             items: {
               type: 'object',
               required: ['index', 'field', 'value', 'rule', 'error'],

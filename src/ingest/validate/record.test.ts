@@ -165,8 +165,8 @@ describe('the rule a refused record broke', () => {
     expect(rule({ vehicleno: 'V', type: 'can', data: { soc: 'x' } })).toBe('data');
   });
 
-  it("is one of the metric's label values the README documents, and every one of them", () => {
-    const row = readFileSync('README.md', 'utf8')
+  it("is one of the metric's label values docs/operating.md documents, and every one of them", () => {
+    const row = readFileSync('docs/operating.md', 'utf8')
       .split('\n')
       .find((l) => l.startsWith('| `telematics_records_rejected_total{reason}`'));
     const documented = [...(row?.split('|')[3] ?? '').matchAll(/`([a-z_]+)`/g)].map((m) => m[1]);

@@ -138,7 +138,7 @@ const envelope = z.object({
 /**
  * The rule a refused record broke, by what was wrong rather than the value (which is unbounded): the
  * `reason` label of telematics_records_rejected_total, which dashboards and alerts select on, so a
- * value once shipped keeps its meaning. A new rule adds its class here (and to the README's metrics
+ * value once shipped keeps its meaning. A new rule adds its class here (and to docs/operating.md's metrics
  * table). `other`: the record could not be validated at all.
  */
 export const VALIDATION_RULES = ['not_a_record', 'nesting', 'vehicleno', 'type', 'data', 'time', 'other'] as const;
@@ -294,7 +294,7 @@ export function validateWithZod(input: unknown, receivedAt: number): ValidationR
   // Without a prototype V8 keeps the object as a plain hash table instead of giving it a hidden
   // class. CAN records carry varying subsets of some 70 parameters; built as ordinary objects, each
   // subset minted new hidden classes, and validation took a third to two thirds longer once
-  // thousands of subsets had been seen (docs/benchmarks.md).
+  // thousands of subsets had been seen (docs/benchmarks/history.md).
   const fields = Object.create(null) as Record<string, number>;
   const issues: string[] = [];
   let time: number;
