@@ -1,6 +1,6 @@
 /** What `npm pack` ships: the built service, its commands and the typed library, nothing of the tests or the dev stack. */
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { expect, it } from 'vitest';
 
 it('packs only what users need, and its entry point exports the client, the feed and the sender’s schemas', async () => {
@@ -11,6 +11,8 @@ it('packs only what users need, and its entry point exports the client, the feed
   for (const bin of Object.values(pkg.bin)) expect(files).toContain(bin);
   expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'docs/openapi.json', 'docs/push-record.schema.json', 'README.md', 'package.json']));
   expect(files.filter((f) => /(^|\/)(test|devstack)\/|\.test\.|\.map$|^src\//.test(f))).toEqual([]);
+  // The Lua scripts, which the build copies beside the modules that load them.
+  expect(files).toEqual(expect.arrayContaining(readdirSync('src/redis/scripts').map((f) => `dist/redis/scripts/${f}`)));
 
   // Not a literal: dist/ exists only once built, and the type check runs before.
   const entry = new URL('../dist/index.js', import.meta.url).href;

@@ -82,7 +82,7 @@ export interface RecordTypeSpec {
   /** The fields that are its position: the zero-position rule and the fleet's last position read them. */
   readonly position?: { readonly lat: string; readonly lng: string };
   /**
-   * How a record becomes points (src/ingest/flatten/rules.ts): `plain`, one point of what was sent;
+   * How a record becomes points (src/ingest/flatten/flatten.ts): `plain`, one point of what was sent;
    * `battery`, unused temperature sensors left out and a pack-health point beside it.
    */
   readonly flatten: 'plain' | 'battery';

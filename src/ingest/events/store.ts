@@ -1,4 +1,5 @@
 import type { RedisClient } from '../../redis/connect.js';
+import { defineScript } from '../../redis/scripts.js';
 import type { Sighting } from '../../telemetry/record.js';
 import { flush, ingest, pendingSince, type AddedRecords, type Derived, type DeriveOptions, type EventInput, type VehicleState } from './derive.js';
 import { emptyRecord, STREAM_BY_ID, type StreamPlan } from './inputs.js';
@@ -44,77 +45,12 @@ export interface PartitionKeys {
 const STREAM_ORDER: readonly StreamPlan[] = [...STREAM_BY_ID.values()].sort((a, b) => a.streamId - b.streamId);
 
 /**
- * The commit, told everything in one argument (`CommitArgs`): ioredis spends about half a microsecond on
- * each argument of a command, and a bulk job's 500 vehicles made thousands of them. Lengths and counts
- * are 4-byte big-endian (struct's `I4c0`, `I4`), numbers 8-byte doubles (`d`; NaN: none), so no number is
- * printed by the worker (Redis prints a Lua number to a command exactly, as `%.17g`).
- *
- * KEYS: the states' hash, the outbox, the pending vehicles, then each vehicle's stream keys (ARGV[2] a
- * vehicle, in stream id order). ARGV[1]: every vehicle's plate and the version its state was read at,
- * which is all the check reads: one HMGET of the partition's hash, and a plate whose version moved on is
- * returned, nothing written. ARGV[3] (apart, so the worker never copies the two into one): each
- * vehicle's committed part, since when it holds pending
- * records idle, and for each stream: its watermark (pending records at or below it are removed), the
- * times of records to replace, and the records to add (time and bytes). Then the outbox entries.
- * In Redis a script's cost is mostly its calls and the bytes made into Lua strings (each hashed
- * whole): hence one call a key where it can, and no byte read twice. Lua's `unpack` takes a few
- * thousand values at most, so long lists go in chunks.
+ * The commit script (`src/redis/scripts/events-commit.lua`, whose header lays out its KEYS and ARGV),
+ * told everything in three arguments (`CommitArgs`): ioredis spends about half a microsecond on each
+ * argument of a command, and a bulk job's 500 vehicles made thousands of them. Numbers go as 8-byte
+ * doubles, so no number is printed by the worker (Redis prints a Lua number to a command exactly, as
+ * `%.17g`). The plates and versions apart from the rest, so the worker never copies the two into one.
  */
-const COMMIT_SCRIPT = `
-local h, s = ARGV[1], ARGV[3]
-local streams = tonumber(ARGV[2])
-local n, pos = struct.unpack('>I4', h, 1)
-local function chunked(cmd, key, list)
-  for i = 1, #list, 2000 do redis.call(cmd, key, unpack(list, i, math.min(i + 1999, #list))) end
-end
-local plates, versions = {}, {}
-for k = 1, n do plates[k], versions[k], pos = struct.unpack('>I4c0I4c0', h, pos) end
-pos = 1
-for i = 1, n, 2000 do
-  local cur = redis.call('HMGET', KEYS[1], unpack(plates, i, math.min(i + 1999, n)))
-  for j = 1, #cur do
-    local c = cur[j]
-    if (c and string.match(c, '^(%d+) ') or '') ~= versions[i + j - 1] then return plates[i + j - 1] end
-  end
-end
-local states, arrivals, idle = {}, {}, {}
-for k = 1, n do
-  local v, committed, since = plates[k]
-  committed, since, pos = struct.unpack('>I4c0d', s, pos)
-  states[2 * k - 1] = v
-  states[2 * k] = committed
-  if since ~= since then idle[#idle + 1] = v else arrivals[#arrivals + 1] = since; arrivals[#arrivals + 1] = v end
-  for j = 1, streams do
-    local records = KEYS[3 + (k - 1) * streams + j]
-    local wm, replaces, adds
-    wm, replaces, pos = struct.unpack('>dI4', s, pos)
-    if wm == wm then redis.call('ZREMRANGEBYSCORE', records, '-inf', wm) end
-    for r = 1, replaces do
-      local t
-      t, pos = struct.unpack('>d', s, pos)
-      redis.call('ZREMRANGEBYSCORE', records, t, t)
-    end
-    adds, pos = struct.unpack('>I4', s, pos)
-    if adds > 0 then
-      local za = {}
-      for a = 1, adds do za[2 * a - 1], za[2 * a], pos = struct.unpack('>dI4c0', s, pos) end
-      chunked('ZADD', records, za)
-    end
-  end
-end
-chunked('HSET', KEYS[1], states)
-chunked('ZADD', KEYS[3], arrivals)
-chunked('ZREM', KEYS[3], idle)
-local entries
-entries, pos = struct.unpack('>I4', s, pos)
-for j = 1, entries do
-  local e
-  e, pos = struct.unpack('>I4c0', s, pos)
-  redis.call('XADD', KEYS[2], '*', 'e', e)
-end
-return ''
-`;
-
 interface WithCommit {
   telematicsEventsCommitV3(numKeys: number, ...keysAndArgs: Array<string | Buffer>): Promise<string>;
 }
@@ -381,7 +317,7 @@ export class VehicleEvents {
     /** Told what each commit derived (metrics). */
     private readonly onCommit?: (derived: readonly Derived[]) => void,
   ) {
-    redis.defineCommand('telematicsEventsCommitV3', { lua: COMMIT_SCRIPT });
+    defineScript(redis, 'telematicsEventsCommitV3', 'events-commit');
   }
 
   /**

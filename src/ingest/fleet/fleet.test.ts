@@ -11,7 +11,8 @@ import type { Sighting } from '../../telemetry/record.js';
 import { InfluxSink } from '../write/influx.js';
 import type { PointSink } from '../write/sink.js';
 import { writeStatusChanges, type SilentAfter, type StatusEvent } from './changes.js';
-import { FleetState, fleetKeys } from './state.js';
+import { FleetState } from './state.js';
+import { fleetKeys } from '../queue/keys.js';
 
 const HOUR = 3_600_000;
 const T0 = Date.UTC(2026, 10, 25, 0, 0, 0);

@@ -1,6 +1,7 @@
 import type { Config } from '../../config/index.js';
 import type { RedisClient } from '../../redis/connect.js';
-import { keysOf } from '../queue/keys.js';
+import { defineScript } from '../../redis/scripts.js';
+import { keysOf, type FleetKeys } from '../queue/keys.js';
 import type { Sighting } from '../../telemetry/record.js';
 
 /**
@@ -21,104 +22,16 @@ import type { Sighting } from '../../telemetry/record.js';
  * it (changes.ts), so that a run done again tells the same return at the same time, whatever was
  * recorded in between.
  *
- * Per vehicle: one sorted-set member (plate → newest record time), one hash field (plate →
+ * Per vehicle (keys: `FleetKeys`, queue/keys.ts): one sorted-set member (plate → newest record time), one hash field (plate →
  * `time,lat,lng` of the newest position), and once it came back from a silence one hash field (plate →
  * that record's time): about 200 bytes of Redis for a 10-character plate, 260 with the return
  * (fleet.test.ts measures it with MEMORY USAGE). Memory grows with the fleet, not with time.
  */
-export interface FleetKeys {
-  /** Sorted set: vehicleno → newest record time (ms). */
-  seen: string;
-  /** Hash: vehicleno → `time,lat,lng` of the newest position. */
-  positions: string;
-  /** Hash: vehicleno → time (ms) of the record that ended its latest silence (see FleetState). */
-  resumed: string;
-  /** Set of the vehicles last written to InfluxDB as silent for `after` (a SILENT_AFTER label). */
-  silent(after: string): string;
-}
-
-/** A partition's keys: `<partition queue>:fleet:…`, which keeps the queue's hash tag. */
-export function fleetKeys(partitionQueue: string): FleetKeys {
-  const base = `${partitionQueue}:fleet`;
-  return { seen: `${base}:seen`, positions: `${base}:positions`, resumed: `${base}:resumed`, silent: (after) => `${base}:silent:${after}` };
-}
-
 /** The gap that makes a record a return when no SILENT_AFTER threshold is given: the default shortest one. */
 export const DEFAULT_RESUME_GAP_MS = 15 * 60_000;
 
-// ARGV: the gap; the number of vehicles; per vehicle its plate, its newest time, and the records of the
-// batch that may end a silence, as (time of the batch's record before it or '-', time) pairs in time
-// order; then (plate, time, lat,lng) per position.
-// A vehicle's candidate ends a silence when it is newer than the vehicle's last-seen and more than the
-// gap after both that and the batch's record before it; the newest that does is kept in `resumed`. A
-// vehicle seen for the first time has no silence to end. ZADD GT keeps the newest time whatever order
-// jobs are written in; a position is replaced only by a newer (or equally new) one.
-const RECORD_SCRIPT = `
-local gap = tonumber(ARGV[1])
-local n = tonumber(ARGV[2])
-local j = 3
-for _ = 1, n do
-  local v, newest, k = ARGV[j], ARGV[j + 1], tonumber(ARGV[j + 2])
-  j = j + 3
-  local seen = redis.call('ZSCORE', KEYS[1], v)
-  if seen then
-    seen = tonumber(seen)
-    local resumed
-    for c = j, j + 2 * k - 1, 2 do
-      local t = tonumber(ARGV[c + 1])
-      local before = tonumber(ARGV[c])
-      if before == nil or before < seen then before = seen end
-      if t - before > gap then resumed = ARGV[c + 1] end
-    end
-    if resumed then redis.call('HSET', KEYS[3], v, resumed) end
-  end
-  j = j + 2 * k
-  redis.call('ZADD', KEYS[1], 'GT', newest, v)
-end
-while j + 2 <= #ARGV do
-  local cur = redis.call('HGET', KEYS[2], ARGV[j])
-  if not cur or tonumber(string.match(cur, '^[^,]+')) <= tonumber(ARGV[j + 1]) then
-    redis.call('HSET', KEYS[2], ARGV[j], ARGV[j + 1] .. ',' .. ARGV[j + 2])
-  end
-  j = j + 3
-end
-return n
-`;
 
-// The status job remembers vehicles gone silent (KEYS[1], the threshold's set), ARGV (plate, last-seen)
-// pairs. A `resumed` time (KEYS[2]) not after the last-seen they went silent with ended an earlier
-// silence: it is dropped, so that only the return from this silence can be told. One that is after it
-// was recorded since the run read the vehicle silent: it is this silence's end, and is kept.
-const SILENT_SCRIPT = `
-for i = 1, #ARGV, 2 do
-  local r = redis.call('HGET', KEYS[2], ARGV[i])
-  if r and tonumber(r) <= tonumber(ARGV[i + 1]) then redis.call('HDEL', KEYS[2], ARGV[i]) end
-  redis.call('SADD', KEYS[1], ARGV[i])
-end
-return #ARGV / 2
-`;
 
-// The time each vehicle of ARGV came back at (false for one gone from KEYS[1], `seen`): its `resumed`
-// time (KEYS[2]), or, when no record ended its silence by more than the gap (records delivered late
-// rather than a vehicle silent), its last-seen, kept as its `resumed` time so that a run done again
-// tells the same.
-const BACK_SCRIPT = `
-local out = {}
-for i = 1, #ARGV do
-  local seen = redis.call('ZSCORE', KEYS[1], ARGV[i])
-  if seen then
-    local r = redis.call('HGET', KEYS[2], ARGV[i])
-    if not r then
-      redis.call('HSET', KEYS[2], ARGV[i], seen)
-      r = seen
-    end
-    out[i] = r
-  else
-    out[i] = false
-  end
-end
-return out
-`;
 
 /** The scripts as ioredis defines them on the connection (`defineCommand`). */
 type WithScripts = {
@@ -160,9 +73,9 @@ export class FleetState {
     opts: FleetStateOptions = {},
   ) {
     this.resumeGapMs = opts.resumeGapMs ?? DEFAULT_RESUME_GAP_MS;
-    redis.defineCommand('telematicsFleetRecord', { numberOfKeys: 3, lua: RECORD_SCRIPT });
-    redis.defineCommand('telematicsFleetSilent', { numberOfKeys: 2, lua: SILENT_SCRIPT });
-    redis.defineCommand('telematicsFleetBack', { numberOfKeys: 2, lua: BACK_SCRIPT });
+    defineScript(redis, 'telematicsFleetRecord', 'fleet-record-3');
+    defineScript(redis, 'telematicsFleetSilent', 'fleet-silent-2');
+    defineScript(redis, 'telematicsFleetBack', 'fleet-back-2');
   }
 
   /**
@@ -278,5 +191,5 @@ function withPosition(vehicleno: string, lastSeen: number, pos: string | null): 
 export function fleetStateFor(cfg: Config, redis: RedisClient): FleetState {
   // A return ends a silence of the shortest threshold; a configuration without one keeps the default.
   const shortest = Math.min(...cfg.SILENT_AFTER.map((t) => t.ms));
-  return new FleetState(redis, keysOf(cfg).partitions.map(fleetKeys), Number.isFinite(shortest) ? { resumeGapMs: shortest } : {});
+  return new FleetState(redis, keysOf(cfg).partitions.map((_, i) => keysOf(cfg).fleet(i)), Number.isFinite(shortest) ? { resumeGapMs: shortest } : {});
 }

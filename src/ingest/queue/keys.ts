@@ -1,7 +1,8 @@
 /**
  * Every Redis key the service uses, named in this one module (as BullMQ's queue-keys.ts names its
  * own): the push queues and BullMQ's structures under them, the quarantine stream, the fuel
- * sync's queue and watermarks, the workers' announcements of the job formats they read, and the
+ * sync's queue and watermarks, the workers' announcements of the job formats they read, senders'
+ * rate limits and idempotency keys, each vehicle's last seen and position (the fleet), and the
  * vehicle events' derivation state, outbox streams and webhook queue. All derive from QUEUE_NAME, so one Redis can hold several deployments.
  *
  * Redis Cluster runs a Lua script only when all its keys hash to one slot, and every BullMQ command
@@ -61,7 +62,6 @@ export interface RedisKeys {
   legacyVehicleState(partition: number): string;
   /** Stream of partition i's derived events, points and deliveries (the outbox), on its queue's slot. */
   eventsOutbox(partition: number): string;
-  /** BullMQ queue of event webhook deliveries (events/webhook.ts), a job per event. */
   /** Sorted set: vehicles of partition i with records still pending derivation, by the wall time they last sent (the window's sweep reads it). */
   vehiclesPending(partition: number): string;
   /**
@@ -72,7 +72,28 @@ export interface RedisKeys {
   vehicleRecords(partition: number, vehicleno: string, streamId: number): string;
   /** The sorted set of a vehicle's pending records before per-type streams (events/legacy.ts): read once, never written. */
   legacyVehicleRecords(partition: number, vehicleno: string): string;
+  /** BullMQ queue of event webhook deliveries (events/webhook.ts), a job per event. */
   eventsWebhookQueue: string;
+  /** Partition i's fleet state (fleet/state.ts), beside its queue. */
+  fleet(partition: number): FleetKeys;
+}
+
+/** A partition's fleet state: each vehicle's last seen and position (fleet/state.ts). */
+export interface FleetKeys {
+  /** Sorted set: vehicleno → newest record time (ms). */
+  seen: string;
+  /** Hash: vehicleno → `time,lat,lng` of the newest position. */
+  positions: string;
+  /** Hash: vehicleno → time (ms) of the record that ended its latest silence (fleet/state.ts). */
+  resumed: string;
+  /** Set of the vehicles last written to InfluxDB as silent for `after` (a SILENT_AFTER label). */
+  silent(after: string): string;
+}
+
+/** The fleet keys beside a partition's queue: `<partition queue>:fleet:…`, which keeps the queue's hash tag. */
+export function fleetKeys(partitionQueue: string): FleetKeys {
+  const base = `${partitionQueue}:fleet`;
+  return { seen: `${base}:seen`, positions: `${base}:positions`, resumed: `${base}:resumed`, silent: (after) => `${base}:silent:${after}` };
 }
 
 export function redisKeys(queueName: string, layout: KeyLayout = SINGLE_QUEUE): RedisKeys {
@@ -96,6 +117,7 @@ export function redisKeys(queueName: string, layout: KeyLayout = SINGLE_QUEUE): 
     vehicleRecords: (i, vehicleno, streamId) => `${partitionQueue(partitions, i)}:events:v3:records:${streamId}:${vehicleno}`,
     legacyVehicleRecords: (i, vehicleno) => `${partitionQueue(partitions, i)}:events:records:${vehicleno}`,
     eventsWebhookQueue: layout.cluster ? `{${queueName}-events-webhook}` : `${queueName}-events-webhook`,
+    fleet: (i) => fleetKeys(partitionQueue(partitions, i)),
   };
 }
 

@@ -25,7 +25,7 @@ export interface WorkerOptions {
   retry: RetryPolicy;
   flatten: FlattenOptions;
   sink: PointSink;
-  /** Told each job's records once the store holds them (the fleet's last-seen state). */
+  /** Told each job's records once the store holds them (the fleet's last-seen state and the vehicle events). */
   written?: (records: readonly Sighting[]) => Promise<void>;
   /** The fields whose values `written` is told (the vehicle events' inputs). */
   pick?: FieldPick;

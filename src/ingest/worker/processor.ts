@@ -24,7 +24,7 @@ export interface ProcessorOptions {
   retrySpanMs: number;
   /** Where points the store refuses go, with the store's error; resolves once stored. */
   quarantine: (entries: NewQuarantineEntry[]) => Promise<void>;
-  /** Told the job's records once the store holds them (the fleet's last-seen state); a throw retries the job. */
+  /** Told the job's records once the store holds them (the fleet's last-seen state and the vehicle events, worker/batches.ts); a throw retries the job. */
   written?: (records: readonly Sighting[]) => Promise<void>;
   /** The fields `written` is told the values of in each sighting (the vehicle events' inputs); none when unset. */
   pick?: FieldPick;
