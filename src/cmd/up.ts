@@ -5,7 +5,9 @@
  * Debian packages first when run as root, then receiver and worker in one process; pushes a
  * sample and prints it as queried back from InfluxDB. Ctrl-C stops everything.
  * `npm run up -- --feed [records/s]` also keeps the emulator's push feed running against it; with
- * `--sign` the demo sender signs every push (Standard Webhooks) and the service requires it.
+ * `--sign` the demo sender signs every push (Standard Webhooks) and the service requires it;
+ * `--influx-profile 3-core` (or `2`, `serverless`) has the private InfluxDB answer as that server does
+ * (src/devstack/v2front.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { loadConfig, redactedConfig, type Config } from '../config/index.js';
@@ -14,6 +16,7 @@ import { startService, type RunningService } from '../ingest/service/index.js';
 import { ensureDebianPackages, waitFor } from '../devstack/process.js';
 import { startRedis, type LocalRedis } from '../devstack/redis.js';
 import { influxQL, startInflux, type LocalInflux } from '../devstack/influxd.js';
+import { PROFILES, type InfluxProfile } from '../devstack/v2front.js';
 import { runFeed } from '../upstream/emulator/feed.js';
 import { sign } from '../telemetry/signature.js';
 
@@ -65,7 +68,10 @@ async function startPrivateServers(env: Env): Promise<PrivateServers> {
     say(`redis-server (private, AOF on) at ${redis.url}`);
   }
   if (!env.INFLUX_URL) {
-    const influx = await startInflux();
+    const at = process.argv.indexOf('--influx-profile');
+    const profile = at >= 0 ? process.argv[at + 1] : undefined;
+    if (profile !== undefined && !(profile in PROFILES)) throw new Error(`--influx-profile: one of ${Object.keys(PROFILES).join(', ')}`);
+    const influx = await startInflux(profile === undefined ? {} : { profile: profile as InfluxProfile });
     servers.influx = influx;
     env.INFLUX_URL = influx.url;
     env.INFLUX_TOKEN = influx.token;

@@ -146,6 +146,8 @@ const env = z.object({
   /** How long a partition gathers jobs whose points are written, after its previous state update began, to update their vehicles' state together. */
   WORKER_LINGER: duration.default(500),
   WRITE_BATCH_LINES: int(1, 5_000).default(5_000),
+  /** Bytes per InfluxDB request, uncompressed: under InfluxDB 3's 10 MiB (and Cloud's 50 MB) with room to spare. */
+  WRITE_MAX_BYTES: size.default(8 << 20),
   WRITE_CONCURRENCY: int(1, 64).default(2),
   WRITE_LINGER: duration.default(0),
   WORKER_LOCK_DURATION: duration.default(30_000),

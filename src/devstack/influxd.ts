@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, spawnServer, stopProcess, waitFor, which } from './process.js';
-import { startV2Front, type V2Front } from './v2front.js';
+import { startV2Front, type InfluxProfile, type V2Front } from './v2front.js';
 
 /**
  * A private InfluxDB 1.x (Debian's `influxdb`) with a /api/v2/write front, so the service talks
@@ -72,7 +72,7 @@ export async function influxQLStatements<T = Record<string, unknown>>(rawUrl: st
  * front run on those cores, the front in a process of its own (the benchmark's pinned topology);
  * such a front cannot be slowed or counted from here (`setWriteDelay`, `writesStarted`).
  */
-export async function startInflux(opts: { token?: string; pinCpus?: string } = {}): Promise<LocalInflux> {
+export async function startInflux(opts: { token?: string; pinCpus?: string; profile?: InfluxProfile } = {}): Promise<LocalInflux> {
   const bin = which('influxd');
   if (!bin) throw new Error('influxd not found: apt-get install -y influxdb');
   const dir = mkdtempSync(join(tmpdir(), 'telematics-influx-'));
@@ -105,7 +105,7 @@ export async function startInflux(opts: { token?: string; pinCpus?: string } = {
   let child = pinned(bin, ['run', '-config', conf]);
   await waitFor('influxd', ping, 30_000, child);
   const token = opts.token ?? 'devstack-influx-token';
-  const front: V2Front = opts.pinCpus ? await frontProcess(pinned, rawUrl, token) : await startV2Front({ upstream: rawUrl, token });
+  const front: V2Front = opts.pinCpus ? await frontProcess(pinned, rawUrl, token) : await startV2Front({ upstream: rawUrl, token, ...(opts.profile ? { profile: opts.profile } : {}) });
 
   const query = <T,>(db: string, q: string) => influxQL<T>(rawUrl, db, q);
 
@@ -143,5 +143,15 @@ async function frontProcess(spawnPinned: (cmd: string, args: string[]) => ChildP
   const remote = (what: string) => () => {
     throw new Error(`${what} is not available for a front in its own process`);
   };
-  return { url, setWriteDelay: remote('setWriteDelay'), writesStarted: remote('writesStarted'), wire: remote('wire'), close: () => stopProcess(child), pid: child.pid };
+  return {
+    url,
+    setWriteDelay: remote('setWriteDelay'),
+    writesStarted: remote('writesStarted'),
+    wire: remote('wire'),
+    writeTimes: remote('writeTimes'),
+    setLimits: remote('setLimits'),
+    answerNext: remote('answerNext'),
+    close: () => stopProcess(child),
+    pid: child.pid,
+  };
 }

@@ -3,6 +3,32 @@ import type { AddressInfo } from 'node:net';
 import { gunzipSync } from 'node:zlib';
 
 /**
+ * The servers the service writes to, as the front answers for them (`profile`). Each stores through
+ * the real influxd; what differs is the answer, read from the servers' sources and docs (influxdb 2.7
+ * `http/write_handler.go`, influxdb3 `influxdb3_server/src/http.rs`, docs-v2's Cloud Serverless
+ * limits and troubleshooting pages):
+ *
+ * | profile | a bad line among good | too large | limits |
+ * |---|---|---|---|
+ * | `1.8` | 400 `{code, message}` as 1.x words it (good lines written) | none | none |
+ * | `2` | 422 for a type conflict, 400 for a syntax error, `{code, message}` (good lines written) | none | none |
+ * | `3-core` (`/api/v2/write` of InfluxDB 3 Core) | 400 `{error}`, no line named | 413 over 10 MiB | 5 databases: the sixth is refused with 400 |
+ * | `serverless` (Cloud Serverless) | 400 naming each refused "line N" (up to 100), good lines written | 413 over 50 MB | `answerNext`: 429 / 503 with `Retry-After` |
+ *
+ * One difference the front cannot play: InfluxDB 3 writes nothing of a refused request, while influxd
+ * below has written its good lines; a writer that sends them again (as this service's halving does)
+ * ends the same on both.
+ */
+export type InfluxProfile = '1.8' | '2' | '3-core' | 'serverless';
+
+export const PROFILES: Record<InfluxProfile, { maxBytes: number; maxDatabases: number }> = {
+  '1.8': { maxBytes: Infinity, maxDatabases: Infinity },
+  '2': { maxBytes: Infinity, maxDatabases: Infinity },
+  '3-core': { maxBytes: 10 * 1_048_576, maxDatabases: 5 },
+  serverless: { maxBytes: 50_000_000, maxDatabases: Infinity },
+};
+
+/**
  * What InfluxDB 1.8's compatibility endpoint does, in front of a 1.6 server that lacks it:
  * `/api/v2/write?bucket=db[/rp]&precision=p` becomes `/write?db=db&rp=rp&precision=p`.
  * Errors are answered in 2.x's `{code, message}` shape so the client sees what 2.x would send.
@@ -17,6 +43,12 @@ export interface V2Front {
   writesStarted(measurements?: readonly string[]): number;
   /** Write requests with a gzip body, and body bytes as they came over the wire, so far. */
   wire(): { gzipped: number; bytes: number };
+  /** When (epoch ms) each write request arrived. */
+  writeTimes(): readonly number[];
+  /** The profile's limits, changed (a test's small body cap; a database limit raised, as an operator fixes it). */
+  setLimits(limits: Partial<(typeof PROFILES)[InfluxProfile]>): void;
+  /** The next `count` writes are answered `status` with `Retry-After: retryAfterS`, nothing written (a throttled Cloud). */
+  answerNext(status: 429 | 503, retryAfterS: number, count?: number): void;
   close(): Promise<void>;
   /** The front's own process, when it runs in one. */
   pid?: number | undefined;
@@ -29,13 +61,42 @@ function reply(res: ServerResponse, status: number, code: string, message: strin
   res.end(JSON.stringify({ code, message }));
 }
 
+/** InfluxDB 3's error shape: `{error}`. */
+function replyError(res: ServerResponse, status: number, error: string): void {
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
+  res.end(JSON.stringify({ error }));
+}
+
+/** influxd's `{error}`, or the text as it came. */
+function messageOf(text: string): string {
+  try {
+    return (JSON.parse(text) as { error?: string }).error ?? text;
+  } catch {
+    return text;
+  }
+}
+
+/** The lines a store refuses, found by halving (each part written again: points are idempotent), with its words. */
+async function refusedLines(lines: readonly string[], write: (part: readonly string[]) => Promise<string | undefined>, offset = 0): Promise<Array<[number, string]>> {
+  const error = await write(lines);
+  if (error === undefined) return [];
+  if (lines.length === 1) return [[offset, error]];
+  const half = Math.ceil(lines.length / 2);
+  return [...(await refusedLines(lines.slice(0, half), write, offset)), ...(await refusedLines(lines.slice(half), write, offset + half))];
+}
+
 async function readBody(req: IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const c of req) chunks.push(c as Buffer);
   return Buffer.concat(chunks);
 }
 
-export async function startV2Front(opts: { upstream: string; token?: string; port?: number }): Promise<V2Front> {
+export async function startV2Front(opts: { upstream: string; token?: string; port?: number; profile?: InfluxProfile }): Promise<V2Front> {
+  const profile = opts.profile ?? '1.8';
+  const limits = { ...PROFILES[profile] };
+  const databases = new Set<string>();
+  const times: number[] = [];
+  let throttle: { status: number; retryAfterS: number; count: number } | undefined;
   let writeDelay = 0;
   let writes = 0;
   const byMeasurement = new Map<string, number>();
@@ -73,6 +134,21 @@ export async function startV2Front(opts: { upstream: string; token?: string; por
       if (rp) q.set('rp', rp);
       const body = await readBody(req);
       writes++;
+      times.push(Date.now());
+      if (throttle !== undefined && throttle.count > 0) {
+        throttle.count--;
+        res.writeHead(throttle.status, { 'content-type': 'application/json; charset=utf-8', 'retry-after': String(throttle.retryAfterS) });
+        return res.end(JSON.stringify({ code: throttle.status === 429 ? 'too many requests' : 'unavailable', message: 'org exceeded its write rate; try again later' }));
+      }
+      const plainSize = (req.headers['content-encoding'] === 'gzip' ? gunzipSync(body) : body).length;
+      if (plainSize > limits.maxBytes) {
+        return profile === '3-core' ? replyError(res, 413, `request body of ${plainSize} bytes is larger than the limit of ${limits.maxBytes}`) : reply(res, 413, 'request too large', `the request body of ${plainSize} bytes exceeds the maximum of ${limits.maxBytes}`);
+      }
+      if (profile === '3-core' && !databases.has(db ?? bucket)) {
+        if (databases.size >= limits.maxDatabases) return replyError(res, 400, `update to schema would exceed number of databases limit of ${limits.maxDatabases}`);
+        // InfluxDB 3 makes a database at its first write.
+        await fetch(`${opts.upstream}/query`, { method: 'POST', body: new URLSearchParams({ q: `CREATE DATABASE "${(db ?? bucket).replace(/"/g, '\\"')}"` }) });
+      }
       // Only once a caller asked by measurement: a gzipped body is inflated for it, work a bench's front must not do.
       if (counting) {
         const plain = req.headers['content-encoding'] === 'gzip' ? gunzipSync(body) : body;
@@ -85,20 +161,30 @@ export async function startV2Front(opts: { upstream: string; token?: string; por
       const headers: Record<string, string> = { 'content-type': 'text/plain; charset=utf-8' };
       const enc = req.headers['content-encoding'];
       if (typeof enc === 'string') headers['content-encoding'] = enc;
-      const up = await fetch(`${opts.upstream}/write?${q}`, { method: 'POST', headers, body: new Uint8Array(body) }).catch(() => undefined);
+      const write = (b: Uint8Array<ArrayBuffer>, h: Record<string, string> = headers) => fetch(`${opts.upstream}/write?${q}`, { method: 'POST', headers: h, body: b }).catch(() => undefined);
+      const up = await write(new Uint8Array(body));
       if (!up) return reply(res, 502, 'unavailable', 'influxd is not reachable');
       if (up.status === 204) {
+        if (profile === '3-core') databases.add(db ?? bucket);
         res.writeHead(204);
         return res.end();
       }
-      const text = await up.text();
-      let message = text;
-      try {
-        message = (JSON.parse(text) as { error?: string }).error ?? text;
-      } catch {
-        // influxd answers JSON; anything else is passed on as it came
+      const message = messageOf(await up.text());
+      if (up.status !== 400) return reply(res, up.status, up.status === 404 ? 'not found' : up.status >= 500 ? 'internal error' : 'invalid', message);
+      if (profile === '2') return /type conflict/.test(message) ? reply(res, 422, 'unprocessable entity', `failure writing points to database: ${message}`) : reply(res, 400, 'invalid', message);
+      if (profile === '3-core') return replyError(res, 400, message.replace(/ dropped=\d+$/, ''));
+      if (profile === 'serverless') {
+        // Cloud names the refused lines (the rest it wrote): the front finds them as influxd sees them.
+        const plain = req.headers['content-encoding'] === 'gzip' ? gunzipSync(body) : body;
+        const lines = plain.toString('utf8').split('\n').filter((l) => l !== '');
+        const bad = await refusedLines(lines, async (part) => {
+          const r = await write(new Uint8Array(Buffer.from(`${part.join('\n')}\n`)), { 'content-type': 'text/plain; charset=utf-8' });
+          return r === undefined ? 'influxd is not reachable' : r.status === 204 ? undefined : messageOf(await r.text());
+        });
+        const named = bad.slice(0, 100).map(([i, e]) => `line ${i + 1}: ${e.replace(/ dropped=\d+$/, '')}`);
+        return reply(res, 400, 'invalid', `partial write has occurred, errors encountered on line(s): ${named.join('; ')}`);
       }
-      reply(res, up.status, up.status === 404 ? 'not found' : up.status >= 500 ? 'internal error' : 'invalid', message);
+      reply(res, 400, 'invalid', message);
     })().catch((err: unknown) => reply(res, 500, 'internal error', String(err)));
   });
   await new Promise<void>((resolve) => server.listen(opts.port ?? 0, '127.0.0.1', resolve));
@@ -114,6 +200,11 @@ export async function startV2Front(opts: { upstream: string; token?: string; por
       return measurements.reduce((n, m) => n + (byMeasurement.get(m) ?? 0), 0);
     },
     wire: () => ({ gzipped, bytes }),
+    writeTimes: () => times,
+    setLimits: (l) => Object.assign(limits, l),
+    answerNext: (status, retryAfterS, count = 1) => {
+      throttle = { status, retryAfterS, count };
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -1,5 +1,5 @@
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { freePort, stopProcess } from '../../src/devstack/process.js';
 import type { Command, LoadResult } from './load.js';
@@ -49,6 +49,8 @@ export function buildForBench(tree = ROOT): { ingest: string; bare: string } {
   const out = `${root}.devstack/bench-dist`;
   const tsc = `${ROOT}node_modules/typescript/bin/tsc`;
   execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', `${out}/src`], { cwd: root, stdio: 'inherit' });
+  // The Lua scripts beside the modules that load them, as `npm run build` copies them (a ref older than them has none).
+  if (existsSync(`${root}src/redis/scripts`)) cpSync(`${root}src/redis/scripts`, `${out}/src/redis/scripts`, { recursive: true });
   execFileSync(
     process.execPath,
     [tsc, 'test/bench/bare.ts', '--outDir', `${out}/bare`, '--module', 'nodenext', '--target', 'es2022', '--strict', '--skipLibCheck', '--types', 'node'],

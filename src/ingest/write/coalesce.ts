@@ -4,6 +4,12 @@ import { PartialWriteError, type PointSink, type RefusedLine } from './sink.js';
 export interface CoalesceOptions {
   /** Lines per request to the backend (WRITE_BATCH_LINES): merged writes fill it, larger ones are split. */
   maxLines: number;
+  /**
+   * Bytes per request (WRITE_MAX_BYTES, uncompressed): a request closes before a line would pass it
+   * (InfluxDB 3 refuses a body over 10 MiB, Cloud over 50 MB; 5,000 full CAN lines are about 9 MB). A
+   * single line larger than it still goes alone. Unset: lines alone decide.
+   */
+  maxBytes?: number;
   /** Requests to the backend at once; writes arriving while they are out are merged. */
   maxInFlight: number;
   /**
@@ -89,9 +95,15 @@ export class CoalescingSink implements PointSink {
       }
       const segments: Segment[] = [];
       let size = 0;
-      while (this.pending.length > 0 && size < this.opts.maxLines) {
+      let bytes = 0;
+      const maxBytes = this.opts.maxBytes ?? Infinity;
+      while (this.pending.length > 0 && size < this.opts.maxLines && bytes < maxBytes) {
         const waiter = this.pending[0]!;
-        const count = Math.min(waiter.lines.length - waiter.next, this.opts.maxLines - size);
+        let count = Math.min(waiter.lines.length - waiter.next, this.opts.maxLines - size);
+        // As many as fit in the bytes left (at least one line a request).
+        while (count > 0 && bytes + waiter.lines.byteLength(waiter.next, waiter.next + count) > maxBytes && (size > 0 || count > 1)) count = Math.floor(count / 2);
+        if (count === 0) break;
+        bytes += waiter.lines.byteLength(waiter.next, waiter.next + count);
         segments.push({ waiter, from: waiter.next, count, at: size });
         waiter.next += count;
         waiter.outstanding++;

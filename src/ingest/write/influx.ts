@@ -1,6 +1,6 @@
 import { HttpError, InfluxDB } from '@influxdata/influxdb-client';
 import type { Lines } from './lines.js';
-import type { PointSink } from './sink.js';
+import type { PointSink, RefusedLine, WriteAnswer } from './sink.js';
 import { WriteError } from './sink.js';
 import type { Metrics } from '../../metrics/index.js';
 
@@ -30,6 +30,8 @@ export class InfluxSink implements PointSink {
 
   private readonly metrics: Metrics | undefined;
   private readonly gzipThreshold: number | undefined;
+  /** Until when (epoch ms) the store asked not to be written to (Retry-After). */
+  private resumeAt = 0;
 
   constructor(opts: InfluxSinkOptions) {
     this.metrics = opts.metrics;
@@ -41,13 +43,17 @@ export class InfluxSink implements PointSink {
   }
 
   async write(lines: Lines): Promise<void> {
+    // A store that asked for a pause (Retry-After) gets no request before it ends, from any caller.
+    const pause = this.resumeAt - Date.now();
+    if (pause > 0) await new Promise((r) => setTimeout(r, pause));
     const started = performance.now();
     try {
       await this.post(lines.bytes);
       this.metrics?.writeRequests.inc({ outcome: 'ok', status_class: '2xx' });
     } catch (err) {
       const e = toWriteError(err);
-      this.metrics?.writeRequests.inc({ outcome: e.retryable ? 'error' : 'refused', status_class: e.status === undefined ? 'none' : `${Math.floor(e.status / 100)}xx` });
+      if (e.answer.retryAfterMs !== undefined) this.resumeAt = Math.max(this.resumeAt, Date.now() + e.answer.retryAfterMs);
+      this.metrics?.writeRequests.inc({ outcome: outcomeOf(e), status_class: e.status === undefined ? 'none' : `${Math.floor(e.status / 100)}xx` });
       throw e;
     } finally {
       this.metrics?.writeDuration.observe((performance.now() - started) / 1000);
@@ -84,14 +90,62 @@ export class InfluxSink implements PointSink {
   }
 }
 
-function toWriteError(err: unknown): WriteError {
+/** How a request's answer is counted (`telematics_write_requests_total{outcome}`). */
+function outcomeOf(e: WriteError): string {
+  if (e.answer.ofRequest) return 'request_refused';
+  if (e.answer.tooLarge) return 'too_large';
+  if (e.status === 429 || e.answer.retryAfterMs !== undefined) return 'throttled';
+  return e.retryable ? 'error' : 'refused';
+}
+
+/**
+ * Refusals of the request rather than of its lines, as the servers word them (influxdb 1.x/2.x
+ * `http/write_handler.go`, influxdb3's catalog limits, Cloud's namespaces): a database or bucket that
+ * is missing or over a limit, a table a server will not create. Every line of such a request would be
+ * refused alike, and is valid: the write is retried until the operator fixes the store, never
+ * quarantined.
+ */
+const REQUEST_REFUSAL = /(database|bucket|namespace|retention policy|db) (\S+ )?(not found|does not exist)|exceed(s|ed)? (the )?limit of \d+ (databases|tables)|(database|table) limit|too many (databases|tables)|would exceed .*(databases|tables)/i;
+
+export function toWriteError(err: unknown): WriteError {
   if (err instanceof HttpError) {
-    const message = errorMessage(err.body ?? '') ?? err.message;
+    const status = err.statusCode;
+    const body = err.body ?? '';
+    const message = errorMessage(body) ?? err.message;
+    const text = `InfluxDB answered ${status}: ${message}`;
+    const retryAfterS = err.retryAfter();
+    const answer: WriteAnswer = retryAfterS > 0 ? { retryAfterMs: retryAfterS * 1_000 } : {};
+    if (status === 413) return new WriteError(text, status, false, body, { tooLarge: true });
+    if ((status === 400 || status === 422) && REQUEST_REFUSAL.test(message)) return new WriteError(text, status, true, body, { ofRequest: true });
     // 4xx other than throttling and auth mean the data itself was refused; retrying won't help.
-    const retryable = err.statusCode >= 500 || [401, 403, 404, 408, 429].includes(err.statusCode);
-    return new WriteError(`InfluxDB answered ${err.statusCode}: ${message}`, err.statusCode, retryable, err.body);
+    const retryable = status >= 500 || [401, 403, 404, 408, 429].includes(status);
+    if (!retryable) Object.assign(answer, namedLines(body, message));
+    return new WriteError(text, status, retryable, body, answer);
   }
   return new WriteError(`InfluxDB write failed: ${err instanceof Error ? err.message : String(err)}`, undefined, true);
+}
+
+/**
+ * The lines a refusal names, 0-based: 3.x answers `{error, data: [{line_number, error_message}]}`
+ * (1-based; with `accept_partial`, the rest written), Cloud Serverless "line N: …" in its message
+ * (the rest written: "partial write"). Neither: nothing named (2.x, 1.x, 3.x's v2 endpoint).
+ */
+function namedLines(body: string, message: string): Pick<WriteAnswer, 'named' | 'partial'> {
+  const partial = /partial write/i.test(message);
+  try {
+    const j = JSON.parse(body) as { data?: unknown };
+    if (Array.isArray(j.data)) {
+      const named: RefusedLine[] = [];
+      for (const d of j.data as Array<{ line_number?: unknown; error_message?: unknown }>) {
+        if (typeof d.line_number === 'number') named.push({ line: d.line_number - 1, error: `InfluxDB refused the line: ${String(d.error_message ?? message)}` });
+      }
+      if (named.length > 0) return { named, partial };
+    }
+  } catch {
+    // not JSON: the message may still name lines
+  }
+  const named = [...message.matchAll(/\bline (\d+): (.*?)(?=[;,]?\s*\bline \d+: |$)/g)].map(([, n, e]) => ({ line: Number(n) - 1, error: `InfluxDB refused the line: ${e!.trim()}` }));
+  return named.length > 0 ? { named, partial } : {};
 }
 
 /** 2.x answers `{code, message}`, 3.x `{error, data}`, 1.x `{error}`. */

@@ -54,6 +54,11 @@ export class Lines {
     return new Lines(this.bytes.subarray(start, end), ends);
   }
 
+  /** Bytes of lines [from, to), newlines included. */
+  byteLength(from: number, to: number): number {
+    return (to === 0 ? 0 : this.endOf(to - 1)) - (from === 0 ? 0 : this.endOf(from - 1));
+  }
+
   /** Line i, as text (for errors and tests). */
   text(i: number): string {
     const start = i === 0 ? 0 : this.endOf(i - 1);
