@@ -119,6 +119,8 @@ const env = z.object({
   INFLUX_URL: url.default('http://127.0.0.1:8086'),
   INFLUX_TOKEN: z.string().default(''),
   INFLUX_ORG: z.string().default(''),
+  /** `v2`: /api/v2/write, which every InfluxDB serves; `v3`: InfluxDB 3's /api/v3/write_lp (partial writes, refused lines named). */
+  INFLUX_API: z.enum(['v2', 'v3']).default('v2'),
   INFLUX_BUCKET: z.string().min(1, 'must not be empty').default('telematics'),
   INFLUX_TIMEOUT: duration.default(10_000),
   INFLUX_CONTENT_ENCODING: z.enum(['identity', 'gzip']).default('identity'),

@@ -13,6 +13,7 @@ import { gunzipSync } from 'node:zlib';
  * | `1.8` | 400 `{code, message}` as 1.x words it (good lines written) | none | none |
  * | `2` | 422 for a type conflict, 400 for a syntax error, `{code, message}` (good lines written) | none | none |
  * | `3-core` (`/api/v2/write` of InfluxDB 3 Core) | 400 `{error}`, no line named | 413 over 10 MiB | 5 databases: the sixth is refused with 400 |
+ * | `3-core`, `/api/v3/write_lp` | 400 `{error, data: [{line_number, error_message}]}`, good lines written | 413 over 10 MiB | the same |
  * | `serverless` (Cloud Serverless) | 400 naming each refused "line N" (up to 100), good lines written | 413 over 50 MB | `answerNext`: 429 / 503 with `Retry-After` |
  *
  * One difference the front cannot play: InfluxDB 3 writes nothing of a refused request, while influxd
@@ -55,6 +56,8 @@ export interface V2Front {
 }
 
 const PRECISION: Record<string, string> = { ns: 'ns', us: 'u', ms: 'ms', s: 's' };
+/** `/api/v3/write_lp`'s precisions (InfluxDB 3 Core's names; `auto` guesses from the digits, as nanoseconds here). */
+const V3_PRECISION: Record<string, string> = { auto: 'ns', nanosecond: 'ns', microsecond: 'u', millisecond: 'ms', second: 's' };
 
 function reply(res: ServerResponse, status: number, code: string, message: string): void {
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
@@ -113,7 +116,9 @@ export async function startV2Front(opts: { upstream: string; token?: string; por
         return res.end(u.pathname === '/ping' ? undefined : JSON.stringify({ status: 'pass' }));
       }
       const isQuery = u.pathname === '/query' && (req.method === 'GET' || req.method === 'POST');
-      if (!isQuery && (u.pathname !== '/api/v2/write' || req.method !== 'POST')) return reply(res, 404, 'not found', 'path not found');
+      // InfluxDB 3's own write endpoint, where the profile is a 3.x server.
+      const v3 = u.pathname === '/api/v3/write_lp' && profile === '3-core';
+      if (!isQuery && ((u.pathname !== '/api/v2/write' && !v3) || req.method !== 'POST')) return reply(res, 404, 'not found', 'path not found');
       if (opts.token && req.headers.authorization !== `Token ${opts.token}`) {
         return reply(res, 401, 'unauthorized', 'unauthorized access');
       }
@@ -125,10 +130,10 @@ export async function startV2Front(opts: { upstream: string; token?: string; por
         res.writeHead(up.status, { 'content-type': up.headers.get('content-type') ?? 'application/json' });
         return res.end(Buffer.from(await up.arrayBuffer()));
       }
-      const bucket = u.searchParams.get('bucket');
-      if (!bucket) return reply(res, 400, 'invalid', 'bucket is required');
-      const precision = PRECISION[u.searchParams.get('precision') ?? 'ns'];
-      if (!precision) return reply(res, 400, 'invalid', 'invalid precision');
+      const bucket = u.searchParams.get(v3 ? 'db' : 'bucket');
+      if (!bucket) return v3 ? replyError(res, 400, 'db is required') : reply(res, 400, 'invalid', 'bucket is required');
+      const precision = v3 ? V3_PRECISION[u.searchParams.get('precision') ?? 'auto'] : PRECISION[u.searchParams.get('precision') ?? 'ns'];
+      if (!precision) return v3 ? replyError(res, 400, 'invalid precision') : reply(res, 400, 'invalid', 'invalid precision');
       const [db, rp] = bucket.split('/', 2);
       const q = new URLSearchParams({ db: db ?? bucket, precision });
       if (rp) q.set('rp', rp);
@@ -172,16 +177,21 @@ export async function startV2Front(opts: { upstream: string; token?: string; por
       const message = messageOf(await up.text());
       if (up.status !== 400) return reply(res, up.status, up.status === 404 ? 'not found' : up.status >= 500 ? 'internal error' : 'invalid', message);
       if (profile === '2') return /type conflict/.test(message) ? reply(res, 422, 'unprocessable entity', `failure writing points to database: ${message}`) : reply(res, 400, 'invalid', message);
-      if (profile === '3-core') return replyError(res, 400, message.replace(/ dropped=\d+$/, ''));
-      if (profile === 'serverless') {
-        // Cloud names the refused lines (the rest it wrote): the front finds them as influxd sees them.
+      if (profile === '3-core' && !v3) return replyError(res, 400, message.replace(/ dropped=\d+$/, ''));
+      if (profile === 'serverless' || v3) {
+        // Cloud and 3.x's write_lp name the refused lines (the rest written): the front finds them as influxd sees them.
         const plain = req.headers['content-encoding'] === 'gzip' ? gunzipSync(body) : body;
         const lines = plain.toString('utf8').split('\n').filter((l) => l !== '');
         const bad = await refusedLines(lines, async (part) => {
           const r = await write(new Uint8Array(Buffer.from(`${part.join('\n')}\n`)), { 'content-type': 'text/plain; charset=utf-8' });
           return r === undefined ? 'influxd is not reachable' : r.status === 204 ? undefined : messageOf(await r.text());
         });
-        const named = bad.slice(0, 100).map(([i, e]) => `line ${i + 1}: ${e.replace(/ dropped=\d+$/, '')}`);
+        const words = (e: string) => e.replace(/ dropped=\d+$/, '').replace(/^partial write: /, '');
+        if (v3) {
+          res.writeHead(400, { 'content-type': 'application/json; charset=utf-8' });
+          return res.end(JSON.stringify({ error: 'partial write of line protocol occurred', data: bad.map(([i, e]) => ({ original_line: lines[i], line_number: i + 1, error_message: words(e) })) }));
+        }
+        const named = bad.slice(0, 100).map(([i, e]) => `line ${i + 1}: ${words(e)}`);
         return reply(res, 400, 'invalid', `partial write has occurred, errors encountered on line(s): ${named.join('; ')}`);
       }
       reply(res, 400, 'invalid', message);

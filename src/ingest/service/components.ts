@@ -137,7 +137,7 @@ export function flattenOptions(cfg: Config): FlattenOptions {
  * of WRITE_BATCH_LINES, a refused request isolated to its refused lines, which reach the job that wrote them.
  */
 export function pointSink(cfg: Config, metrics?: Metrics): PointSink {
-  const influx = new InfluxSink({ url: cfg.INFLUX_URL, token: cfg.INFLUX_TOKEN, org: cfg.INFLUX_ORG, bucket: cfg.INFLUX_BUCKET, timeoutMs: cfg.INFLUX_TIMEOUT, gzip: cfg.INFLUX_CONTENT_ENCODING === 'gzip', metrics });
+  const influx = new InfluxSink({ url: cfg.INFLUX_URL, token: cfg.INFLUX_TOKEN, org: cfg.INFLUX_ORG, bucket: cfg.INFLUX_BUCKET, timeoutMs: cfg.INFLUX_TIMEOUT, gzip: cfg.INFLUX_CONTENT_ENCODING === 'gzip', metrics, api: cfg.INFLUX_API });
   return new CoalescingSink(new IsolatingSink(influx), { maxLines: cfg.WRITE_BATCH_LINES, maxBytes: cfg.WRITE_MAX_BYTES, maxInFlight: cfg.WRITE_CONCURRENCY, lingerMs: cfg.WRITE_LINGER });
 }
 

@@ -14,13 +14,18 @@ export interface InfluxSinkOptions {
   gzip?: boolean;
   /** Where requests are counted and timed. */
   metrics?: Metrics | undefined;
+  /**
+   * INFLUX_API: `v2` writes `/api/v2/write` (2.x, 3.x, Cloud, 1.8+); `v3` InfluxDB 3's own
+   * `/api/v3/write_lp`, which writes the good lines of a request and names the refused ones.
+   */
+  api?: 'v2' | 'v3';
 }
 
 /** Smaller bodies gain nothing from gzip (Telegraf and the client library use the same bound). */
 const GZIP_ABOVE_BYTES = 1_000;
 
 /**
- * Writes through `/api/v2/write` (InfluxDB 2.x, 3.x, Cloud, and 1.8+), one request per call,
+ * Writes through `/api/v2/write` (InfluxDB 2.x, 3.x, Cloud, and 1.8+) or InfluxDB 3's `/api/v3/write_lp`, one request per call,
  * awaited (CoalescingSink sizes the requests). The client's WriteApi is not used: its background retry buffer acknowledges
  * before InfluxDB has the data and drops lines on overflow or close; BullMQ owns retries here.
  */
@@ -37,9 +42,15 @@ export class InfluxSink implements PointSink {
     this.metrics = opts.metrics;
     this.gzipThreshold = opts.gzip ? GZIP_ABOVE_BYTES : undefined;
     this.influx = new InfluxDB({ url: opts.url, token: opts.token || undefined, timeout: opts.timeoutMs });
-    const q = new URLSearchParams({ bucket: opts.bucket, precision: 'ms' });
-    if (opts.org) q.set('org', opts.org);
-    this.path = `/api/v2/write?${q}`;
+    if (opts.api === 'v3') {
+      // `millisecond`: the name every 3.x release takes (later ones also take `ms`). `no_sync` is never
+      // set: a 204 must mean the write is in the WAL, as the job's completion says it is stored.
+      this.path = `/api/v3/write_lp?${new URLSearchParams({ db: opts.bucket, precision: 'millisecond', accept_partial: 'true' })}`;
+    } else {
+      const q = new URLSearchParams({ bucket: opts.bucket, precision: 'ms' });
+      if (opts.org) q.set('org', opts.org);
+      this.path = `/api/v2/write?${q}`;
+    }
   }
 
   async write(lines: Lines): Promise<void> {

@@ -18,12 +18,12 @@ const fronts: V2Front[] = [];
 afterAll(async () => Promise.all(fronts.map((f) => f.close())));
 
 let dbs = 0;
-async function setUp(profile: InfluxProfile, opts: { maxBytes?: number } = {}) {
+async function setUp(profile: InfluxProfile, opts: { maxBytes?: number; api?: 'v2' | 'v3' } = {}) {
   const front = await startV2Front({ upstream: raw, token: TOKEN, profile });
   fronts.push(front);
   const db = `servers_${profile.replace(/\W/g, '_')}_${dbs++}`;
   await influxQL(raw, db, `CREATE DATABASE "${db}"`);
-  const sinkFor = (bucket: string) => new CoalescingSink(new IsolatingSink(new InfluxSink({ url: front.url, token: TOKEN, org: '', bucket, timeoutMs: 10_000 })), { maxLines: 5_000, maxInFlight: 2, ...(opts.maxBytes ? { maxBytes: opts.maxBytes } : {}) });
+  const sinkFor = (bucket: string) => new CoalescingSink(new IsolatingSink(new InfluxSink({ url: front.url, token: TOKEN, org: '', bucket, timeoutMs: 10_000, ...(opts.api ? { api: opts.api } : {}) })), { maxLines: 5_000, maxInFlight: 2, ...(opts.maxBytes ? { maxBytes: opts.maxBytes } : {}) });
   const count = async (measurement = 'can', where = '') => ((await influxQL<{ count: number }>(raw, db, `SELECT count(soc) FROM ${measurement} ${where}`))[0]?.count ?? 0);
   return { front, db, sink: sinkFor(db), sinkFor, count };
 }
@@ -44,6 +44,19 @@ describe.each(['1.8', '2', '3-core', 'serverless'] as const)('InfluxDB %s', (pro
     expect(await count()).toBe(100 + 298);
     // Cloud named the lines and wrote the rest: one request, nothing sent again.
     if (profile === 'serverless') expect(front.writeTimes().length - before).toBe(1);
+  });
+});
+
+describe('InfluxDB 3 Core through /api/v3/write_lp (INFLUX_API=v3)', () => {
+  it('writes the good lines of a request with a bad one, names the bad ones, and nothing is sent again', async () => {
+    const { sink, count, front } = await setUp('3-core', { api: 'v3' });
+    await sink.write(Lines.of(Array.from({ length: 100 }, (_, i) => good(i))));
+    const before = front.writeTimes().length;
+    const err = await sink.write(Lines.of(Array.from({ length: 300 }, (_, i) => (i === 17 || i === 250 ? conflicting(1_000 + i) : good(1_000 + i))))).catch((e: unknown) => e);
+    expect((err as PartialWriteError).refused.map((r) => r.line)).toEqual([17, 250]);
+    expect((err as PartialWriteError).refused[0]!.error).toMatch(/field type conflict/);
+    expect(front.writeTimes().length - before).toBe(1);
+    expect(await count()).toBe(100 + 298);
   });
 });
 
