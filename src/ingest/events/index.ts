@@ -8,10 +8,10 @@ import type { FieldPick, Sighting } from '../../telemetry/record.js';
 import type { RedisKeys } from '../queue/keys.js';
 import type { PointSink } from '../write/sink.js';
 import { DEFAULT_DERIVE_OPTIONS, DERIVE_PICK, type Derived, type DeriveOptions, type DerivedEvent } from './derive.js';
-import { outboundOf, pointOf, startDispatch, type OutboxEntry } from './outbox.js';
+import { webhookPayloadOf, pointOf, startDispatch, type OutboxEntry } from './outbox.js';
 import { Lines } from '../write/lines.js';
 import { VehicleEvents } from './store.js';
-import { sampleWebhookBacklog, startWebhookDelivery, WebhookOutbox, webhookRetryPolicy, type RunningDelivery } from './webhook.js';
+import { sampleWebhookBacklog, startWebhookDelivery, WebhookQueue, webhookRetryPolicy, type RunningDelivery } from './webhook.js';
 
 /**
  * The vehicle events of a worker process (EVENTS=on): derivation after each job's points are written
@@ -79,16 +79,16 @@ export function startEvents(
   const store = new VehicleEvents(redis, partitions, opts, (d) => counted(metrics, d));
   const ready = () => redis.status === 'ready';
 
-  let outbox: WebhookOutbox | undefined;
+  let outbox: WebhookQueue | undefined;
   let delivery: RunningDelivery | undefined;
   let backlog: Sampler | undefined;
   if (cfg.EVENTS_WEBHOOK_URL && cfg.EVENTS_WEBHOOK_SECRET) {
     const common = { queue: keys.eventsWebhookQueue, retry: webhookRetryPolicy(cfg), metrics, log, skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK };
-    outbox = new WebhookOutbox(redis, { ...common, maxBacklog: cfg.EVENTS_WEBHOOK_MAX_BACKLOG });
+    outbox = new WebhookQueue(redis, { ...common, maxBacklog: cfg.EVENTS_WEBHOOK_MAX_BACKLOG });
     delivery = startWebhookDelivery(redis, { ...common, url: cfg.EVENTS_WEBHOOK_URL, secret: cfg.EVENTS_WEBHOOK_SECRET, timeoutMs: cfg.EVENTS_WEBHOOK_TIMEOUT });
     if (metrics) backlog = sampleWebhookBacklog(metrics, outbox, cfg.METRICS_SAMPLE_INTERVAL, ready);
   }
-  const webhook = outbox ? (out: Parameters<WebhookOutbox['add']>[0]) => outbox!.add(out) : undefined;
+  const webhook = outbox ? (out: Parameters<WebhookQueue['add']>[0]) => outbox!.add(out) : undefined;
   const dispatch = startDispatch({
     redis,
     outboxes: served.map((i) => partitions[i]!.outbox),
@@ -125,7 +125,7 @@ export function startEvents(
       if (events.length === 0) return;
       const entries: OutboxEntry[] = events.map((e) => ({ kind: 'event', ...e }));
       await sink.write(Lines.of(entries.map(pointOf)));
-      await webhook?.(entries.map(outboundOf));
+      await webhook?.(entries.map(webhookPayloadOf));
       counted(metrics, [{ events: [...events], trips: [], sessions: [], late: 0, duplicates: 0, forced: 0 }]);
     },
     async close() {

@@ -6,6 +6,7 @@ import { Lines } from '../write/lines.js';
 import { PartialWriteError, type PointSink } from '../write/sink.js';
 import type { Metrics } from '../../metrics/index.js';
 import { eventId, sessionId, tripId, type ChargingSession, type DerivedEvent, type Trip } from './derive.js';
+import type { WebhookPayload } from './webhook.js';
 
 /**
  * The outbox of derived events, trips and charging sessions (a stream per partition, written by
@@ -20,13 +21,6 @@ export const MEASUREMENTS = { event: VEHICLE_EVENTS.name, trip: TRIPS.name, char
 
 export type OutboxEntry = ({ kind: 'event' } & DerivedEvent) | ({ kind: 'trip' } & Trip) | ({ kind: 'charging' } & ChargingSession);
 
-/** What the webhook is handed: the Standard Webhooks payload, its id the entry's stable id. */
-export interface Outbound {
-  id: string;
-  type: string;
-  timestamp: string;
-  data: Record<string, unknown>;
-}
 
 const GROUP = 'dispatch';
 const COUNT = 500;
@@ -40,7 +34,7 @@ export function pointOf(e: OutboxEntry): string {
 }
 
 /** The entry as the webhook posts it. */
-export function outboundOf(e: OutboxEntry): Outbound {
+export function webhookPayloadOf(e: OutboxEntry): WebhookPayload {
   if (e.kind === 'event') {
     return { id: eventId(e), type: `vehicle.${e.event}`, timestamp: new Date(e.time).toISOString(), data: { vehicleno: e.vehicleno, event: e.event, time: e.time, value: e.value, ...e.fields } };
   }
@@ -62,7 +56,7 @@ export interface DispatchOptions {
   outboxes: readonly string[];
   sink: PointSink;
   /** Hands entries to the webhook; undefined without EVENTS_WEBHOOK_URL. */
-  webhook?: (out: Outbound[]) => Promise<unknown>;
+  webhook?: (out: WebhookPayload[]) => Promise<unknown>;
   consumer: string;
   log: Logger;
   metrics?: Metrics | undefined;
@@ -96,7 +90,7 @@ export function startDispatch(opts: DispatchOptions): { stop(): Promise<void>; o
       log.error({ refused: err.refused.length, first: err.refused[0]?.error }, 'vehicle events: InfluxDB refused derived points; they are posted to the webhook but not stored');
       opts.metrics?.pointsRefused.inc(err.refused.length);
     }
-    await opts.webhook?.(parsed.map(outboundOf));
+    await opts.webhook?.(parsed.map(webhookPayloadOf));
     const ids = entries.map(([id]) => id);
     await redis.multi().xack(key, GROUP, ...ids).xdel(key, ...ids).exec();
     return entries.length;

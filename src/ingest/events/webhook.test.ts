@@ -10,7 +10,7 @@ import { ConfigError, loadConfig, redactedConfig } from '../../config/index.js';
 import { createLogger } from '../../log/index.js';
 import { Metrics } from '../../metrics/index.js';
 import type { RetryPolicy } from '../queue/retry.js';
-import { jobIdOf, sampleWebhookBacklog, startWebhookDelivery, webhookIdOf, WebhookOutbox, webhookRetryPolicy, type OutboundEvent, type RunningDelivery } from './webhook.js';
+import { jobIdOf, sampleWebhookBacklog, startWebhookDelivery, webhookIdOf, WebhookQueue, webhookRetryPolicy, type WebhookPayload, type RunningDelivery } from './webhook.js';
 
 /**
  * The event webhook on the run's private Redis, posting to a real HTTP receiver on 127.0.0.1 that
@@ -105,7 +105,7 @@ function setup(opts: { maxBacklog?: number; retry?: RetryPolicy; url?: string; t
   const queue = `webhook_${randomBytes(4).toString('hex')}`;
   const metrics = new Metrics({ version: 'test', mode: 'all' });
   const retry = opts.retry ?? FAST;
-  const outbox = new WebhookOutbox(redis, { queue, retry, maxBacklog: opts.maxBacklog ?? 1_000, metrics, log });
+  const outbox = new WebhookQueue(redis, { queue, retry, maxBacklog: opts.maxBacklog ?? 1_000, metrics, log });
   let worker: RunningDelivery | undefined;
   cleanups.push(async () => {
     await worker?.close();
@@ -120,7 +120,7 @@ function setup(opts: { maxBacklog?: number; retry?: RetryPolicy; url?: string; t
 }
 
 let seq = 0;
-function event(id = `evt_${(seq++).toString(36)}_${randomBytes(3).toString('hex')}`, type = 'vehicle.ignition_on'): OutboundEvent {
+function event(id = `evt_${(seq++).toString(36)}_${randomBytes(3).toString('hex')}`, type = 'vehicle.ignition_on'): WebhookPayload {
   return { id, type, timestamp: new Date(1_763_700_000_000 + seq * 1_000).toISOString(), data: { vehicleno: 'KA01AB1234', value: 1, seq } };
 }
 

@@ -19,7 +19,7 @@ import { failedForGood, guarded, type RunningWorker } from '../worker/guard.js';
  */
 
 /** An event as delivered: the Standard Webhooks payload `{type, timestamp, data}`; `id` is its `webhook-id`. */
-export interface OutboundEvent {
+export interface WebhookPayload {
   /** Stable for the event however often it is handed over (webhookIdOf: as is when printable ASCII). */
   id: string;
   type: string;
@@ -75,7 +75,7 @@ export function jobIdOf(eventId: string): string {
 }
 
 /** What every event from the derivation has; a bad one is a bug upstream, refused before it is queued. */
-function checkEvent(e: OutboundEvent): void {
+function checkEvent(e: WebhookPayload): void {
   if (typeof e.id !== 'string' || e.id.length === 0) throw new TypeError(`event id ${JSON.stringify(e.id)}: expected a non-empty string`);
   if (typeof e.type !== 'string' || e.type.length === 0) throw new TypeError(`event ${e.id}: type must be a non-empty string`);
   if (typeof e.timestamp !== 'string' || Number.isNaN(Date.parse(e.timestamp))) throw new TypeError(`event ${e.id}: timestamp must be an ISO 8601 time`);
@@ -83,11 +83,11 @@ function checkEvent(e: OutboundEvent): void {
 }
 
 /** The body posted for an event: exactly the Standard Webhooks payload, the same bytes on every attempt. */
-export function webhookBody(e: OutboundEvent): string {
+export function webhookBody(e: WebhookPayload): string {
   return JSON.stringify({ type: e.type, timestamp: e.timestamp, data: e.data });
 }
 
-export interface WebhookOutboxOptions {
+export interface WebhookQueueOptions {
   /** The deliveries' queue: RedisKeys.eventsWebhookQueue. */
   queue: string;
   retry: RetryPolicy;
@@ -109,15 +109,15 @@ export interface WebhookOutboxOptions {
  * receiver down for days must not fill Redis, which holds the push queues too. Their points are in
  * InfluxDB either way.
  */
-export class WebhookOutbox {
-  readonly queue: Queue<OutboundEvent>;
+export class WebhookQueue {
+  readonly queue: Queue<WebhookPayload>;
   private readonly dropThrottle = new LogThrottle();
 
   constructor(
     redis: RedisClient,
-    private readonly opts: WebhookOutboxOptions,
+    private readonly opts: WebhookQueueOptions,
   ) {
-    this.queue = new Queue<OutboundEvent>(opts.queue, {
+    this.queue = new Queue<WebhookPayload>(opts.queue, {
       connection: redis,
       skipVersionCheck: opts.skipVersionCheck ?? false,
       defaultJobOptions: {
@@ -143,7 +143,7 @@ export class WebhookOutbox {
    * Queues a delivery per event, in order, as far as the backlog bound leaves room; returns how many
    * were dropped. The bound is read, then written: concurrent adders may pass it by their batches.
    */
-  async add(events: readonly OutboundEvent[]): Promise<number> {
+  async add(events: readonly WebhookPayload[]): Promise<number> {
     if (events.length === 0) return 0;
     for (const e of events) checkEvent(e);
     const room = Math.max(0, this.opts.maxBacklog - (await this.backlog()));
@@ -197,7 +197,7 @@ function problemOf(err: unknown, timeoutMs: number): string {
 
 /** One attempt at a delivery: resolves on a 2xx, throws anything else, for good once the retry span is over. */
 function deliver(opts: WebhookDeliveryOptions) {
-  return async (job: Job<OutboundEvent>): Promise<{ status: number }> => {
+  return async (job: Job<WebhookPayload>): Promise<{ status: number }> => {
     const e = job.data;
     const id = webhookIdOf(e.id);
     const body = webhookBody(e);
@@ -239,7 +239,7 @@ function deliver(opts: WebhookDeliveryOptions) {
  * exponential backoff until the retry span is over, then the job stays in the failed set.
  */
 export function startWebhookDelivery(redis: RedisClient, opts: WebhookDeliveryOptions): RunningDelivery {
-  const worker = new Worker<OutboundEvent, { status: number }>(opts.queue, deliver(opts), {
+  const worker = new Worker<WebhookPayload, { status: number }>(opts.queue, deliver(opts), {
     connection: redis,
     skipVersionCheck: opts.skipVersionCheck ?? false,
     concurrency: opts.concurrency ?? 8,
@@ -264,7 +264,7 @@ export function startWebhookDelivery(redis: RedisClient, opts: WebhookDeliveryOp
 }
 
 /** `telematics_events_webhook_backlog`, sampled like the queue gauges (every METRICS_SAMPLE_INTERVAL). */
-export function sampleWebhookBacklog(metrics: Metrics, outbox: Pick<WebhookOutbox, 'backlog'>, intervalMs: number, ready: () => boolean): Sampler {
+export function sampleWebhookBacklog(metrics: Metrics, outbox: Pick<WebhookQueue, 'backlog'>, intervalMs: number, ready: () => boolean): Sampler {
   return sampleEvery(
     intervalMs,
     async () => {

@@ -33,7 +33,7 @@ export interface ProducerOptions {
   maxRecordsPerJob: number;
   /** How records given as records (a dead letter's replay) are flattened into rows: the receiver's rules. */
   flatten: FlattenOptions;
-  /** Whether jobs are deflated now (a backlog builds: `Admission.backlogged`); always when unset. */
+  /** Whether jobs are deflated now (a backlog builds: `LoadShedding.backlogged`); always when unset. */
   deflate?: () => boolean;
   /**
    * The format jobs are written in now: what every live worker reads (formats.ts, `FormatWatch`);

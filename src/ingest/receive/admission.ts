@@ -1,7 +1,7 @@
 import { PushRefused } from './answer.js';
 import type { PushCheck } from './delivery.js';
 
-/** The load-shedding gate; the real one is queue/Admission. */
+/** The load-shedding gate; the real one is queue/shedding.ts's LoadShedding. */
 export interface AdmissionGate {
   state(): { open: true } | { open: false; status: 429 | 503; reason: string; retryAfterSeconds: number };
 }

@@ -8,7 +8,7 @@ import { Quarantine } from '../queue/quarantine.js';
 import type { Logger } from '../../log/index.js';
 import { LogThrottle } from '../../log/throttle.js';
 import type { Metrics } from '../../metrics/index.js';
-import type { AdmissionOptions } from '../queue/admission.js';
+import type { LoadSheddingOptions } from '../queue/shedding.js';
 import { keysOf } from '../queue/keys.js';
 import { PartitionedProducer, Producer, type ProducerOptions } from '../queue/producer.js';
 import type { RetryPolicy } from '../queue/retry.js';
@@ -73,7 +73,7 @@ export function formatWatchFor(cfg: Config, redis: RedisClient, log?: Logger, me
   return watch;
 }
 
-export function admissionOptions(cfg: Config): AdmissionOptions {
+export function admissionOptions(cfg: Config): LoadSheddingOptions {
   return { maxQueuedJobs: cfg.QUEUE_MAX_JOBS, redisMemoryLimit: cfg.REDIS_MEMORY_LIMIT, retryAfterSeconds: retryAfterSeconds(cfg) };
 }
 

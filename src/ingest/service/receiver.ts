@@ -3,7 +3,7 @@ import type { RedisClient } from '../../redis/connect.js';
 import type { Config } from '../../config/index.js';
 import type { Logger } from '../../log/index.js';
 import type { Metrics } from '../../metrics/index.js';
-import { Admission } from '../queue/admission.js';
+import { LoadShedding } from '../queue/shedding.js';
 import type { Backlog } from '../queue/backlog.js';
 import { THIS_RELEASE, type Reads } from '../queue/formats.js';
 import { pushRoutes } from '../receive/app.js';
@@ -19,7 +19,7 @@ export interface RunningReceiver {
  * `own`: the job formats this release writes (tests stand for an older release with less).
  */
 export function startReceiver(cfg: Config, redis: RedisClient, log: Logger, metrics: Metrics, backlog: Backlog, own: Reads = THIS_RELEASE): RunningReceiver {
-  const admission = new Admission(backlog, redis, admissionOptions(cfg));
+  const admission = new LoadShedding(backlog, redis, admissionOptions(cfg));
   // Jobs are written in a format every live worker reads, as the workers announce it.
   const formats = formatWatchFor(cfg, redis, log, metrics, own);
   const format = () => formats.current;

@@ -10,7 +10,7 @@ import { queuedJobs, type Backlog } from './backlog.js';
  * the depth is summed over them; on a cluster memory is read on every master, and one master at its
  * bound sheds every push, since any push may touch any partition.
  */
-export interface AdmissionOptions {
+export interface LoadSheddingOptions {
   maxQueuedJobs: number;
   /** Bytes, per master; 0 means 90% of each master's own maxmemory, or no bound when that is unset too. */
   redisMemoryLimit: number;
@@ -37,7 +37,7 @@ const REOPEN_AT = 0.8;
  */
 export const DEFLATE_FROM_WAITING = 64;
 
-export class Admission {
+export class LoadShedding {
   private current: AdmissionState = { open: true };
   /** Jobs queued at the last sample; unknown (a backlog assumed) until the first. */
   private depth = Infinity;
@@ -46,7 +46,7 @@ export class Admission {
   constructor(
     private readonly backlog: Backlog,
     private readonly redis: RedisClient,
-    private readonly opts: AdmissionOptions,
+    private readonly opts: LoadSheddingOptions,
   ) {}
 
   state(): AdmissionState {
