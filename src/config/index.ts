@@ -185,6 +185,8 @@ const env = z.object({
 
   TIME_MAX_AHEAD: duration.default(15 * 60_000),
   TIME_MAX_AGE: duration.default(90 * 86_400_000),
+  /** Field names beyond its schema a measurement may gain (columns: Cloud Serverless takes 200 a table); 0: no bound. */
+  EXTRA_FIELDS_MAX: int(0, 10_000).default(120),
   PLAUSIBLE_RANGES: list.pipe(z.array(rangeOverride)).default([]),
   SILENT_AFTER: list
     .pipe(z.array(silentAfter).min(1, 'name at least one threshold, such as 1h'))

@@ -9,6 +9,8 @@ import { DEADLETTER } from '../../src/ingest/deadletter/commands.js';
 import { FLEET } from '../../src/ingest/fleet/commands.js';
 import { startTestService, type TestService } from '../harness/service.js';
 import { captureIO } from '../harness/io.js';
+import { Redis } from 'ioredis';
+import { keysOf } from '../../src/ingest/queue/keys.js';
 
 const MIN = 60_000;
 const DAY = 86_400_000;
@@ -158,5 +160,38 @@ describe('a device with a bad clock among true records', () => {
     expect(fleet.data.known).toBeGreaterThanOrEqual(2);
     expect(fleet.data.thresholds.map((t) => t.after)).toEqual(['15m', '1h', '24h']);
     expect(await metric('telematics_fleet_vehicles', '')).toBeGreaterThanOrEqual(0);
+  });
+});
+
+describe('field names beyond the schema (EXTRA_FIELDS_MAX=2) and a field named as a tag', () => {
+  let bounded: TestService;
+  beforeAll(async () => {
+    bounded = await startTestService({ EXTRA_FIELDS_MAX: '2' });
+  });
+  afterAll(async () => bounded?.close());
+
+  it('keeps the first two new names of a measurement, refuses the rest as fields and tells the sender; the names are kept in Redis', async () => {
+    const v = 'NAMES-1';
+    const res = await bounded.post('/push/bulk', { bulkData: [can(v, { time: NOW - 3_000, soc: 50, x_a: 1, x_b: 2, x_c: 3, vehicleno: 9 }), can(v, { time: NOW - 2_000, soc: 51, x_a: 4, x_d: 5 })] });
+    const body = await json(res);
+    expect(res.status).toBe(202);
+    expect(body.data.refusedFields).toEqual([
+      { index: 0, field: 'x_c', value: 3, rule: 'extra_fields', error: expect.stringContaining('can already has EXTRA_FIELDS_MAX (2) field names beyond the schema') },
+      { index: 0, field: 'vehicleno', value: 9, rule: 'tag_name', error: expect.stringContaining('vehicleno is a tag of every point') },
+      { index: 1, field: 'x_d', value: 5, rule: 'extra_fields', error: expect.stringContaining('EXTRA_FIELDS_MAX (2)') },
+    ]);
+    expect(await bounded.waitForRows(`SELECT soc, x_a, x_b FROM can WHERE vehicleno = '${v}'`, 2)).toEqual([
+      { time: NOW - 3_000, soc: 50, x_a: 1, x_b: 2 },
+      { time: NOW - 2_000, soc: 51, x_a: 4, x_b: null },
+    ]);
+    const columns = await bounded.query('SHOW FIELD KEYS FROM can');
+    expect(columns.map((c) => c.fieldKey)).toEqual(expect.arrayContaining(['soc', 'x_a', 'x_b']));
+    expect(columns.map((c) => c.fieldKey)).not.toContain('x_c');
+    const redis = new Redis(bounded.cfg.REDIS_URL);
+    try {
+      await expect.poll(async () => (await redis.smembers(keysOf(bounded.cfg).extraFieldNames('can'))).sort(), { timeout: 5_000 }).toEqual(['x_a', 'x_b']);
+    } finally {
+      redis.disconnect();
+    }
   });
 });

@@ -3,6 +3,7 @@ import type { TelemetryRecord } from '../../telemetry/record.js';
 import { Plausibility, span } from './judge.js';
 import type { RangeOverride } from '../../config/index.js';
 import { RANGE_RULES, rangeRules, ruleFor } from './rules.js';
+import { ExtraFieldNames } from './fieldNames.js';
 
 const NOW = Date.UTC(2026, 10, 25, 12, 0, 0);
 const MIN = 60_000;
@@ -153,4 +154,32 @@ describe('PLAUSIBLE_RANGES overrides', () => {
 
 it('says spans as people do', () => {
   expect([span(90_000), span(6 * MIN), span(3.5 * 3_600_000), span(12 * DAY), span(19.6 * 365.25 * DAY)]).toEqual(['90 s', '6 min', '3.5 h', '12 d', '19.6 years']);
+});
+
+describe('names outside the schema (EXTRA_FIELDS_MAX) and names of tags', () => {
+  const bounded = (max: number) => {
+    const { rules, zeroPosition } = rangeRules([]);
+    return new Plausibility({ maxAheadMs: 15 * MIN, maxAgeMs: 90 * DAY, rules, zeroPosition, extraFields: new ExtraFieldNames(max) });
+  };
+
+  it('admits names beyond the schema up to the bound, a measurement at a time, then refuses new ones as fields', () => {
+    const p = bounded(2);
+    const first = can({ soc: 50, motor_temp: 61.5, fan_rpm: 900, pump_rpm: 12 });
+    const r = p.judge(first, NOW);
+    expect(r.ok).toBe(true);
+    expect(r.refused).toEqual([{ field: 'pump_rpm', value: 12, rule: 'extra_fields', error: expect.stringMatching(/can already has EXTRA_FIELDS_MAX \(2\) field names beyond the schema/) }]);
+    expect(first.fields).toEqual({ soc: 50, motor_temp: 61.5, fan_rpm: 900 });
+    // The names admitted stay admitted; the schema's own names and its numbered series are never counted.
+    expect(p.judge(can({ motor_temp: 60, cell_voltage_23: 3.3, alert: 0 }), NOW).refused).toEqual([]);
+    // Another measurement has its own names.
+    expect(p.judge(gps({ hdop: 0.9, sats: 11 }), NOW).refused).toEqual([]);
+    expect(p.judge(gps({ pdop: 1.2 }), NOW).refused.map((f) => f.rule)).toEqual(['extra_fields']);
+  });
+
+  it('refuses a field named as a tag, whatever its value and with no bound', () => {
+    const p = bounded(0);
+    const r = p.judge(can({ soc: 50, vehicleno: 7 }), NOW);
+    expect(r.refused).toEqual([{ field: 'vehicleno', value: 7, rule: 'tag_name', error: expect.stringMatching(/vehicleno is a tag of every point/) }]);
+    expect(p.judge(can({ motor_temp: 1, a: 1, b: 2, c: 3 }), NOW).refused).toEqual([]);
+  });
 });

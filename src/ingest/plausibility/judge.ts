@@ -1,6 +1,7 @@
 import type { TelemetryRecord } from '../../telemetry/record.js';
 import { typeOf } from '../../telemetry/fields.js';
-import { ruleFor, TIME_FUTURE, TIME_PAST, ZERO_POSITION, type RangeRule, withinRule } from './rules.js';
+import { EXTRA_FIELDS, ruleFor, TAG_KEYS, TAG_NAME, TIME_FUTURE, TIME_PAST, ZERO_POSITION, type RangeRule, withinRule } from './rules.js';
+import type { ExtraFieldNames } from './fieldNames.js';
 
 /**
  * Whether a well-formed record can be true. A time that cannot be true refuses the record (it has no
@@ -16,6 +17,8 @@ export interface PlausibilityOptions {
   rules: readonly RangeRule[];
   /** Whether (0, 0) is refused as "no fix". */
   zeroPosition: boolean;
+  /** The names admitted beyond the schema (EXTRA_FIELDS_MAX); every name when unset. */
+  extraFields?: ExtraFieldNames;
 }
 
 /** A field not stored, and why: told to the sender, kept in the quarantine, counted by `rule`. */
@@ -81,16 +84,30 @@ export class Plausibility {
     return { ok: false, rule: rules[0]!, error: `no field left to store: ${refused.map((r) => `data.${r.field}: ${r.error}`).join('; ')}`, refused };
   }
 
-  /** The range rule of a field name (null: unchecked), looked up once per name. */
+  /**
+   * The range rule of a field name (null: unchecked), looked up once per name; a name the schema does
+   * not declare is refused when it is a tag's, or beyond EXTRA_FIELDS_MAX (looked up again each time:
+   * another receiver may have admitted it meanwhile).
+   */
   ruleOf(type: string, field: string): RangeRule | null {
     let names = this.byName.get(type);
     if (names === undefined) this.byName.set(type, (names = new Map()));
     let rule = names.get(field);
     if (rule === undefined) {
-      rule = ruleFor(this.opts.rules, type, field) ?? NO_RULE;
-      if (names.size < NAMES_KEPT) names.set(field, rule);
+      rule = ruleFor(this.opts.rules, type, field) ?? this.nameRule(type, field) ?? NO_RULE;
+      if (names.size < NAMES_KEPT && !rule?.recheck) names.set(field, rule);
     }
     return rule;
+  }
+
+  /** The refusal of a name outside the schema (a tag's, or one beyond the bound), or undefined. */
+  private nameRule(type: string, field: string): RangeRule | undefined {
+    const t = typeOf(type);
+    if (t.fields.has(field) || t.spec.families?.some((f) => f.pattern.test(field))) return undefined;
+    if (TAG_KEYS.includes(field)) return { rule: TAG_NAME, fields: [field], type, min: Infinity, max: -Infinity, unit: '', why: `${field} is a tag of every point; a field may not share its name` };
+    const extra = this.opts.extraFields;
+    if (extra === undefined || extra.admits(type, field)) return undefined;
+    return { rule: EXTRA_FIELDS, fields: [field], type, min: Infinity, max: -Infinity, unit: '', why: `${t.spec.measurement} already has EXTRA_FIELDS_MAX (${extra.max}) field names beyond the schema, and a store bounds its columns`, recheck: true };
   }
 
   /** Why a record's time cannot be true at `now`, or undefined. */
@@ -112,6 +129,8 @@ export class Plausibility {
 }
 
 function outside(value: number, rule: RangeRule): string {
+  // A name refused whatever its value (min above max: no value is within).
+  if (rule.min > rule.max) return `${rule.why} (${rule.rule}); not stored`;
   const unit = rule.unit === '' ? '' : ` ${rule.unit}`;
   const bound = rule.integer && rule.min === 0 && rule.max === 1 ? 'is not 0 or 1' : `is outside ${rule.min} to ${rule.max}${unit}`;
   return `${value} ${bound} (${rule.rule}: ${rule.why}); not stored`;

@@ -23,6 +23,8 @@ export interface RangeRule {
   integer?: boolean;
   unit: string;
   why: string;
+  /** A verdict that may change (a name refused while the bound is full here, admitted by another receiver): looked up again, never cached. */
+  recheck?: boolean;
 }
 
 /** The defaults, from the schema; PLAUSIBLE_RANGES overrides them by rule name (see `rangeRules`). */
@@ -46,6 +48,11 @@ export const RANGE_RULES: readonly RangeRule[] = TYPES.flatMap((t) => {
 export const ZERO_POSITION = 'zero_position';
 export const TIME_FUTURE = 'time_future';
 export const TIME_PAST = 'time_past';
+/** A field named as one of its measurement's tags, and a name beyond EXTRA_FIELDS_MAX (fieldNames.ts): refused whatever its value. */
+export const TAG_NAME = 'tag_name';
+export const EXTRA_FIELDS = 'extra_fields';
+/** The tag keys of a record's points (flatten writes `<measurement>,vehicleno=…`): no field may be named so. */
+export const TAG_KEYS: readonly string[] = ['vehicleno'];
 
 
 /**

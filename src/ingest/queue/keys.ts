@@ -47,6 +47,8 @@ export interface RedisKeys {
   idempotency(digest: string): string;
   /** A sender's rate-limit buckets (a hash with a TTL). */
   rateLimit(sender: string): string;
+  /** Set: the field names a measurement's points carry beyond the schema (plausibility/fieldNames.ts, EXTRA_FIELDS_MAX). */
+  extraFieldNames(measurement: string): string;
   /**
    * Hash: worker process id → the job formats it reads, until when (queue/formats.ts). One key for the
    * deployment, whatever its partitions: receivers read it whole (HGETALL), never by SCAN.
@@ -109,6 +111,7 @@ export function redisKeys(queueName: string, layout: KeyLayout = SINGLE_QUEUE): 
     fleetQueue: layout.cluster ? `{${queueName}-fleet}` : `${queueName}-fleet`,
     idempotency: (digest) => `${queueName}:idem:${digest}`,
     rateLimit: (sender) => `${queueName}:rate:${sender}`,
+    extraFieldNames: (measurement) => `${queueName}:fields:extra:${measurement}`,
     readers: `${queueName}:readers`,
     vehicleState: (i) => `${partitionQueue(partitions, i)}:events:v3:state`,
     legacyVehicleState: (i) => `${partitionQueue(partitions, i)}:events:state`,

@@ -269,7 +269,10 @@ function ruleOf(p: Plausibility, type: RecordTypeInfo, slot: number): RangeRule 
   }
   const byType = rules[type.index]!;
   let r = byType[slot];
-  if (r === undefined) r = byType[slot] = p.ruleOf(type.name, NAMES.names[slot]!);
+  if (r === undefined) {
+    r = p.ruleOf(type.name, NAMES.names[slot]!);
+    if (!r?.recheck) byType[slot] = r;
+  }
   return r;
 }
 

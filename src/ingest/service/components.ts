@@ -2,6 +2,7 @@
  * Each component's options, derived from the one configuration: the composition root and the
  * tools (the dead-letter CLI) build components from these, never from settings read by hand.
  */
+import { ExtraFieldNames } from '../plausibility/fieldNames.js';
 import type { RedisClient } from '../../redis/connect.js';
 import type { Config } from '../../config/index.js';
 import { Quarantine } from '../queue/quarantine.js';
@@ -144,7 +145,7 @@ export function pointSink(cfg: Config, metrics?: Metrics): PointSink {
 /** The plausibility rules with the operator's settings (TIME_MAX_AHEAD, TIME_MAX_AGE, PLAUSIBLE_RANGES). */
 export function plausibilityFor(cfg: Config): Plausibility {
   const { rules, zeroPosition } = rangeRules(cfg.PLAUSIBLE_RANGES);
-  return new Plausibility({ maxAheadMs: cfg.TIME_MAX_AHEAD, maxAgeMs: cfg.TIME_MAX_AGE, rules, zeroPosition });
+  return new Plausibility({ maxAheadMs: cfg.TIME_MAX_AHEAD, maxAgeMs: cfg.TIME_MAX_AGE, rules, zeroPosition, extraFields: new ExtraFieldNames(cfg.EXTRA_FIELDS_MAX) });
 }
 
 /** The vehicles' last-seen state, a set of keys beside each partition's queue. */

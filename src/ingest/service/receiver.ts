@@ -7,6 +7,8 @@ import { LoadShedding } from '../queue/shedding.js';
 import type { Backlog } from '../queue/backlog.js';
 import { THIS_RELEASE, type Reads } from '../queue/formats.js';
 import { pushRoutes } from '../receive/app.js';
+import { keysOf } from '../queue/keys.js';
+import { TYPES } from '../../telemetry/fields.js';
 import { admissionOptions, formatWatchFor, producerFor, quarantineFor, receiverOptions } from './components.js';
 
 export interface RunningReceiver {
@@ -31,10 +33,16 @@ export function startReceiver(cfg: Config, redis: RedisClient, log: Logger, metr
   });
   // At once when already connected: the first pushes should find the workers' formats read.
   if (redis.status === 'ready') formats.start();
-  const routes = pushRoutes(producer, quarantineFor(cfg, redis, log), { ...receiverOptions(cfg, redis, log), admission, metrics, format });
+  const options = receiverOptions(cfg, redis, log);
+  // The field names admitted beyond the schema, in step with every other receiver's.
+  const names = options.plausibility?.opts.extraFields;
+  const keys = keysOf(cfg);
+  void names?.start(redis, keys.extraFieldNames, [...new Set(TYPES.map((t) => t.spec.measurement))]);
+  const routes = pushRoutes(producer, quarantineFor(cfg, redis, log), { ...options, admission, metrics, format });
   return {
     routes,
     async close() {
+      names?.stop();
       admission.stop();
       formats.stop();
       await producer.close();

@@ -45,6 +45,29 @@ describe.each(['1.8', '2', '3-core', 'serverless'] as const)('InfluxDB %s', (pro
     // Cloud named the lines and wrote the rest: one request, nothing sent again.
     if (profile === 'serverless') expect(front.writeTimes().length - before).toBe(1);
   });
+
+  it('a line that does not parse among good lines: only it is refused, every good one lands', async () => {
+    const { sink, count } = await setUp(profile);
+    const lines = Array.from({ length: 120 }, (_, i) => (i === 60 ? `can,vehicleno=V1 soc=1.5 not-a-time` : good(i)));
+    const err = await sink.write(Lines.of(lines)).catch((e: unknown) => e);
+    expect((err as PartialWriteError).refused.map((r) => r.line)).toEqual([60]);
+    expect(await count()).toBe(119);
+  });
+
+  it('a database that does not exist: retried, no line refused (InfluxDB 3 makes it at the first write)', async () => {
+    const { sinkFor } = await setUp(profile);
+    const missing = `servers_missing_${profile.replace(/\W/g, '_')}_${dbs++}`;
+    const write = sinkFor(missing).write(Lines.of([good(1), good(2)]));
+    if (profile === '3-core') {
+      await write;
+      expect((await influxQL<{ count: number }>(raw, missing, 'SELECT count(soc) FROM can'))[0]?.count).toBe(2);
+      return;
+    }
+    const err = await write.catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(WriteError);
+    expect(err).not.toBeInstanceOf(PartialWriteError);
+    expect((err as WriteError).retryable).toBe(true);
+  });
 });
 
 describe('InfluxDB 3 Core through /api/v3/write_lp (INFLUX_API=v3)', () => {
