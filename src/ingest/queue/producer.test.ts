@@ -122,8 +122,10 @@ describe('PartitionedProducer', () => {
   });
 
   it('rejects a push when one partition it touched did not confirm, though the others did', async () => {
-    // A connection that is closed: that partition's enqueue fails at once, as when its master is gone.
-    const closed = new Redis(inject('redisUrl'), { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: true });
+    // A connection to a port nothing listens on: that partition's enqueue fails at once, as when its
+    // master is gone. (A lazy connection to the test's Redis would connect during the first enqueue,
+    // and the next would pass on a loaded machine.)
+    const closed = new Redis({ host: '127.0.0.1', port: 1, enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: true, retryStrategy: () => null });
     const healthy = producer();
     const broken = new Producer(closed, { queueName: `producer_${randomBytes(4).toString('hex')}`, maxRecordsPerJob: 1_000, flatten: { temperatureSentinels: [] }, timeoutMs: 5_000, retry: { spanMs: 3_600_000, baseMs: 1_000, maxMs: 60_000 } });
     const pp = new PartitionedProducer([healthy, broken]);
