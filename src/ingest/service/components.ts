@@ -139,7 +139,7 @@ export function flattenOptions(cfg: Config): FlattenOptions {
  */
 export function pointSink(cfg: Config, metrics?: Metrics): PointSink {
   const influx = new InfluxSink({ url: cfg.INFLUX_URL, token: cfg.INFLUX_TOKEN, org: cfg.INFLUX_ORG, bucket: cfg.INFLUX_BUCKET, timeoutMs: cfg.INFLUX_TIMEOUT, gzip: cfg.INFLUX_CONTENT_ENCODING === 'gzip', metrics, api: cfg.INFLUX_API });
-  return new CoalescingSink(new IsolatingSink(influx), { maxLines: cfg.WRITE_BATCH_LINES, maxBytes: cfg.WRITE_MAX_BYTES, maxInFlight: cfg.WRITE_CONCURRENCY, lingerMs: cfg.WRITE_LINGER });
+  return new CoalescingSink(new IsolatingSink(influx, cfg.WRITE_CONCURRENCY), { maxLines: cfg.WRITE_BATCH_LINES, maxBytes: cfg.WRITE_MAX_BYTES, maxInFlight: cfg.WRITE_CONCURRENCY, lingerMs: cfg.WRITE_LINGER });
 }
 
 /** The plausibility rules with the operator's settings (TIME_MAX_AHEAD, TIME_MAX_AGE, PLAUSIBLE_RANGES). */

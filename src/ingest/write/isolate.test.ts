@@ -70,4 +70,21 @@ describe('IsolatingSink', () => {
     const huge = `can,vehicleno=V ${'f=1,'.repeat(100)}g=1 1`;
     expect(await refused(new IsolatingSink(store((ls) => (ls.join('\n').length > 200 ? { message: 'request too large', answer: { tooLarge: true } } : undefined)).sink).write(Lines.of([huge, 'can,vehicleno=V soc=1 2'])))).toEqual([0]);
   });
+
+  it('sends the halves side by side, never more than maxInFlight requests at once', async () => {
+    let now = 0;
+    let most = 0;
+    const sink: PointSink = {
+      write: async (l) => {
+        most = Math.max(most, ++now);
+        await new Promise((r) => setTimeout(r, 5));
+        now--;
+        if (l.texts().some((t) => t.includes('"x"'))) throw new WriteError('InfluxDB answered 400: unable to parse', 400, false);
+      },
+      ready: async () => true,
+      close: async () => {},
+    };
+    expect(await refused(new IsolatingSink(sink, 2).write(Lines.of(lines(64, [3, 40, 41]))))).toEqual([3, 40, 41]);
+    expect(most).toBe(2);
+  });
 });

@@ -16,10 +16,20 @@ import { PartialWriteError, WriteError, type PointSink, type RefusedLine } from 
  *   words a line's fault by the line). Nothing of such a request reaches the quarantine.
  * - **Too large** (413): halved, and no line is refused for it, unless one line alone is too large.
  *
- * Refused lines end in a PartialWriteError; anything retryable is thrown as it came.
+ * The halves of a split go out side by side, at most `maxInFlight` of the isolation's requests at once
+ * (WRITE_CONCURRENCY): a store that answers each request after a WAL flush (InfluxDB 3, a second) takes
+ * a fraction of the time to name the lines. Refused lines end in a PartialWriteError; anything retryable
+ * is thrown as it came.
  */
 export class IsolatingSink implements PointSink {
-  constructor(private readonly inner: PointSink) {}
+  private inFlight = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(
+    private readonly inner: PointSink,
+    /** Requests of one write's isolation at once (the first request is the write itself). */
+    private readonly maxInFlight = 1,
+  ) {}
 
   async write(lines: Lines): Promise<void> {
     const refused: RefusedLine[] = [];
@@ -30,12 +40,17 @@ export class IsolatingSink implements PointSink {
 
   /** Writes; the store's refusal of data, or of a request too large, is returned, anything else thrown. */
   private async attempt(lines: Lines): Promise<WriteError | undefined> {
+    if (this.inFlight >= this.maxInFlight) await new Promise<void>((r) => this.waiting.push(r));
+    this.inFlight++;
     try {
       await this.inner.write(lines);
       return undefined;
     } catch (err) {
       if (!(err instanceof WriteError) || err.retryable) throw err;
       return err;
+    } finally {
+      this.inFlight--;
+      this.waiting.shift()?.();
     }
   }
 
@@ -61,13 +76,11 @@ export class IsolatingSink implements PointSink {
     const half = Math.ceil(lines.length / 2);
     const first = lines.slice(0, half);
     const second = lines.slice(half);
-    const a = await this.attempt(first);
-    const b = await this.attempt(second);
+    const [a, b] = await Promise.all([this.attempt(first), this.attempt(second)]);
     if (!err.answer.tooLarge && a !== undefined && b !== undefined && sameWords(a, err) && sameWords(b, err)) {
       throw new WriteError(`InfluxDB refused the request, not its lines (every part of it alike): ${err.message}`, err.status, true, err.body, { ofRequest: true });
     }
-    if (a !== undefined) await this.settle(first, offset, a, refused);
-    if (b !== undefined) await this.settle(second, offset + half, b, refused);
+    await Promise.all([a && this.settle(first, offset, a, refused), b && this.settle(second, offset + half, b, refused)]);
   }
 
   private async isolate(lines: Lines, offset: number, refused: RefusedLine[]): Promise<void> {
