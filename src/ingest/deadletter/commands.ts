@@ -26,7 +26,7 @@ const SELECT_OPTIONS = {
   json: { type: 'boolean' },
 } as const;
 
-const FILTER_HELP = `Filters: --source quarantine|failed|all, --stage receive|write|job, --delivery <id>, --vehicle <vehicleno>,
+const FILTER_HELP = `Filters: --source quarantine|failed|all, --stage receive|write|derive|job, --delivery <id>, --vehicle <vehicleno>,
   --since <date>, --until <date> (ISO 8601, epoch s or ms, or "now"), --limit N (of each source, default 1000)
 `;
 
@@ -35,7 +35,7 @@ const SETTINGS_HELP = `${TOOL_SETTINGS}
   and PLAUSIBLE_RANGES (widen a rule for the replay of what it refused). Failed jobs are named job:<id>, or job:<partition>:<id>
   with several partitions.\n`;
 
-const STAGES = ['receive', 'write', 'job'] as const;
+const STAGES = ['receive', 'write', 'derive', 'job'] as const;
 
 function selection(
   values: { source?: string | undefined; limit?: string | undefined; stage?: string | undefined; delivery?: string | undefined; vehicle?: string | undefined; since?: string | undefined; until?: string | undefined },
@@ -46,7 +46,7 @@ function selection(
   const limit = values.limit === undefined ? 1000 : Number(values.limit);
   if (!Number.isInteger(limit) || limit < 1) throw new UsageError('--limit must be a whole number above 0', command);
   const stage = values.stage as ListFilter['stage'];
-  if (stage !== undefined && !STAGES.includes(stage)) throw new UsageError(`--stage must be receive, write or job, not "${values.stage}"`, command);
+  if (stage !== undefined && !STAGES.includes(stage)) throw new UsageError(`--stage must be receive, write, derive or job, not "${values.stage}"`, command);
   const now = Date.now();
   return {
     source,
@@ -62,7 +62,7 @@ function selection(
 /** `12 item(s): 10 quarantined (receive 9, write 1), 2 failed job(s)`. */
 function totals(items: readonly DeadLetterItem[]): string {
   const count = (f: (i: DeadLetterItem) => boolean) => items.filter(f).length;
-  return `${items.length} item(s): ${count((i) => i.source === 'quarantine')} quarantined (receive ${count((i) => i.stage === 'receive')}, write ${count((i) => i.stage === 'write')}), ${count((i) => i.source === 'failed-job')} failed job(s)`;
+  return `${items.length} item(s): ${count((i) => i.source === 'quarantine')} quarantined (receive ${count((i) => i.stage === 'receive')}, write ${count((i) => i.stage === 'write')}${count((i) => i.stage === 'derive') > 0 ? `, derive ${count((i) => i.stage === 'derive')}` : ''}), ${count((i) => i.source === 'failed-job')} failed job(s)`;
 }
 
 /** The dead letter of the Redis the environment names; closed when `use` settles. */

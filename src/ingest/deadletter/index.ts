@@ -36,8 +36,8 @@ export function parseJobId(id: ItemId, partitions: number): { partition: number;
 export interface DeadLetterItem {
   id: ItemId;
   source: 'quarantine' | 'failed-job';
-  /** receive / write for quarantine entries; `job` for failed jobs. */
-  stage: 'receive' | 'write' | 'job';
+  /** receive / write / derive for quarantine entries; `job` for failed jobs. */
+  stage: 'receive' | 'write' | 'derive' | 'job';
   at: number;
   reason: string;
   records: number;
@@ -85,8 +85,11 @@ export class DeadLetters {
   /** The push queues, a partition each. */
   readonly queues: readonly Queue[];
 
+  /** The deployment's events outboxes, where a derived point's replay goes. */
+  private readonly outboxes: readonly string[];
+
   constructor(
-    redis: RedisClient,
+    private readonly redis: RedisClient,
     keys: RedisKeys,
     private readonly producer: Pick<PartitionedProducer, 'enqueue'>,
     bull: { skipVersionCheck?: boolean } = {},
@@ -94,6 +97,7 @@ export class DeadLetters {
     private readonly plausibility?: Plausibility,
   ) {
     this.quarantine = new Quarantine(redis, keys.quarantine);
+    this.outboxes = keys.partitions.map((_, i) => keys.eventsOutbox(i));
     this.queues = keys.partitions.map((name) => {
       const q = new Queue(name, { connection: redis, ...bull });
       // Errors surface on the awaited calls; without a listener BullMQ prints each connection error.
@@ -160,6 +164,14 @@ export class DeadLetters {
     const entry = await this.quarantine.get(id);
     if (!entry) return { id, ok: true, detail: 'no such entry (already replayed or purged)' };
     if (entry.truncated) return { id, ok: false, detail: 'kept only in part (QUARANTINE_RAW_LIMIT); cannot be replayed' };
+    if (entry.stage === 'derive') {
+      // A derived point: its outbox entry goes back to the outbox it came from, whose dispatch writes it
+      // again (and posts it to the webhook again, under its stable id).
+      if (!this.outboxes.includes(entry.route)) return { id, ok: false, detail: `its outbox ${entry.route} is not one of this deployment's` };
+      await this.redis.xadd(entry.route, '*', 'e', entry.raw);
+      await this.quarantine.remove([id]);
+      return { id, ok: true, detail: `derived point queued again in ${entry.route}` };
+    }
     let parsed: unknown;
     try {
       parsed = JSON.parse(entry.raw);

@@ -1,3 +1,4 @@
+import type { NewQuarantineEntry } from '../queue/quarantine.js';
 import { hostname } from 'node:os';
 import type { Config } from '../../config/index.js';
 import type { Logger } from '../../log/index.js';
@@ -66,6 +67,8 @@ export function startEvents(
   sink: PointSink,
   log: Logger,
   metrics?: Metrics,
+  /** Where derived points the store refuses are kept (the quarantine). */
+  quarantine?: (entries: NewQuarantineEntry[]) => Promise<void>,
 ): RunningEvents {
   const partitions = keys.partitions.map((_, i) => ({
     state: keys.vehicleState(i),
@@ -94,6 +97,7 @@ export function startEvents(
     outboxes: served.map((i) => partitions[i]!.outbox),
     sink,
     ...(webhook ? { webhook } : {}),
+    ...(quarantine ? { quarantine } : {}),
     consumer: `${hostname()}:${process.pid}`,
     log,
     metrics,

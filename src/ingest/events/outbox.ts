@@ -7,6 +7,7 @@ import { PartialWriteError, type PointSink } from '../write/sink.js';
 import type { Metrics } from '../../metrics/index.js';
 import { eventId, sessionId, tripId, type ChargingSession, type DerivedEvent, type Trip } from './derive.js';
 import type { WebhookPayload } from './webhook.js';
+import { quarantineEntry, type NewQuarantineEntry } from '../queue/quarantine.js';
 
 /**
  * The outbox of derived events, trips and charging sessions (a stream per partition, written by
@@ -57,6 +58,8 @@ export interface DispatchOptions {
   sink: PointSink;
   /** Hands entries to the webhook; undefined without EVENTS_WEBHOOK_URL. */
   webhook?: (out: WebhookPayload[]) => Promise<unknown>;
+  /** Where derived points the store refuses are kept for replay (the quarantine, stage `derive`); resolves once kept. */
+  quarantine?: (entries: NewQuarantineEntry[]) => Promise<void>;
   consumer: string;
   log: Logger;
   metrics?: Metrics | undefined;
@@ -85,9 +88,14 @@ export function startDispatch(opts: DispatchOptions): { stop(): Promise<void>; o
       await opts.sink.write(Lines.of(parsed.map(pointOf)));
     } catch (err) {
       // A point InfluxDB refuses for good (a field-type conflict someone else's writes made) would stall
-      // the outbox forever if retried: it is logged with InfluxDB's reason, the rest is written and posted.
+      // the outbox forever if retried: it is kept in the quarantine (stage `derive`, its outbox entry whole,
+      // for `telematics-deadletter replay` once the cause is fixed), logged and counted; the rest is written and posted.
       if (!(err instanceof PartialWriteError)) throw err;
-      log.error({ refused: err.refused.length, first: err.refused[0]?.error }, 'vehicle events: InfluxDB refused derived points; they are posted to the webhook but not stored');
+      const at = Date.now();
+      await opts.quarantine?.(
+        err.refused.map((r) => quarantineEntry({ deliveryId: entries[r.line]![0], sender: '', receivedAt: at, route: key, stage: 'derive' }, r.line, `InfluxDB refused the derived point: ${r.error}`, entries[r.line]![1][1]!)),
+      );
+      log.error({ refused: err.refused.length, first: err.refused[0]?.error }, 'vehicle events: InfluxDB refused derived points; kept in the quarantine (stage derive) and posted to the webhook');
       opts.metrics?.pointsRefused.inc(err.refused.length);
     }
     await opts.webhook?.(parsed.map(webhookPayloadOf));

@@ -19,8 +19,11 @@ export interface QuarantineEntry {
   truncated: boolean;
   receivedAt: number;
   route: string;
-  /** Where it was refused: by the receiver's validation, or by the store when written. */
-  stage: 'receive' | 'write';
+  /**
+   * Where it was refused: by the receiver's validation, by the store when written, or a derived point
+   * (a vehicle event, trip or session: `raw` its outbox entry, `route` its outbox stream) the store refused.
+   */
+  stage: 'receive' | 'write' | 'derive';
 }
 
 export type NewQuarantineEntry = Omit<QuarantineEntry, 'id'>;
@@ -106,6 +109,6 @@ function parse(id: string, kv: string[]): QuarantineEntry {
     truncated: m.get('truncated') === '1',
     receivedAt: Number(m.get('receivedAt') ?? 0),
     route: m.get('route') ?? '',
-    stage: m.get('stage') === 'write' ? 'write' : 'receive',
+    stage: m.get('stage') === 'write' || m.get('stage') === 'derive' ? (m.get('stage') as 'write' | 'derive') : 'receive',
   };
 }

@@ -50,7 +50,7 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
     const served = servedPartitions(cfg);
     const concurrency = Math.max(1, Math.ceil(cfg.WORKER_CONCURRENCY / served.length));
     const fleet = fleetStateFor(cfg, redis);
-    const events = cfg.EVENTS === 'on' ? startEvents(cfg, redis, keys, served.map((q) => keys.partitions.indexOf(q)), sink, log, metrics) : undefined;
+    const events = cfg.EVENTS === 'on' ? startEvents(cfg, redis, keys, served.map((q) => keys.partitions.indexOf(q)), sink, log, metrics, (entries) => quarantine.add(entries)) : undefined;
     if (events) closers.unshift(() => events.close());
     // After InfluxDB confirmed a job's points: the fleet's last-seen state, then the vehicle events, for
     // the partition's jobs in batches (worker/batches.ts).
