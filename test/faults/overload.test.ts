@@ -79,10 +79,13 @@ it('deflates jobs only while a backlog builds: a job a worker takes at once cost
       const ids = await redis.lrange(`bull:${queue}:wait`, 0, -1);
       return Promise.all(ids.map(async (id) => Object.keys(JSON.parse((await redis.hget(`bull:${queue}:${id}`, 'data'))!) as object).filter((k) => k === 't' || k === 'z').join('')));
     };
-    // The receiver has sampled an empty queue (every 500 ms): a large job goes as text.
-    await new Promise((r) => setTimeout(r, 1_200));
-    expect((await bulk(T0 + 10_000)).status).toBe(202);
-    expect(await forms()).toEqual(['t']);
+    // Until the receiver has sampled the queue (at once when Redis is ready, then every 500 ms) it
+    // assumes a backlog; once it saw the queue empty, a large job goes as text.
+    let at = T0 + 10_000;
+    await waitUntil(async () => {
+      expect((await bulk((at += 1_000))).status).toBe(202);
+      return (await forms())[0] === 't';
+    }, 5_000, 'the receiver to write a large job as text once it sampled an empty queue');
     // 70 jobs wait for a worker that is not there: a backlog; the next large job is deflated.
     for (let i = 0; i < 70; i++) expect((await push(receiver.url, T0 + 20_000 + i)).status).toBe(202);
     await waitUntil(async () => {
