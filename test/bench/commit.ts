@@ -12,7 +12,7 @@ import { validateRecord } from '../../src/ingest/validate/record.js';
 import { readRows, rowsOf } from '../../src/ingest/flatten/points.js';
 import { DEFAULT_DERIVE_OPTIONS, DERIVE_PICK } from '../../src/ingest/events/derive.js';
 import { VehicleEvents } from '../../src/ingest/events/store.js';
-import { WrittenBatches } from '../../src/ingest/worker/batches.js';
+import { StateUpdateBatches } from '../../src/ingest/worker/batches.js';
 import { BenchData } from './data.js';
 import { FLATTEN } from './options.js';
 
@@ -40,7 +40,7 @@ const cpu = async () => {
 const keys = { state: '{p0}:st', outbox: '{p0}:ob', pending: '{p0}:pd', records: (v: string, stream: number) => `{p0}:r:${stream}:${v}`, legacyState: '{p0}:lst', legacyRecords: (v: string) => `{p0}:lr:${v}` };
 const events = new VehicleEvents(redis, [keys], DEFAULT_DERIVE_OPTIONS);
 // As a worker hands jobs on (worker/batches.ts): the jobs in flight together are derived as one.
-const batches = new WrittenBatches((partition, sightings) => events.record(partition, sightings, now), { lingerMs: 0, maxJobs: 64, maxRecords: 10_000 });
+const batches = new StateUpdateBatches((partition, sightings) => events.record(partition, sightings, now), { lingerMs: 0, maxJobs: 64, maxRecords: 10_000 });
 let job = 0;
 // PROFILE=<file>: a CPU profile of the rounds alone (node:inspector), for where `record` spends.
 const { Session } = await import('node:inspector/promises');

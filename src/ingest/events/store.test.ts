@@ -7,7 +7,7 @@ import { DEFAULT_DERIVE_OPTIONS, DERIVE_FIELDS, DERIVE_PICK, ingest, newState, t
 import { STREAMS, valueAt } from './inputs.js';
 import { CommitArgs, readCommitArgs, VehicleEvents, type PartitionKeys } from './store.js';
 import { restore } from './wire.js';
-import { WrittenBatches } from '../worker/batches.js';
+import { StateUpdateBatches } from '../worker/batches.js';
 
 let redis: Redis;
 beforeAll(() => {
@@ -110,7 +110,7 @@ describe('vehicle events in Redis', () => {
     const commits: Derived[][] = [];
     const opts = { ...DEFAULT_DERIVE_OPTIONS, windowMs: 120_000, idleMs: 5_000 };
     const store = new VehicleEvents(redis, keysOf(prefix), opts, (d) => commits.push([...d]));
-    const batches = new WrittenBatches((partition, sightings) => store.record(partition, sightings, T0 + 100_000), { lingerMs: 0, maxJobs: 64, maxRecords: 10_000 });
+    const batches = new StateUpdateBatches((partition, sightings) => store.record(partition, sightings, T0 + 100_000), { lingerMs: 0, maxJobs: 64, maxRecords: 10_000 });
     // Twelve jobs come at once: the first opens the partition's batch, the rest join it before it starts.
     await Promise.all(Array.from({ length: 12 }, (_, j) => batches.add(0, job(j))));
     expect(commits).toHaveLength(1);

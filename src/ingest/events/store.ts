@@ -5,7 +5,7 @@ import { flush, ingest, pendingSince, type AddedRecords, type Derived, type Deri
 import { emptyRecord, STREAM_BY_ID, type StreamPlan } from './inputs.js';
 import { pendingMax, prepareCommitted, restore, writePendingAt, writePrepared, type StoredPending } from './wire.js';
 import { fromLegacy, isLegacy } from './legacy.js';
-import { Turns } from '../worker/turns.js';
+import { SerialByKey } from '../worker/serialByKey.js';
 
 /**
  * Per-vehicle derivation state in Redis, beside the vehicle's partition (its keys carry the partition's
@@ -308,7 +308,7 @@ export class VehicleEvents {
    * over and over while jobs keep coming. Only the derivation waits its turn, a Redis round trip or two
    * a batch; the jobs' writes to InfluxDB still overlap.
    */
-  private readonly turns = new Turns<number>();
+  private readonly turns = new SerialByKey<number>();
 
   constructor(
     private readonly redis: RedisClient,

@@ -446,7 +446,7 @@ function plainChecks(type: RecordTypeInfo, opts: ScanOptions): number | undefine
  * general path must judge it; NOT_JSON when the bytes are not JSON. Nothing is written of a record
  * given up on: every check comes before its rows.
  */
-function plainRecord(b: Buffer, at: number, sink: ScanSink, opts: ScanOptions): number {
+function writePlainRecord(b: Buffer, at: number, sink: ScanSink, opts: ScanOptions): number {
   const end = readRecord(b, at);
   if (end < 0) return end;
   const type = recordType!;
@@ -468,7 +468,7 @@ function plainRecord(b: Buffer, at: number, sink: ScanSink, opts: ScanOptions): 
 function record(b: Buffer, p: number, i: number, sink: ScanSink, opts: ScanOptions, general: boolean): number {
   if (b[p] === LBRACE) {
     // Nothing is written of a record given up on: every check comes before its row.
-    const end = plainRecord(b, p, sink, opts);
+    const end = writePlainRecord(b, p, sink, opts);
     if (end >= 0) return end;
     if (end === NOT_JSON || !general) return NOT_JSON;
   } else if (!general) return NOT_JSON;

@@ -5,7 +5,7 @@ import type { Metrics } from '../../metrics/index.js';
 import { UpstreamClient } from '../../upstream/client/index.js';
 import { syncFuel } from '../sync/fuel.js';
 import { startWorker, type RunningWorker } from '../worker/index.js';
-import { WrittenBatches } from '../worker/batches.js';
+import { StateUpdateBatches } from '../worker/batches.js';
 import { untilAccessible } from '../../redis/access.js';
 import { flattenOptions, pointSink, quarantineFor, retryPolicy, servedPartitions } from './components.js';
 import { keysOf } from '../queue/keys.js';
@@ -54,7 +54,7 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
     if (events) closers.unshift(() => events.close());
     // After InfluxDB confirmed a job's points: the fleet's last-seen state, then the vehicle events, for
     // the partition's jobs in batches (worker/batches.ts).
-    const batches = new WrittenBatches(
+    const batches = new StateUpdateBatches(
       async (partition, records, jobs) => {
         await fleet.record(partition, records);
         await events?.record(partition, records);

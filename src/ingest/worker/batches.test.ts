@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Sighting } from '../../telemetry/record.js';
-import { WrittenBatches, type BatchOptions } from './batches.js';
+import { StateUpdateBatches, type BatchOptions } from './batches.js';
 
 /** A job of `n` sightings of vehicle `v`. */
 const job = (v: string, n = 1): Sighting[] => Array.from({ length: n }, (_, i) => ({ vehicleno: v, type: 'gps', time: i }));
@@ -8,7 +8,7 @@ const job = (v: string, n = 1): Sighting[] => Array.from({ length: n }, (_, i) =
 /** The updates a batcher made: partition, the vehicles of the sightings in order, and the jobs counted. */
 function recorder(opts: Partial<BatchOptions> = {}, update?: (sightings: readonly Sighting[]) => Promise<void>) {
   const updates: Array<{ partition: number; vehicles: string; jobs: number; at: number }> = [];
-  const batches = new WrittenBatches(
+  const batches = new StateUpdateBatches(
     async (partition, sightings, jobs) => {
       updates.push({ partition, vehicles: sightings.map((s) => s.vehicleno).join(','), jobs, at: Date.now() });
       await update?.(sightings);

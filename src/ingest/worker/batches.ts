@@ -1,5 +1,5 @@
 import type { Sighting } from '../../telemetry/record.js';
-import { Turns } from './turns.js';
+import { SerialByKey } from './serialByKey.js';
 
 /**
  * What a worker keeps per vehicle once a job's points are in InfluxDB (the fleet's last-seen state, the
@@ -36,13 +36,13 @@ interface Batch {
   start: () => void;
 }
 
-export class WrittenBatches {
+export class StateUpdateBatches {
   /** By partition: the batch still taking jobs. */
   private readonly open = new Map<number, Batch>();
   /** By partition: when its last update began (Date.now()). */
   private readonly began = new Map<number, number>();
   /** A partition's updates run one at a time. */
-  private readonly turns = new Turns<number>();
+  private readonly turns = new SerialByKey<number>();
 
   constructor(
     /** The update: every sighting of the batch's jobs, and how many jobs they are. */

@@ -2,7 +2,7 @@
  * Steps run one at a time per key (a partition), in the order they were queued. A step that fails does
  * not stop the next; its caller is told. Keys with nothing queued are forgotten.
  */
-export class Turns<K> {
+export class SerialByKey<K> {
   private readonly last = new Map<K, Promise<void>>();
 
   run<T>(key: K, step: () => Promise<T>): Promise<T> {
