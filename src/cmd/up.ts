@@ -6,7 +6,7 @@
  * sample and prints it as queried back from InfluxDB. Ctrl-C stops everything.
  * `npm run up -- --feed [records/s]` also keeps the emulator's push feed running against it; with
  * `--sign` the demo sender signs every push (Standard Webhooks) and the service requires it;
- * `--influx-profile 3-core` (or `2`, `serverless`) has the private InfluxDB answer as that server does
+ * `--influx-profile 3-core` (or `2`, `serverless`, `3-core-v3`: Core written through /api/v3/write_lp) has the private InfluxDB answer as that server does
  * (src/devstack/v2front.ts).
  */
 import { randomBytes } from 'node:crypto';
@@ -69,8 +69,11 @@ async function startPrivateServers(env: Env): Promise<PrivateServers> {
   }
   if (!env.INFLUX_URL) {
     const at = process.argv.indexOf('--influx-profile');
-    const profile = at >= 0 ? process.argv[at + 1] : undefined;
-    if (profile !== undefined && !(profile in PROFILES)) throw new Error(`--influx-profile: one of ${Object.keys(PROFILES).join(', ')}`);
+    const asked = at >= 0 ? process.argv[at + 1] : undefined;
+    // `3-core-v3`: InfluxDB 3 Core written through its own /api/v3/write_lp (INFLUX_API=v3).
+    const profile = asked === '3-core-v3' ? '3-core' : asked;
+    if (profile !== undefined && !(profile in PROFILES)) throw new Error(`--influx-profile: one of ${[...Object.keys(PROFILES), '3-core-v3'].join(', ')}`);
+    if (asked === '3-core-v3') env.INFLUX_API ??= 'v3';
     const influx = await startInflux(profile === undefined ? {} : { profile: profile as InfluxProfile });
     servers.influx = influx;
     env.INFLUX_URL = influx.url;
