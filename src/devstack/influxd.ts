@@ -30,7 +30,8 @@ interface InfluxSeries {
   name: string;
   tags?: Record<string, string>;
   columns: string[];
-  values: unknown[][];
+  /** Absent for a series with no rows (SHOW SHARDS of a database without shards). */
+  values?: unknown[][];
 }
 interface InfluxQueryResponse {
   results?: Array<{ series?: InfluxSeries[]; error?: string }>;
@@ -55,7 +56,7 @@ export async function influxQLStatements<T = Record<string, unknown>>(rawUrl: st
   return (body.results ?? []).map((result) => {
     const rows: T[] = [];
     for (const s of result.series ?? []) {
-      for (const values of s.values) {
+      for (const values of s.values ?? []) {
         const row: Record<string, unknown> = { ...s.tags };
         s.columns.forEach((c, i) => {
           row[c] = values[i];
