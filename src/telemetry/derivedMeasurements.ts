@@ -24,6 +24,8 @@ export interface DerivedMeasurement {
 }
 
 const vehicleno: DerivedField = { name: 'vehicleno', description: 'the vehicle' };
+/** A trip's or session's length (both say it alike). */
+const durationS: DerivedField = { name: 'duration_s', unit: 's', description: 'end − start' };
 const soc = (which: string): DerivedField => ({ name: `soc_${which}`, unit: '%', description: `state of charge at the ${which}` });
 
 export const VEHICLE_EVENTS: DerivedMeasurement = {
@@ -56,7 +58,7 @@ export const TRIPS: DerivedMeasurement = {
   tags: [vehicleno],
   fields: [
     { name: 'end', unit: 'ms', description: 'the trip’s end' },
-    { name: 'duration_s', unit: 's', description: 'end − start' },
+    durationS,
     { name: 'distance_m', unit: 'm', description: 'the steps between its confirmed fixes' },
     { name: 'max_speed_kmh', unit: 'km/h', description: 'the highest speed of its confirmed fixes' },
     { name: 'start_lat', unit: '°', description: 'its first confirmed fix' },
@@ -77,7 +79,7 @@ export const CHARGING: DerivedMeasurement = {
   tags: [vehicleno],
   fields: [
     { name: 'end', unit: 'ms', description: 'the first record not charging, or the last charging record before a gap' },
-    { name: 'duration_s', unit: 's', description: 'end − start' },
+    durationS,
     soc('start'),
     soc('end'),
     { name: 'energy_wh', unit: 'Wh', description: '∫ voltage × |current| dt between charging records carrying both' },

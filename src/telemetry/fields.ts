@@ -7,7 +7,7 @@ import { RECORD_TYPES, TIME, type FieldSpec, type RecordTypeSpec } from './vehic
  */
 
 export type { FieldSpec, RangeSpec, RecordTypeSpec } from './vehicleData.js';
-export { TIME } from './vehicleData.js';
+export { TIME, VEHICLE_TAG } from './vehicleData.js';
 
 /** A record type as the pipeline uses it: its spec, its index (for per-type counters) and lookups. */
 export interface RecordTypeInfo {

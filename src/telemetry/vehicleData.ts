@@ -91,6 +91,9 @@ export interface RecordTypeSpec {
   readonly families?: readonly FamilySpec[];
 }
 
+/** The tag every point of a record carries (`<measurement>,vehicleno=…`): no field may be named so. */
+export const VEHICLE_TAG = 'vehicleno';
+
 /** The time every record carries (or is stamped with): the point's timestamp, never a field. */
 export const TIME = {
   name: 'time',

@@ -1,5 +1,5 @@
 import type { TelemetryRecord } from '../../telemetry/record.js';
-import { typeOf, type RecordTypeInfo } from '../../telemetry/fields.js';
+import { typeOf, VEHICLE_TAG, type RecordTypeInfo } from '../../telemetry/fields.js';
 import { escapeTag, formatFloat } from '../../telemetry/lineProtocol.js';
 import type { RowDraft } from './draft.js';
 import { NAMES } from './names.js';
@@ -118,7 +118,7 @@ export function flattenRecord(record: TelemetryRecord, opts: FlattenOptions): Fl
     parts.push(`${key}=${formatFloat(value)}`);
   }
   if (parts.length === 0) return { line: undefined, dropped: dropped ?? [] };
-  const line = `${type.spec.measurement},vehicleno=${tagOf(record.vehicleno)} ${parts.join(',')} ${record.time}`;
+  const line = `${type.spec.measurement},${VEHICLE_TAG}=${tagOf(record.vehicleno)} ${parts.join(',')} ${record.time}`;
   parts.length = 0;
   return { line, dropped: dropped ?? [] };
 }
@@ -148,7 +148,7 @@ export function flattenRecords(records: readonly TelemetryRecord[], opts: Flatte
     if (opts.packHealth && typeOf(record.type).spec.flatten === 'battery') {
       const pack = packHealth(record.fields, opts.temperatureSentinels);
       if (pack) {
-        lines.push(`${PACK_MEASUREMENT},vehicleno=${tagOf(record.vehicleno)} ${Object.entries(pack).map(([k, v]) => `${k}=${formatFloat(v)}`).join(',')} ${record.time}`);
+        lines.push(`${PACK_MEASUREMENT},${VEHICLE_TAG}=${tagOf(record.vehicleno)} ${Object.entries(pack).map(([k, v]) => `${k}=${formatFloat(v)}`).join(',')} ${record.time}`);
         sources.push(i);
       }
     }

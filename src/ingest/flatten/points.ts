@@ -1,5 +1,5 @@
 import { pickedValues, type FieldPick, type Sighting, type TelemetryRecord } from '../../telemetry/record.js';
-import { FIELD_DICTIONARY, TYPES, typeOf, typeOfRow, WIRE_ID, type RecordTypeInfo } from '../../telemetry/fields.js';
+import { FIELD_DICTIONARY, TYPES, typeOf, typeOfRow, VEHICLE_TAG, WIRE_ID, type RecordTypeInfo } from '../../telemetry/fields.js';
 import { formatFloat, TAG_ESCAPED } from '../../telemetry/lineProtocol.js';
 import { decimalAt } from '../../telemetry/numbers.js';
 import { flattenDraft, remembered, type FlattenOptions } from './flatten.js';
@@ -244,11 +244,11 @@ const PACK_KEY_BYTES = PACK_NAMES.map((n) => Buffer.from(`${n}=`, 'latin1'));
 const MEASUREMENT_BYTES: Buffer[] = [];
 const POSITION: Array<[number, number]> = [];
 for (const t of TYPES) {
-  MEASUREMENT_BYTES[t.row] = Buffer.from(`${t.spec.measurement},vehicleno=`, 'latin1');
+  MEASUREMENT_BYTES[t.row] = Buffer.from(`${t.spec.measurement},${VEHICLE_TAG}=`, 'latin1');
   const at = t.spec.position;
   POSITION[t.row] = at ? [WIRE_ID.get(at.lat) ?? -1, WIRE_ID.get(at.lng) ?? -1] : [-1, -1];
 }
-MEASUREMENT_BYTES[ROW_PACK] = Buffer.from(`${PACK_MEASUREMENT},vehicleno=`, 'latin1');
+MEASUREMENT_BYTES[ROW_PACK] = Buffer.from(`${PACK_MEASUREMENT},${VEHICLE_TAG}=`, 'latin1');
 
 /** What a worker writes from a job's rows, and what it tells the fleet. */
 export interface ReadPoints {

@@ -1,4 +1,4 @@
-import { TYPES, type RangeSpec } from '../../telemetry/fields.js';
+import { TYPES, VEHICLE_TAG, type RangeSpec } from '../../telemetry/fields.js';
 import type { RangeOverride } from '../../config/index.js';
 
 /**
@@ -51,8 +51,8 @@ export const TIME_PAST = 'time_past';
 /** A field named as one of its measurement's tags, and a name beyond EXTRA_FIELDS_MAX (fieldNames.ts): refused whatever its value. */
 export const TAG_NAME = 'tag_name';
 export const EXTRA_FIELDS = 'extra_fields';
-/** The tag keys of a record's points (flatten writes `<measurement>,vehicleno=…`): no field may be named so. */
-export const TAG_KEYS: readonly string[] = ['vehicleno'];
+/** The tag keys of a record's points: no field may be named so. */
+export const TAG_KEYS: readonly string[] = [VEHICLE_TAG];
 
 
 /**

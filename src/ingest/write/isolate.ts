@@ -33,8 +33,7 @@ export class IsolatingSink implements PointSink {
 
   async write(lines: Lines): Promise<void> {
     const refused: RefusedLine[] = [];
-    const err = await this.attempt(lines);
-    if (err !== undefined) await this.settle(lines, 0, err, refused);
+    await this.isolate(lines, 0, refused);
     if (refused.length > 0) throw new PartialWriteError(refused.sort((a, b) => a.line - b.line));
   }
 
