@@ -5,6 +5,7 @@ import { plausibilityTable } from '../ingest/plausibility/table.js';
 import { openApiJson } from '../ingest/receive/openapi.js';
 import { pushRecordSchema } from '../telemetry/schema.js';
 import { derivedTables, fieldTables, unitsTable } from '../telemetry/tables.js';
+import { commitTable } from '../formats/commit.js';
 
 /**
  * What `npm run docs` writes, derived from the record's schema (src/telemetry/vehicleData.ts): the
@@ -32,6 +33,7 @@ export const REGIONS: readonly Region[] = [
   { file: 'docs/fields.md', name: 'fields', render: () => fieldTables() },
   { file: 'docs/sending.md', name: 'plausibility', render: () => plausibilityTable() },
   { file: 'docs/analysts.md', name: 'derived', render: () => derivedTables() },
+  { file: 'src/formats/README.md', name: 'commit', render: () => commitTable() },
   {
     file: 'docs/analysts.md',
     name: 'units',

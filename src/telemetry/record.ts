@@ -17,8 +17,11 @@ export interface TelemetryRecord {
   fields: Record<string, number>;
 }
 
-/** What the fleet's last-seen state learns from a stored record: whose, when, and where for a gps one. */
-export interface Sighting {
+/**
+ * A record a worker wrote (InfluxDB confirmed its point), as the fleet's last-seen state and the vehicle
+ * events read it back from the job's rows: whose, when, where for a gps one, and the values a reader picked.
+ */
+export interface WrittenRecord {
   vehicleno: string;
   type: RecordType;
   time: number;
@@ -26,13 +29,13 @@ export interface Sighting {
   lng?: number;
   /**
    * With a FieldPick (what the vehicle events read, src/ingest/events): the picked fields' values at
-   * `values[at + slot]`, NaN where the record did not carry one. Shared by a job's sightings.
+   * `values[at + slot]`, NaN where the record did not carry one. Shared by a job's written records.
    */
   values?: Float64Array;
   at?: number;
 }
 
-/** Fields a reader of sightings wants: `slots[wire id]` is the field's slot + 1 (0: not picked). */
+/** Fields a reader of written records wants: `slots[wire id]` is the field's slot + 1 (0: not picked). */
 export interface FieldPick {
   readonly names: readonly string[];
   readonly slots: Uint8Array;
@@ -50,13 +53,13 @@ export function fieldPick(names: readonly string[]): FieldPick {
   return { names, slots };
 }
 
-/** Room for `records` sightings' picked values, every one absent. */
+/** Room for `records` written records' picked values, every one absent. */
 export function pickedValues(pick: FieldPick, records: number): Float64Array {
   return new Float64Array(pick.names.length * records).fill(NaN);
 }
 
-export function sightingOf(r: TelemetryRecord): Sighting {
-  const s: Sighting = { vehicleno: r.vehicleno, type: r.type, time: r.time };
+export function writtenRecordOf(r: TelemetryRecord): WrittenRecord {
+  const s: WrittenRecord = { vehicleno: r.vehicleno, type: r.type, time: r.time };
   const at = typeOf(r.type).spec.position;
   if (at !== undefined && r.fields[at.lat] !== undefined && r.fields[at.lng] !== undefined) {
     s.lat = r.fields[at.lat];

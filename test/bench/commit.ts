@@ -37,10 +37,10 @@ const cpu = async () => {
   const get = (k: string) => Number(new RegExp(`^${k}:(\\S+)`, 'm').exec(text)?.[1] ?? NaN);
   return get('used_cpu_user') + get('used_cpu_sys');
 };
-const keys = { state: '{p0}:st', outbox: '{p0}:ob', pending: '{p0}:pd', records: (v: string, stream: number) => `{p0}:r:${stream}:${v}`, legacyState: '{p0}:lst', legacyRecords: (v: string) => `{p0}:lr:${v}` };
+const keys = { state: '{p0}:st', outbox: '{p0}:ob', pending: '{p0}:pd', records: (v: string, stream: number) => `{p0}:r:${stream}:${v}` };
 const events = new VehicleEvents(redis, [keys], DEFAULT_DERIVE_OPTIONS);
 // As a worker hands jobs on (worker/batches.ts): the jobs in flight together are derived as one.
-const batches = new StateUpdateBatches((partition, sightings) => events.record(partition, sightings, now), { lingerMs: 0, maxJobs: 64, maxRecords: 10_000 });
+const batches = new StateUpdateBatches((partition, writtenRecords) => events.record(partition, writtenRecords, now), { lingerMs: 0, maxJobs: 64, maxRecords: 10_000 });
 let job = 0;
 // PROFILE=<file>: a CPU profile of the rounds alone (node:inspector), for where `record` spends.
 const { Session } = await import('node:inspector/promises');
@@ -52,10 +52,10 @@ if (session) {
 }
 for (let r = 0; r < ROUNDS; r++) {
   const before = await cpu();
-  const round = Array.from({ length: JOBS }, (_, j) => readRows(jobs[job + j]!, DERIVE_PICK).sightings);
+  const round = Array.from({ length: JOBS }, (_, j) => readRows(jobs[job + j]!, DERIVE_PICK).writtenRecords);
   const t = process.cpuUsage();
   for (let j = 0; j < JOBS; j += IN_FLIGHT, job += IN_FLIGHT) {
-    await Promise.all(round.slice(j, j + IN_FLIGHT).map((sightings) => batches.add(0, sightings)));
+    await Promise.all(round.slice(j, j + IN_FLIGHT).map((writtenRecords) => batches.add(0, writtenRecords)));
   }
   const used = process.cpuUsage(t);
   const own = used.user + used.system;

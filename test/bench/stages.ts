@@ -15,7 +15,7 @@ import { BenchData } from './data.js';
 import { DEFAULT_DERIVE_OPTIONS, DERIVE_PICK, ingest, newState, type AddedRecords, type VehicleState } from '../../src/ingest/events/derive.js';
 import { restore } from '../../src/ingest/events/wire.js';
 import { addedFor, CommitArgs, inputsByVehicle, readCommitArgs } from '../../src/ingest/events/store.js';
-import type { Sighting } from '../../src/telemetry/record.js';
+import type { WrittenRecord } from '../../src/telemetry/record.js';
 import { FLATTEN } from './options.js';
 
 const PUSHES = Number(process.argv[2] ?? 100);
@@ -103,18 +103,18 @@ measure('worker: request body from rows (bytes)', bytes, (b) => readRows(b).line
 // arguments of the commit script (the committed part, each new pending record's score and text). States
 // start empty each round and build up over the pushes, as a fleet's do (a few pending records a vehicle).
 {
-  const sighted = bytes.map((b) => readRows(b, DERIVE_PICK).sightings);
+  const writtenRecords = bytes.map((b) => readRows(b, DERIVE_PICK).writtenRecords);
   /** By vehicle, as Redis holds them: the committed part, and each stream's pending records sorted by time (Redis sorts them). */
   let stored = new Map<string, { committed: Buffer; pending: Map<number, Array<[number, Buffer]>> }>();
   let cache = new Map<string, VehicleState>();
 const ADDED: AddedRecords = [];
   let pushIndex = 0;
-  const deriveJob = (sightings: readonly Sighting[], cached: boolean) => {
+  const deriveJob = (writtenRecords: readonly WrittenRecord[], cached: boolean) => {
     if (pushIndex++ % PUSHES === 0) {
       stored = new Map();
       cache = new Map();
     }
-    const byVehicle = inputsByVehicle(sightings);
+    const byVehicle = inputsByVehicle(writtenRecords);
     const args = new CommitArgs(byVehicle.size);
     const states: VehicleState[] = [];
     for (const [v, inputs] of byVehicle) {
@@ -122,7 +122,7 @@ const ADDED: AddedRecords = [];
       const kept = hit === undefined ? stored.get(v) : undefined;
       const state =
         hit ?? (kept === undefined ? newState() : restore(kept.committed, [...kept.pending].map(([streamId, list]) => ({ streamId, members: list.map((e) => e[1]) }))));
-      const added = addedFor(ADDED, state);
+      const added = addedFor(ADDED);
       ingest(v, state, inputs, now, DEFAULT_DERIVE_OPTIONS, added);
       args.vehicle(v, 1, state, added);
       states.push(state);
@@ -148,7 +148,7 @@ const ADDED: AddedRecords = [];
     args.release();
     return byVehicle.size;
   };
-  measure('worker: vehicle events (read the inputs, derive, write; state cached)', bytes, (b) => deriveJob(readRows(b, DERIVE_PICK).sightings, true), eventRows);
+  measure('worker: vehicle events (read the inputs, derive, write; state cached)', bytes, (b) => deriveJob(readRows(b, DERIVE_PICK).writtenRecords, true), eventRows);
   // Picking the inputs, beyond reading the lines the worker reads anyway: alternated with the same reads
   // without it, each job's result dropped at once as a worker drops it (kept, a hundred jobs' picked values
   // would be garbage collection's work here, as they are not in a worker).
@@ -158,7 +158,7 @@ const ADDED: AddedRecords = [];
     for (let r = 0; r < 9; r++) {
       for (const [pick, out] of [[DERIVE_PICK, withPick], [undefined, without]] as const) {
         const row: Array<[string, number]> = [];
-        measure('', bytes, (b) => readRows(b, pick).sightings.length, row);
+        measure('', bytes, (b) => readRows(b, pick).writtenRecords.length, row);
         out.push(row[0]![1]);
       }
     }
@@ -166,9 +166,9 @@ const ADDED: AddedRecords = [];
     eventRows.push(['  of which picking the inputs (beyond the lines; medians of 9 alternated rounds)', median(withPick) - median(without)]);
   }
   pushIndex = 0;
-  measure('  of which derive + write (state cached, as while a vehicle stays with one process)', sighted, (x) => deriveJob(x, true), eventRows);
+  measure('  of which derive + write (state cached, as while a vehicle stays with one process)', writtenRecords, (x) => deriveJob(x, true), eventRows);
   pushIndex = 0;
-  measure('  of which derive + write, every state parsed (no cache)', sighted, (x) => deriveJob(x, false), eventRows);
+  measure('  of which derive + write, every state parsed (no cache)', writtenRecords, (x) => deriveJob(x, false), eventRows);
 }
 
 const width = Math.max(...rows_.map(([n]) => n.length));

@@ -5,7 +5,7 @@ import type { Logger } from '../../log/index.js';
 import type { Metrics } from '../../metrics/index.js';
 import { sampleEvery, type Sampler } from '../../metrics/sampler.js';
 import type { RedisClient } from '../../redis/connect.js';
-import type { FieldPick, Sighting } from '../../telemetry/record.js';
+import type { FieldPick, WrittenRecord } from '../../telemetry/record.js';
 import type { RedisKeys } from '../queue/keys.js';
 import type { PointSink } from '../write/sink.js';
 import { DEFAULT_DERIVE_OPTIONS, DERIVE_PICK, type Derived, type DeriveOptions, type DerivedEvent } from './derive.js';
@@ -20,9 +20,9 @@ import { sampleWebhookBacklog, startWebhookDelivery, WebhookQueue, webhookRetryP
  * dispatch of the outbox to InfluxDB and the webhook, and the webhook's deliveries.
  */
 export interface RunningEvents {
-  /** The fields derivation reads: a worker hands their values in each sighting. */
+  /** The fields derivation reads: a worker hands their values in each written record. */
   pick: FieldPick;
-  record(partition: number, sightings: readonly Sighting[]): Promise<void>;
+  record(partition: number, writtenRecords: readonly WrittenRecord[]): Promise<void>;
   /** Silent / back (the fleet status job's changes): straight to InfluxDB and the webhook. */
   status(events: readonly DerivedEvent[]): Promise<void>;
   close(): Promise<void>;
@@ -75,8 +75,6 @@ export function startEvents(
     outbox: keys.eventsOutbox(i),
     pending: keys.vehiclesPending(i),
     records: (vehicleno: string, streamId: number) => keys.vehicleRecords(i, vehicleno, streamId),
-    legacyState: keys.legacyVehicleState(i),
-    legacyRecords: (vehicleno: string) => keys.legacyVehicleRecords(i, vehicleno),
   }));
   const opts = deriveOptions(cfg);
   const store = new VehicleEvents(redis, partitions, opts, (d) => counted(metrics, d));
@@ -124,7 +122,7 @@ export function startEvents(
 
   return {
     pick: DERIVE_PICK,
-    record: (partition, sightings) => store.record(partition, sightings),
+    record: (partition, writtenRecords) => store.record(partition, writtenRecords),
     async status(events) {
       if (events.length === 0) return;
       const entries: OutboxEntry[] = events.map((e) => ({ kind: 'event', ...e }));

@@ -78,12 +78,12 @@ export function deriveSchemaOf(types: readonly RecordTypeSpec[]): DeriveSchema {
 export const DERIVE_SCHEMA: DeriveSchema = deriveSchemaOf(RECORD_TYPES);
 /** Every field name derivation reads: a job's picked values come in these slots. */
 export const DERIVE_FIELDS: readonly string[] = DERIVE_SCHEMA.fields;
-/** What a worker reads of each record for derivation (its sightings' values). */
+/** What a worker reads of each record for derivation (its written records' values). */
 export const DERIVE_PICK: FieldPick = fieldPick(DERIVE_FIELDS);
 
 /**
  * One record as a worker hands it: its type, time, and the values of DERIVE_FIELDS it carried,
- * `values[at + slot]` for DERIVE_FIELDS[slot] (NaN where absent). A worker's sightings read with
+ * `values[at + slot]` for DERIVE_FIELDS[slot] (NaN where absent). A worker's written records read with
  * DERIVE_PICK are inputs as they are.
  */
 export interface EventInput {

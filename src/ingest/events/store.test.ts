@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, inject, vi } from 'vitest';
-import { pickedValues, type Sighting } from '../../telemetry/record.js';
+import { pickedValues, type WrittenRecord } from '../../telemetry/record.js';
 import { DEFAULT_DERIVE_OPTIONS, DERIVE_FIELDS, DERIVE_PICK, ingest, newState, type AddedRecords, type Derived } from './derive.js';
 import { STREAMS, valueAt } from './inputs.js';
 import { CommitArgs, readCommitArgs, VehicleEvents, type PartitionKeys } from './store.js';
@@ -25,14 +25,12 @@ function keysOf(prefix: string): PartitionKeys[] {
       outbox: `${prefix}:outbox`,
       pending: `${prefix}:pending`,
       records: (v, stream) => `${prefix}:records:${stream}:${v}`,
-      legacyState: `${prefix}:legacy-state`,
-      legacyRecords: (v) => `${prefix}:legacy-records:${v}`,
     },
   ];
 }
 
 /** Job j: one CAN record of every vehicle at second j, its alarm flag flapping every 10 s. */
-function job(j: number): Sighting[] {
+function job(j: number): WrittenRecord[] {
   const values = pickedValues(DERIVE_PICK, VEHICLES.length);
   const size = DERIVE_FIELDS.length;
   const slot = (name: string) => {
@@ -62,7 +60,7 @@ describe('vehicle events in Redis', () => {
     const a = new VehicleEvents(redis, keysOf(prefix), opts, (d) => derived.push(...d));
     const b = new VehicleEvents(redis, keysOf(prefix), opts, (d) => derived.push(...d));
     const jobs = Array.from({ length: 60 }, (_, j) => job(j));
-    const results = await Promise.allSettled(jobs.map((sightings, j) => (j % 2 === 0 ? a : b).record(0, sightings, T0 + 100_000)));
+    const results = await Promise.allSettled(jobs.map((writtenRecords, j) => (j % 2 === 0 ? a : b).record(0, writtenRecords, T0 + 100_000)));
     expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
     // Everything pending committed once the vehicles fall quiet.
     while ((await a.sweep(0, T0 + 200_000)) > 0);
@@ -91,13 +89,13 @@ describe('vehicle events in Redis', () => {
       const b = new VehicleEvents(redis, keysOf(prefix), opts, (d) => derived.push(...d));
       const reads = vi.spyOn(own, 'hmgetBuffer');
       for (let j = 0; j <= 15; j++) await a.record(0, job(j), T0 + 100_000);
-      // The first job read the (absent) states, this release's and the legacy ones; the next fifteen read nothing.
-      expect(reads).toHaveBeenCalledTimes(2);
+      // The first job read the (absent) states; the next fifteen read nothing.
+      expect(reads).toHaveBeenCalledTimes(1);
       // Another process takes the vehicles on: the flags clear at 20 s in its commits, not in a's cache.
       for (let j = 16; j <= 25; j++) await b.record(0, job(j), T0 + 100_000);
       // a's cached versions are stale now: its commit is refused, it reads the stored states and derives again.
       for (let j = 26; j <= 35; j++) await a.record(0, job(j), T0 + 100_000);
-      expect(reads).toHaveBeenCalledTimes(3);
+      expect(reads).toHaveBeenCalledTimes(2);
       while ((await a.sweep(0, T0 + 200_000)) > 0);
       for (const v of VEHICLES) expect(transitions(derived, v)).toEqual(['alert_short_circuit_raised@10', 'alert_short_circuit_cleared@20', 'alert_short_circuit_raised@30']);
     } finally {
@@ -110,7 +108,7 @@ describe('vehicle events in Redis', () => {
     const commits: Derived[][] = [];
     const opts = { ...DEFAULT_DERIVE_OPTIONS, windowMs: 120_000, idleMs: 5_000 };
     const store = new VehicleEvents(redis, keysOf(prefix), opts, (d) => commits.push([...d]));
-    const batches = new StateUpdateBatches((partition, sightings) => store.record(partition, sightings, T0 + 100_000), { lingerMs: 0, maxJobs: 64, maxRecords: 10_000 });
+    const batches = new StateUpdateBatches((partition, writtenRecords) => store.record(partition, writtenRecords, T0 + 100_000), { lingerMs: 0, maxJobs: 64, maxRecords: 10_000 });
     // Twelve jobs come at once: the first opens the partition's batch, the rest join it before it starts.
     await Promise.all(Array.from({ length: 12 }, (_, j) => batches.add(0, job(j))));
     expect(commits).toHaveLength(1);
@@ -119,7 +117,7 @@ describe('vehicle events in Redis', () => {
     await redis.hset(`${prefix}:state`, 'KA01ZZ0001', '1 not a state');
     const values = pickedValues(DERIVE_PICK, 1);
     values[DERIVE_FIELDS.indexOf('soc')] = 50;
-    const broken: Sighting[] = [{ vehicleno: 'KA01ZZ0001', type: 'can', time: T0 + 12_000, values, at: 0 }];
+    const broken: WrittenRecord[] = [{ vehicleno: 'KA01ZZ0001', type: 'can', time: T0 + 12_000, values, at: 0 }];
     const results = await Promise.allSettled([...[12, 13, 14].map((j) => batches.add(0, job(j))), batches.add(0, broken), batches.add(0, job(15))]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
     expect(commits).toHaveLength(5);
@@ -134,11 +132,11 @@ describe('vehicle events in Redis', () => {
     const n = 5_000;
     const values = pickedValues(DERIVE_PICK, n);
     values.fill(NaN);
-    const sightings: Sighting[] = Array.from({ length: n }, (_, i) => {
+    const writtenRecords: WrittenRecord[] = Array.from({ length: n }, (_, i) => {
       values[i * DERIVE_FIELDS.length + DERIVE_FIELDS.indexOf('soc')] = 50;
       return { vehicleno: 'KA01AB0001', type: 'can', time: T0 + i * 100, values, at: i * DERIVE_FIELDS.length };
     });
-    await store.record(0, sightings, T0 + 600_000);
+    await store.record(0, writtenRecords, T0 + 600_000);
     // The buffer keeps maxPending (4096) records: the oldest beyond it are committed at once (forced).
     const members = await redis.zrange(`${prefix}:records:${STREAMS.get('can')!.streamId}:KA01AB0001`, 0, -1, 'WITHSCORES');
     expect(members.length / 2).toBe(DEFAULT_DERIVE_OPTIONS.maxPending);
@@ -172,7 +170,7 @@ describe('vehicle events in Redis', () => {
     const prefix = `ev-${randomUUID()}`;
     const derived: Derived[] = [];
     const store = new VehicleEvents(redis, keysOf(prefix), DEFAULT_DERIVE_OPTIONS, (d) => derived.push(...d));
-    const one = (fields: Record<string, number>): Sighting[] => {
+    const one = (fields: Record<string, number>): WrittenRecord[] => {
       const values = pickedValues(DERIVE_PICK, 1);
       for (const [k, x] of Object.entries(fields)) values[DERIVE_FIELDS.indexOf(k)] = x;
       return [{ vehicleno: 'KA01AB0001', type: 'can', time: T0, values, at: 0 }];
@@ -186,31 +184,5 @@ describe('vehicle events in Redis', () => {
     while ((await other.sweep(0, T0 + 100_000)) > 0);
     const events = derived.flatMap((d) => d.events);
     expect(events.map((e) => [e.event, e.fields])).toEqual([['alert_short_circuit_raised', { soc: 61, battery_voltage: 52 }]]);
-  });
-
-  it('takes on the state the release before kept (version 2), once, with its pending records; leaves its keys as they were', async () => {
-    const prefix = `ev-${randomUUID()}`;
-    const v2 = JSON.parse(readFileSync(new URL('./testdata/v2-state.json', import.meta.url), 'utf8')) as { vehicleno: string; committed: string; pending: string[] };
-    const legacyState = Buffer.concat([Buffer.from('7 '), Buffer.from(v2.committed, 'base64')]);
-    await redis.hset(`${prefix}:legacy-state`, v2.vehicleno, legacyState);
-    const members = v2.pending.map((p) => Buffer.from(p, 'base64'));
-    await redis.zadd(`${prefix}:legacy-records:${v2.vehicleno}`, ...members.flatMap((m, i) => [i, m]));
-    const derived: Derived[] = [];
-    const store = new VehicleEvents(redis, keysOf(prefix), DEFAULT_DERIVE_OPTIONS, (d) => derived.push(...d));
-    const values = pickedValues(DERIVE_PICK, 1);
-    values[DERIVE_FIELDS.indexOf('alert_over_temp')] = 0;
-    await store.record(0, [{ vehicleno: v2.vehicleno, type: 'can', time: T0 + 115_400, values, at: 0 }], T0 + 120_000);
-    // The records the release before held pending are members of this release's stream sets now.
-    const gpsKey = `${prefix}:records:${STREAMS.get('gps')!.streamId}:${v2.vehicleno}`;
-    const canKey = `${prefix}:records:${STREAMS.get('can')!.streamId}:${v2.vehicleno}`;
-    expect((await redis.zcard(gpsKey)) + (await redis.zcard(canKey))).toBeGreaterThan(40);
-    expect(await redis.hgetBuffer(`${prefix}:legacy-state`, v2.vehicleno)).toEqual(legacyState);
-    while ((await store.sweep(0, T0 + 200_000)) > 0);
-    // The alarm it held raised clears now; nothing it held is raised again.
-    expect(derived.flatMap((d) => d.events).map((e) => e.event)).toEqual(['alert_over_temp_cleared']);
-    // A second process reads this release's state, not the legacy one again (it would fail on these bytes).
-    await redis.hset(`${prefix}:legacy-state`, v2.vehicleno, Buffer.from([0x31, 0x20, 0xe2, 0]));
-    const other = new VehicleEvents(redis, keysOf(prefix), DEFAULT_DERIVE_OPTIONS);
-    await expect(other.record(0, [{ vehicleno: v2.vehicleno, type: 'can', time: T0 + 300_000, values, at: 0 }], T0 + 301_000)).resolves.toBeUndefined();
   });
 });

@@ -1,11 +1,11 @@
 import type { RedisClient } from '../../redis/connect.js';
 import { defineScript } from '../../redis/scripts.js';
-import type { Sighting } from '../../telemetry/record.js';
+import type { WrittenRecord } from '../../telemetry/record.js';
 import { flush, ingest, pendingSince, type AddedRecords, type Derived, type DeriveOptions, type EventInput, type VehicleState } from './derive.js';
 import { emptyRecord, STREAM_BY_ID, type StreamPlan } from './inputs.js';
 import { pendingMax, prepareCommitted, restore, writePendingAt, writePrepared, type StoredPending } from './wire.js';
-import { fromLegacy, isLegacy } from './legacy.js';
 import { SerialByKey } from '../worker/serialByKey.js';
+import { readCommit, type Read } from '../../formats/commit.js';
 
 /**
  * Per-vehicle derivation state in Redis, beside the vehicle's partition (its keys carry the partition's
@@ -20,11 +20,6 @@ import { SerialByKey } from '../worker/serialByKey.js';
  * job's points. So a worker killed before it committed leaves nothing (the retried job derives again),
  * one killed after leaves everything (the retried job's records are duplicates, which derive nothing):
  * each transition is in the outbox once.
- *
- * A vehicle without a state of this release but with one of the release before (legacy.ts) is read from
- * the legacy keys once; its commit writes it anew here, its pending records included. The legacy keys
- * are left as they were (a worker of that release, still running during a rolling upgrade, goes on
- * with them).
  */
 
 export interface PartitionKeys {
@@ -36,9 +31,6 @@ export interface PartitionKeys {
   pending: string;
   /** Sorted set of one vehicle's pending records of one stream, by time. */
   records(vehicleno: string, streamId: number): string;
-  /** The release before's hash of states and a vehicle's sorted set of pending records (read only). */
-  legacyState: string;
-  legacyRecords(vehicleno: string): string;
 }
 
 /** The streams, in the order the commit lists each vehicle's (its keys, and its part of the argument). */
@@ -210,44 +202,32 @@ export class CommitArgs {
   }
 }
 
-/** What a packed commit says (the script's reading, for tests and the stages bench). */
-export function readCommitArgs([head, body]: readonly [Buffer, Buffer]): {
+/**
+ * What a packed commit says, read by its field list (src/formats/commit.ts, which the script is checked
+ * against too): a packer that strays from the list fails here (tests and the stages bench).
+ */
+export function readCommitArgs(packed: readonly [Buffer, Buffer]): {
   vehicles: Array<{ vehicleno: string; version: string; committed: Buffer; since?: number; streams: Array<{ streamId: number; watermark?: number; replaces: number[]; adds: Array<[number, Buffer]> }> }>;
   entries: string[];
 } {
-  let b = head;
-  let p = 0;
-  const count = () => {
-    const n = b.readUInt32BE(p);
-    p += 4;
-    return n;
-  };
-  const item = () => {
-    const n = count();
-    p += n;
-    return b.subarray(p - n, p);
-  };
-  const text = () => item().toString();
-  const number = () => {
-    const x = b.readDoubleBE(p);
-    p += 8;
-    return Number.isNaN(x) ? undefined : x;
-  };
-  const heads = Array.from({ length: count() }, () => ({ vehicleno: text(), version: text() }));
-  b = body;
-  p = 0;
-  const vehicles = heads.map((h) => {
-    const committed = item();
-    const since = number();
-    const streams = STREAM_ORDER.map((plan) => {
-      const watermark = number();
-      const replaces = Array.from({ length: count() }, () => number()!);
-      const adds = Array.from({ length: count() }, (): [number, Buffer] => [number()!, item()]);
-      return { streamId: plan.streamId, ...(watermark === undefined ? {} : { watermark }), replaces, adds };
+  const { head, body } = readCommit(packed, STREAM_ORDER.length);
+  const list = (r: Read, name: string) => r[name] as Read[];
+  const known = (x: unknown) => (Number.isNaN(x) ? undefined : (x as number));
+  const heads = list(head, 'vehicles');
+  const vehicles = list(body, 'vehicles').map((v, i) => {
+    const since = known(v.since);
+    const streams = list(v, 'streams').map((st, j) => {
+      const watermark = known(st.watermark);
+      return {
+        streamId: STREAM_ORDER[j]!.streamId,
+        ...(watermark === undefined ? {} : { watermark }),
+        replaces: list(st, 'replaces').map((x) => x.time as number),
+        adds: list(st, 'adds').map((x): [number, Buffer] => [x.time as number, x.record as Buffer]),
+      };
     });
-    return { ...h, committed, ...(since === undefined ? {} : { since }), streams };
+    return { vehicleno: String(heads[i]!.vehicleno), version: String(heads[i]!.version), committed: v.committed as Buffer, ...(since === undefined ? {} : { since }), streams };
   });
-  return { vehicles, entries: Array.from({ length: count() }, text) };
+  return { vehicles, entries: list(body, 'entries').map((e) => String(e.entry)) };
 }
 
 /** Tries before a job's derivation gives up to a retry of the job (other jobs kept changing its vehicles). */
@@ -266,10 +246,10 @@ const MAX_BACKOFF_MS = 100;
  */
 const CACHED_MAX = 20_000;
 
-/** A job's sightings by vehicle, as derivation takes them (those read without its values are left out). */
-export function inputsByVehicle(sightings: readonly Sighting[]): Map<string, EventInput[]> {
+/** A job's written records by vehicle, as derivation takes them (those read without its values are left out). */
+export function inputsByVehicle(writtenRecords: readonly WrittenRecord[]): Map<string, EventInput[]> {
   const byVehicle = new Map<string, EventInput[]>();
-  for (const s of sightings) {
+  for (const s of writtenRecords) {
     if (!isInput(s)) continue;
     const list = byVehicle.get(s.vehicleno);
     if (list === undefined) byVehicle.set(s.vehicleno, [s]);
@@ -278,16 +258,11 @@ export function inputsByVehicle(sightings: readonly Sighting[]): Map<string, Eve
   return byVehicle;
 }
 
-const isInput = (s: Sighting): s is Sighting & EventInput => s.values !== undefined && s.at !== undefined;
+const isInput = (s: WrittenRecord): s is WrittenRecord & EventInput => s.values !== undefined && s.at !== undefined;
 
-/**
- * `added` emptied (one list serves every vehicle of a commit, in turn: a list a vehicle was most of what
- * a commit allocated), then given every record `state` holds pending when `all` (a state read from the
- * legacy keys, whose pending records this commit writes out).
- */
-export function addedFor(added: AddedRecords, state: VehicleState, all = false): AddedRecords {
+/** `added` emptied: one list serves every vehicle of a commit, in turn (a list a vehicle was most of what a commit allocated). */
+export function addedFor(added: AddedRecords): AddedRecords {
   while (added.length > 0) added.pop(); // (`length = 0` is a call into the runtime)
-  if (all) for (const st of state.streams) if (st !== undefined) for (let i = 0; i < st.pending.length; i++) added.push(st.pending.streamId, st.pending.timeAt(i));
   return added;
 }
 
@@ -296,8 +271,6 @@ interface ReadState {
   version: number;
   state: VehicleState;
   read?: boolean;
-  /** Pending records not yet members of the vehicle's sorted sets (a state read from the legacy keys): written out by this commit. */
-  unsaved?: boolean;
 }
 
 export class VehicleEvents {
@@ -321,11 +294,11 @@ export class VehicleEvents {
   }
 
   /**
-   * Derives from records of `partition` (their sightings, with the values derivation reads): one job's,
+   * Derives from records of `partition` (their written records, with the values derivation reads): one job's,
    * or several jobs' together (worker/batches.ts), which derives the same and writes each vehicle once.
    */
-  async record(partition: number, sightings: readonly Sighting[], now = Date.now()): Promise<void> {
-    const byVehicle = inputsByVehicle(sightings);
+  async record(partition: number, writtenRecords: readonly WrittenRecord[], now = Date.now()): Promise<void> {
+    const byVehicle = inputsByVehicle(writtenRecords);
     if (byVehicle.size === 0) return;
     await this.turns.run(partition, () => this.commit(partition, [...byVehicle.keys()], (vehicleno, state, added) => ingest(vehicleno, state, byVehicle.get(vehicleno)!, now, this.opts, added)));
   }
@@ -343,7 +316,7 @@ export class VehicleEvents {
    * The states of `vehicles`. One this process committed last is taken from its cache unread: the
    * commit script checks every version anyway, and a vehicle's jobs mostly come to the process serving
    * its partition, so a job of cached vehicles costs no read at all. The rest are read (with their
-   * streams' pending records); a vehicle without a state here is read from the legacy keys, once.
+   * streams' pending records); a vehicle without one starts afresh.
    */
   private async states(keys: PartitionKeys, vehicles: readonly string[]): Promise<ReadState[]> {
     const out: Array<ReadState | undefined> = vehicles.map((v) => this.cached.get(v));
@@ -351,14 +324,13 @@ export class VehicleEvents {
     if (unread.length === 0) return out as ReadState[];
     const stored = await this.redis.hmgetBuffer(keys.state, ...unread);
     const misses: Array<{ i: number; b: Buffer }> = [];
-    const absent: number[] = [];
     const versionOf = (b: Buffer): number => Number(b.toString('latin1', 0, b.indexOf(0x20)));
     let j = 0;
     vehicles.forEach((_, i) => {
       if (out[i] !== undefined) return;
       const b = stored[j++];
       if (b) misses.push({ i, b });
-      else absent.push(i);
+      else out[i] = { version: 0, state: restore(undefined, []), read: true };
     });
     if (misses.length > 0) {
       const pipeline = this.redis.pipeline();
@@ -373,25 +345,6 @@ export class VehicleEvents {
         });
         out[i] = { version: versionOf(b), state: restore(b.subarray(b.indexOf(0x20) + 1), pending), read: true };
       }
-    }
-    if (absent.length > 0) {
-      // No state of this release: the release before's, if it kept one (read once; the commit writes it here).
-      const legacy = await this.redis.hmgetBuffer(keys.legacyState, ...absent.map((i) => vehicles[i]!));
-      const pipeline = this.redis.pipeline();
-      const had = absent.filter((_, k) => legacy[k] && isLegacy(legacy[k]!.subarray(legacy[k]!.indexOf(0x20) + 1)));
-      for (const i of had) pipeline.zrangeBuffer(keys.legacyRecords(vehicles[i]!), 0, -1);
-      const read = had.length > 0 ? ((await pipeline.exec()) ?? []) : [];
-      absent.forEach((i, k) => {
-        const b = legacy[k];
-        const at = had.indexOf(i);
-        if (!b || at < 0) {
-          out[i] = { version: 0, state: restore(undefined, []), read: true };
-          return;
-        }
-        const [err, members] = read[at] ?? [new Error('no answer')];
-        if (err) throw err;
-        out[i] = { version: 0, state: fromLegacy(b.subarray(b.indexOf(0x20) + 1), members as Buffer[]), read: true, unsaved: true };
-      });
     }
     return out as ReadState[];
   }
@@ -409,11 +362,10 @@ export class VehicleEvents {
       const entries: string[] = [];
       const derived: Derived[] = [];
       vehicles.forEach((vehicleno, i) => {
-        const { version, state, unsaved } = read[i]!;
+        const { version, state } = read[i]!;
         // A cached state is changed in place: it is dropped now, and cached again only once committed.
         this.cached.delete(vehicleno);
-        // A state read from the legacy keys: its pending records are written out with this commit.
-        const added = addedFor(ADDED, state, unsaved);
+        const added = addedFor(ADDED);
         const d = step(vehicleno, state, added);
         derived.push(d);
         args.vehicle(vehicleno, version, state, added);

@@ -4,7 +4,6 @@ import { ALARM_FIELDS } from '../../telemetry/fields.js';
 import { CAN, GPS, RECORD_TYPES, type RecordTypeSpec } from '../../telemetry/vehicleData.js';
 import { flush, ingest, inputOf, newState, type Derived, type EventInput, type VehicleState } from './derive.js';
 import { deriveSchemaOf, STREAMS, valueAt } from './inputs.js';
-import { fromLegacy, isLegacy } from './legacy.js';
 import { readPending, restore, writeCommitted, writePending, type StoredPending } from './wire.js';
 import { roundTrip, T0, V } from './events.testkit.js';
 
@@ -115,56 +114,14 @@ describe('a state stored before a release that adds to the schema', () => {
   });
 });
 
-describe('the states of the releases before per-type streams', () => {
-  it('reads version 2 (binary, one watermark) exactly, and derives on as if it had never stopped', () => {
-    const v2 = JSON.parse(readFileSync(new URL('./testdata/v2-state.json', import.meta.url), 'utf8')) as { committed: string; pending: string[]; meaning: { wmT: number; pending: number; trip: { start: number; distanceM: number } } };
-    const committed = Buffer.from(v2.committed, 'base64');
-    expect(isLegacy(committed)).toBe(true);
-    const old = fromLegacy(committed, v2.pending.map((p) => Buffer.from(p, 'base64')));
-    expect(old.ignition.on).toBe(1);
-    expect(old.alarms.raised).toBe(1 << 9); // alert_over_temp
-    expect(old.trips).toMatchObject({ open: 1, start: v2.meaning.trip.start, distanceM: v2.meaning.trip.distanceM });
-    expect(old.charging.phase).toBe(2);
-    expect(old.streams[0]!.pending.length + old.streams[1]!.pending.length).toBe(v2.meaning.pending);
-    expect(old.streams[1]!.watermark).toBe(v2.meaning.wmT);
-
-    // This release from the start, over the same records: the same outputs from here on.
-    const here = newState();
-    ingest(V, here, drive(0, 110, true), T0 + 120_000);
-    const a = goOn(old, true);
-    const b = goOn(here, true);
-    const outputs = (ds: Derived[]) => ({ events: ds.flatMap((d) => d.events), trips: ds.flatMap((d) => d.trips), sessions: ds.flatMap((d) => d.sessions) });
-    expect(outputs(a)).toEqual(outputs(b));
-    expect(outputs(a).trips).toHaveLength(1);
-    expect(outputs(a).events.map((e) => e.event)).toContain('ignition_off');
-  });
-
-  it("reads version 1 (the first release's JSON and text, in two parts or one)", () => {
-    const v1 = JSON.parse(readFileSync(new URL('./testdata/v1-state.json', import.meta.url), 'utf8')) as { committed: string; pending: string[] };
-    const onePiece = JSON.parse(readFileSync(new URL('./testdata/v1-one-piece-state.json', import.meta.url), 'utf8')) as { state: string };
-    const here = newState();
-    ingest(V, here, drive(0, 80), T0 + 90_000);
-    for (const old of [fromLegacy(Buffer.from(v1.committed), v1.pending.map((p) => Buffer.from(p))), fromLegacy(Buffer.from(onePiece.state), [])]) {
-      expect(old.streams[0]!.pending.length + old.streams[1]!.pending.length).toBeGreaterThan(50);
-      const again = roundTrip(here);
-      const a = [ingest(V, old, drive(80, 130), T0 + 140_000), flush(V, old, T0 + 200_000)];
-      const b = [ingest(V, again, drive(80, 130), T0 + 140_000), flush(V, again, T0 + 200_000)];
-      const outputs = (ds: Derived[]) => ({ events: ds.flatMap((d) => d.events), trips: ds.flatMap((d) => d.trips), sessions: ds.flatMap((d) => d.sessions) });
-      expect(outputs(a)).toEqual(outputs(b));
-      expect(outputs(a).trips).toHaveLength(1);
-      expect(outputs(a).trips[0]).toMatchObject({ start: T0 + 5_000, end: T0 + 120_000 });
-    }
-  });
-});
-
 describe('this release’s layout (version 3), pinned by a golden fixture', () => {
   /**
-   * A state this release wrote, kept as bytes (`testdata/v3-state.json`): a change to the layout, to a
+   * A state this release wrote, kept as bytes (`src/formats/testdata/v3-state.json`): a change to the layout, to a
    * slice's doubles or to a pending record's bytes fails here, where a round trip through one build's
    * writer and reader would not. A release that changes the layout on purpose bumps the tag, keeps this
    * fixture (its readers must still read it) and adds its own. `WRITE_GOLDEN=1` writes it anew.
    */
-  const FILE = new URL('./testdata/v3-state.json', import.meta.url);
+  const FILE = new URL('../../formats/testdata/v3-state.json', import.meta.url);
   const state = () => {
     const s = newState();
     ingest(V, s, drive(0, 110, true), T0 + 120_000);

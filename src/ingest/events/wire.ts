@@ -7,37 +7,13 @@ import type { Slice } from './detectors/context.js';
 /**
  * A vehicle's derivation state as Redis keeps it (store.ts), in two parts: the committed part, rewritten
  * by each job of the vehicle, and each pending record on its own, in its stream's sorted set, written
- * once when it arrives. Binary and exact: every number its eight-byte double, little-endian, as the
- * process holds it (no number is printed and parsed: that was two thirds of a job's derivation cost).
+ * once when it arrives. Binary and exact: every number its eight-byte double, as the process holds it
+ * (no number is printed and parsed: that was two thirds of a job's derivation cost).
  *
- * Everything stored is named by a frozen id, never by a position in a list that may grow: streams by
- * their type's `streamId`, detectors' slices by their `id`, alarms by their `alarmBit`, a pending
- * record's values by their field's wire id (src/telemetry/vehicleData.ts). So a release that adds a
- * record type, an alarm (wherever in the list), a field, a detector or a double at the end of a slice
- * reads every state stored before it exactly.
- *
- * Committed part (version 3), after the store's `<version> ` head: a table of sections, then their
- * doubles, one after another (so the doubles are written and read as one block):
- *
- * | bytes | what |
- * |---|---|
- * | 1 | TAG, 0xe3 |
- * | 1 | S, the number of streams |
- * | 1 | D, the number of slices |
- * | (S + D) × 2 | each section's id (a stream id, then slice ids) and its count of doubles n (1 byte each) |
- * | 8 × Σn | each section's doubles: a stream's newest, newest's arrival, last arrival, watermark, ring's next index, then its ring's n − 5 committed times; a slice's `Slice.save` (NaN: absent) |
- *
- * Pending record (one member of its stream's sorted set, scored by its time):
- *
- * | bytes | what |
- * |---|---|
- * | 1 | TAG, 0xe3 |
- * | 1 | V, the number of values |
- * | 8 | its time, a double (so two records of equal values are two members) |
- * | V × 2 or 10 | each: its field's wire id (2 bytes, big-endian; bit 15: a flag at 1, bit 14: a flag at 0, with no double after), else the wire id and its double |
- *
- * The previous releases' states (version 2, binary, one watermark for all types; version 1, JSON) are
- * read by `legacy.ts` and become this layout at the vehicle's next commit.
+ * The byte tables are src/formats/README.md ("Vehicle state"); the golden state its readers are held to
+ * is src/formats/testdata/v3-state.json. Everything stored is named by a frozen id, never by a position in
+ * a list that may grow, so a release that adds a record type, an alarm, a field, a detector or a double at
+ * the end of a slice reads every state stored before it exactly.
  */
 const TAG = 0xe3;
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { flattenRecords, type FlattenOptions } from './flatten.js';
 import { PointRows, readRows, recordsOf, rowsOf, writeRecord } from './points.js';
 import { fieldNames } from '../../telemetry/fields.js';
-import { fieldPick, sightingOf, type TelemetryRecord } from '../../telemetry/record.js';
+import { fieldPick, writtenRecordOf, type TelemetryRecord } from '../../telemetry/record.js';
 import { mulberry32 } from '../../upstream/emulator/prng.js';
 const CAN_FIELDS = fieldNames('can');
 const GPS_FIELDS = fieldNames('gps');
@@ -11,7 +11,7 @@ const GPS_FIELDS = fieldNames('gps');
  * The rows a job carries (payload v3) against flatten.ts, the rules they were written by: the lines a
  * worker builds from the rows by copying bytes are flattenRecords' lines, field for field (the order of
  * fields within a line is the dictionary's; InfluxDB keeps fields by name), with the same records behind
- * them, the same empty records, and the same sightings for the fleet.
+ * them, the same empty records, and the same written records for the fleet.
  */
 const NAMES = [...GPS_FIELDS, ...CAN_FIELDS, 'cell_temperature_00', 'cell_temperature_07', 'cell_temperature_99', 'x_cell_temperature_01', 'new_param', 'zz9'];
 const PLATES = ['KA01AB1234', 'a b,c=d"e\\f', 'Ünïcødé 😀', 'x=y', ' lead', 'trail ', 'semi;colon:x'];
@@ -40,7 +40,7 @@ function randomRecords(seed: number, n: number): TelemetryRecord[] {
 
 describe('points as a job carries them (rows)', () => {
   for (const opts of [{ temperatureSentinels: [-40] }, { temperatureSentinels: [], packHealth: true }, { temperatureSentinels: [-40, 0, 25.5], packHealth: true }] as FlattenOptions[]) {
-    it(`read back, are flatten's lines, records and sightings (${JSON.stringify(opts)})`, () => {
+    it(`read back, are flatten's lines, records and writtenRecords (${JSON.stringify(opts)})`, () => {
       for (let seed = 1; seed <= 8; seed++) {
         const records = randomRecords(seed, 300);
         const rows = rowsOf(records, opts);
@@ -52,9 +52,9 @@ describe('points as a job carries them (rows)', () => {
         expect(read.records).toBe(records.length);
         expect(read.emptyRecords).toBe(want.emptyRecords);
         expect(rows.dropped.reduce((a, b) => a + b, 0)).toBe(want.droppedFields);
-        expect(read.sightings).toEqual(records.map(sightingOf).map((s) => ({ ...s, ...(s.lat === undefined ? {} : { lat: s.lat + 0, lng: s.lng! + 0 }) })));
-        // With a pick, each sighting carries the picked fields' values (NaN where the record had none; -0 is written 0).
-        const picked = readRows(rows.buf.subarray(0, rows.len), PICK).sightings;
+        expect(read.writtenRecords).toEqual(records.map(writtenRecordOf).map((s) => ({ ...s, ...(s.lat === undefined ? {} : { lat: s.lat + 0, lng: s.lng! + 0 }) })));
+        // With a pick, each written record carries the picked fields' values (NaN where the record had none; -0 is written 0).
+        const picked = readRows(rows.buf.subarray(0, rows.len), PICK).writtenRecords;
         records.forEach((r, i) => {
           const s = picked[i]!;
           const got = PICK.names.map((_, j) => s.values![s.at! + j]!);

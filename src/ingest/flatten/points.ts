@@ -1,4 +1,4 @@
-import { pickedValues, type FieldPick, type Sighting, type TelemetryRecord } from '../../telemetry/record.js';
+import { pickedValues, type FieldPick, type WrittenRecord, type TelemetryRecord } from '../../telemetry/record.js';
 import { FIELD_DICTIONARY, TYPES, typeOf, typeOfRow, VEHICLE_TAG, WIRE_ID, type RecordTypeInfo } from '../../telemetry/fields.js';
 import { formatFloat, TAG_ESCAPED } from '../../telemetry/lineProtocol.js';
 import { decimalAt } from '../../telemetry/numbers.js';
@@ -11,22 +11,12 @@ import { Lines } from '../write/lines.js';
 /**
  * Points as a job carries them (payload v3, queue/codec.ts): each record already flattened by the
  * receiver, its field values as the text line protocol writes, so a worker copies bytes into its
- * request and never decodes a record. One row a line:
- *
- *   <t><time> <mask>:<value>,<value>,…[;<name>=<value>,…] <tag>   a record's point; t: its type's row letter (g, c)
- *   p<mask>:<value>,…                                           the can_pack point of the record above
- *
- * - mask: which names of the dictionary (FIELD_DICTIONARY; PACK_NAMES for `p`) the point has, six a
- *   character of MASK_DIGITS, lowest first, trailing zero characters left out; the values follow in
- *   dictionary order, each as `formatFloat` writes it.
- * - names outside the dictionary follow `;`, in the record's order; so do names of the dictionary past
- *   the size the receiver was told every live worker reads (FlattenOptions.dictionary).
- * - tag: the vehicleno escaped as a tag value, to the end of the row (a plate has no control character).
- * - a record whose every field was an unused sensor has a row with no value, and no point.
+ * request and never decodes a record. One row a line; the rows' layout is src/formats/README.md ("v3's
+ * rows").
  *
  * The order of fields in a line is the dictionary's, not the sender's: InfluxDB stores fields by name.
- * This file is the format's one home: `writeRow` writes it, from a record's draft (draft.ts) that the
- * general path (`writeRecord`) and the receiver's scanner (src/ingest/scan/) fill; `readRows` reads it.
+ * `writeRow` writes the rows, from a record's draft (draft.ts) that the general path (`writeRecord`) and
+ * the receiver's scanner (src/ingest/scan/) fill; `readRows` reads them.
  */
 
 export const MASK_DIGITS = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_';
@@ -240,7 +230,7 @@ export function rowsOf(records: readonly TelemetryRecord[], opts: FlattenOptions
 
 const KEY_BYTES = FIELD_DICTIONARY.map((n) => Buffer.from(`${n}=`, 'latin1'));
 const PACK_KEY_BYTES = PACK_NAMES.map((n) => Buffer.from(`${n}=`, 'latin1'));
-/** By row letter: the line's start, and the wire ids of its type's position (-1: none) for the fleet's sightings. */
+/** By row letter: the line's start, and the wire ids of its type's position (-1: none) for the fleet's written records. */
 const MEASUREMENT_BYTES: Buffer[] = [];
 const POSITION: Array<[number, number]> = [];
 for (const t of TYPES) {
@@ -259,7 +249,7 @@ export interface ReadPoints {
   measurements: string[];
   records: number;
   emptyRecords: number;
-  sightings: Sighting[];
+  writtenRecords: WrittenRecord[];
 }
 
 /** Where one row's parts are, found by `parseRow`. */
@@ -383,7 +373,7 @@ let LAT = -1;
 let LNG = -1;
 const NO_POSITION: [number, number] = [-1, -1];
 
-/** Plates by their escaped tag text, for the fleet's sightings. */
+/** Plates by their escaped tag text, for the fleet's written records. */
 const platesByTag = new Map<string, string>();
 
 /** escapeTag undone: validation refuses the plates where this would be ambiguous (unrepresentableTag). */
@@ -392,11 +382,11 @@ export function unescapeTag(tag: string): string {
 }
 
 /**
- * Every line of a job's rows, by copying bytes; with the records' sightings for the fleet, and in
+ * Every line of a job's rows, by copying bytes; with the records' written records for the fleet, and in
  * them the values of the fields `pick` names (what the vehicle events read).
  */
 export function readRows(b: Buffer, pick?: FieldPick): ReadPoints {
-  const out: ReadPoints = { lines: Lines.EMPTY, sources: [], measurements: [], records: 0, emptyRecords: 0, sightings: [] };
+  const out: ReadPoints = { lines: Lines.EMPTY, sources: [], measurements: [], records: 0, emptyRecords: 0, writtenRecords: [] };
   // A line is about four times its row (the names are spelled out); put() grows it when not.
   scratch = Buffer.allocUnsafe(Math.max(16_384, 4 * b.length));
   at = 0;
@@ -443,7 +433,7 @@ export function readRows(b: Buffer, pick?: FieldPick): ReadPoints {
     const fields = putFields(b, r, r.kind === ROW_PACK ? PACK_KEY_BYTES : KEY_BYTES, positioned || (values !== undefined && type !== undefined) ? position : undefined);
     if (type !== undefined) {
       const tag = b.toString('utf8', tagFrom, tagTo);
-      const s: Sighting = { vehicleno: remembered(platesByTag, tag, unescapeTag), type: type.name, time: Number(b.toString('latin1', timeFrom, timeTo)) };
+      const s: WrittenRecord = { vehicleno: remembered(platesByTag, tag, unescapeTag), type: type.name, time: Number(b.toString('latin1', timeFrom, timeTo)) };
       if (lat && lng) {
         s.lat = Number(b.toString('latin1', lat[0], lat[1]));
         s.lng = Number(b.toString('latin1', lng[0], lng[1]));
@@ -452,7 +442,7 @@ export function readRows(b: Buffer, pick?: FieldPick): ReadPoints {
         s.at = base;
         base += size;
       }
-      out.sightings.push(s);
+      out.writtenRecords.push(s);
     }
     if (fields === 0) {
       if (r.kind !== ROW_PACK) out.emptyRecords++;
@@ -469,8 +459,8 @@ export function readRows(b: Buffer, pick?: FieldPick): ReadPoints {
   }
   out.records = record + 1;
   out.lines = Lines.from(scratch.subarray(0, at), ends);
-  // Every sighting's values: the array they share, final once no record will grow it.
-  if (values !== undefined) for (const s of out.sightings) s.values = values;
+  // Every written record's values: the array they share, final once no record will grow it.
+  if (values !== undefined) for (const s of out.writtenRecords) s.values = values;
   return out;
 }
 

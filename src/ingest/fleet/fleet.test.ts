@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { influxQL } from '../../devstack/influxd.js';
-import type { Sighting } from '../../telemetry/record.js';
+import type { WrittenRecord } from '../../telemetry/record.js';
 import { InfluxSink } from '../write/influx.js';
 import type { PointSink } from '../write/sink.js';
 import { writeStatusChanges, type SilentAfter, type StatusEvent } from './changes.js';
@@ -21,8 +21,8 @@ const THRESHOLDS: SilentAfter[] = [
   { label: '1h', ms: HOUR },
 ];
 
-const gps = (vehicleno: string, time: number, lat = 12.5, lng = 77.5): Sighting => ({ vehicleno, type: 'gps', time, lat, lng });
-const can = (vehicleno: string, time: number): Sighting => ({ vehicleno, type: 'can', time });
+const gps = (vehicleno: string, time: number, lat = 12.5, lng = 77.5): WrittenRecord => ({ vehicleno, type: 'gps', time, lat, lng });
+const can = (vehicleno: string, time: number): WrittenRecord => ({ vehicleno, type: 'can', time });
 
 let redis: Redis;
 let db: string;

@@ -2,7 +2,7 @@ import type { Config } from '../../config/index.js';
 import type { RedisClient } from '../../redis/connect.js';
 import { defineScript } from '../../redis/scripts.js';
 import { keysOf, type FleetKeys } from '../queue/keys.js';
-import type { Sighting } from '../../telemetry/record.js';
+import type { WrittenRecord } from '../../telemetry/record.js';
 
 /**
  * Each vehicle's last-seen time and last position, kept in Redis beside its partition's queue (the
@@ -83,7 +83,7 @@ export class FleetState {
    * whatever the number of records. `now` is the worker's clock: no time is recorded later (see the class
    * comment).
    */
-  async record(partition: number, records: readonly Sighting[], now = Date.now()): Promise<void> {
+  async record(partition: number, records: readonly WrittenRecord[], now = Date.now()): Promise<void> {
     const times = new Map<string, number[]>();
     const positions = new Map<string, { time: number; lat: number; lng: number }>();
     for (const r of records) {
@@ -92,7 +92,7 @@ export class FleetState {
       if (ts === undefined) times.set(r.vehicleno, [time]);
       else ts.push(time);
       const { lat, lng } = r;
-      // A sighting has a position only when its type has one (vehicleData.ts) and the record carried it.
+      // A written record has a position only when its type has one (vehicleData.ts) and the record carried it.
       if (lat === undefined || lng === undefined) continue;
       const p = positions.get(r.vehicleno);
       if (p === undefined || time >= p.time) positions.set(r.vehicleno, { time, lat, lng });

@@ -4,35 +4,14 @@ import { FIELD_DICTIONARY } from '../../telemetry/fields.js';
 import { recordsOfRows, type PointRows } from '../flatten/points.js';
 
 /**
- * The payload of one job: a chunk of validated records. Versioned so workers of a newer
- * release can still read jobs queued by an older one during a rolling upgrade, and so an
- * operator's replay of an old dead letter still decodes.
+ * The payload of one job: a chunk of validated records. Versioned so workers of a newer release can
+ * still read jobs queued by an older one during a rolling upgrade, and so an operator's replay of an old
+ * dead letter still decodes. Each version's keys and layout: src/formats/README.md ("Job payloads"); the
+ * golden payloads every version is read from: src/formats/testdata/payloads.json.
  *
- * v1: the records as they are, `{v: 1, records}` (about 1.7 kB per CAN record of all 69 fields).
- *
- * v2: the records column by column, `{v: 2, n, c}` or, deflated and base64-encoded, `{v: 2, n, z}`.
- * Redis holds every queued record until a worker writes it, so its size is what a backlog costs:
- * a CAN record with all 69 fields takes about 1/15 of v1 this way (see docs/benchmarks/history.md).
- * `c` (and the inflated `z`, as JSON) is the array
- *
- *   [vehiclenos, types, names, vehicle, counts, fieldIdx, times, columns, specials]
- *
- * - `vehiclenos`, `types`: the distinct values, in order of first appearance.
- * - `names`: the distinct field names; a number stands for `V2_NAMES[number]`, a string for itself.
- * - per record: `vehicle[i]` indexes `vehiclenos`; `counts[i]` is `fieldCount * T + typeIndex`,
- *   where T is the number of types, at least 2.
- * - `fieldIdx`: every record's field names as indices into `names`, in the record's key order,
- *   record after record (`counts` says how many are whose). Repeated lists deflate to little.
- * - `times`: `[0, t0, t1, …]` as they are, or `[1, t0, t1 - t0, t2 - t1, …]` when every time is an
- *   integer within ±2^52, so every difference and sum is exact (the usual case; deltas deflate better).
- * - `columns[f]`: the values of field `names[f]`, in record order, for the records that have it.
- * - `specials`: `[column, position, code]` for values JSON cannot carry: -0 and non-finite
- *   numbers (`"-0"`, `"NaN"`, `"Infinity"`, `"-Infinity"`); they sit as 0 in their column. A
- *   `column` of -1 means the times (absolute form only).
- *
- * Every number is written by JSON.stringify (the shortest text that reads back as the same
- * double) and read by JSON.parse, so values come back bit for bit; strings too, including
- * unpaired surrogates, which JSON.stringify escapes.
+ * v1 is the records as they are (about 1.7 kB per CAN record of all 69 fields); v2 their columns (about
+ * 1/15 of that: Redis holds every queued record until a worker writes it, so a payload's size is what a
+ * backlog costs); v3 the receiver's rows, which a worker copies into its request without decoding a record.
  */
 export interface JobPayloadV1 {
   v: 1;

@@ -22,9 +22,8 @@ describe('key names', () => {
 describe('vehicle event keys', () => {
   it('names the state and outbox beside each partition, and the webhook queue beside the fuel queue', () => {
     const k = redisKeys('telematics-push');
-    expect([k.vehicleState(0), k.legacyVehicleState(0), k.vehicleRecords(0, 'KA01', 1), k.eventsOutbox(0), k.eventsWebhookQueue]).toEqual([
+    expect([k.vehicleState(0), k.vehicleRecords(0, 'KA01', 1), k.eventsOutbox(0), k.eventsWebhookQueue]).toEqual([
       'telematics-push:events:v3:state',
-      'telematics-push:events:state',
       'telematics-push:events:v3:records:1:KA01',
       'telematics-push:events:outbox',
       'telematics-push-events-webhook',
@@ -39,13 +38,11 @@ describe('vehicle event keys', () => {
       k.partitions.forEach((queue, i) => {
         const slot = keySlot(bullKey(queue, 'wait'));
         expect(keySlot(k.vehicleState(i)), `${queue} state`).toBe(slot);
-        expect(keySlot(k.legacyVehicleState(i)), `${queue} legacy state`).toBe(slot);
         expect(keySlot(k.eventsOutbox(i)), `${queue} outbox`).toBe(slot);
         expect(keySlot(k.vehiclesPending(i)), `${queue} pending vehicles`).toBe(slot);
         // A plate with braces of its own: the partition's tag comes first and decides.
         for (const plate of ['KA01AB1234', '{x}', 'a}b{c}']) {
           expect(keySlot(k.vehicleRecords(i, plate, 0)), `${queue} records of ${plate}`).toBe(slot);
-          expect(keySlot(k.legacyVehicleRecords(i, plate)), `${queue} legacy records of ${plate}`).toBe(slot);
         }
         for (const kind of ['active', 'id', 'meta', 'events', '42']) expect(keySlot(bullKey(queue, kind))).toBe(slot);
         slots.add(slot);

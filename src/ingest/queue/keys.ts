@@ -60,8 +60,6 @@ export interface RedisKeys {
    * writes the states and appends to the outbox on one slot.
    */
   vehicleState(partition: number): string;
-  /** The hash the releases before per-type streams kept states in (events/legacy.ts): read once a vehicle, never written. */
-  legacyVehicleState(partition: number): string;
   /** Stream of partition i's derived events, points and deliveries (the outbox), on its queue's slot. */
   eventsOutbox(partition: number): string;
   /** Sorted set: vehicles of partition i with records still pending derivation, by the wall time they last sent (the window's sweep reads it). */
@@ -72,8 +70,6 @@ export interface RedisKeys {
    * plate's own braces do not move the key's slot).
    */
   vehicleRecords(partition: number, vehicleno: string, streamId: number): string;
-  /** The sorted set of a vehicle's pending records before per-type streams (events/legacy.ts): read once, never written. */
-  legacyVehicleRecords(partition: number, vehicleno: string): string;
   /** BullMQ queue of event webhook deliveries (events/webhook.ts), a job per event. */
   eventsWebhookQueue: string;
   /** Partition i's fleet state (fleet/state.ts), beside its queue. */
@@ -114,11 +110,9 @@ export function redisKeys(queueName: string, layout: KeyLayout = SINGLE_QUEUE): 
     extraFieldNames: (measurement) => `${queueName}:fields:extra:${measurement}`,
     readers: `${queueName}:readers`,
     vehicleState: (i) => `${partitionQueue(partitions, i)}:events:v3:state`,
-    legacyVehicleState: (i) => `${partitionQueue(partitions, i)}:events:state`,
     eventsOutbox: (i) => `${partitionQueue(partitions, i)}:events:outbox`,
     vehiclesPending: (i) => `${partitionQueue(partitions, i)}:events:pending`,
     vehicleRecords: (i, vehicleno, streamId) => `${partitionQueue(partitions, i)}:events:v3:records:${streamId}:${vehicleno}`,
-    legacyVehicleRecords: (i, vehicleno) => `${partitionQueue(partitions, i)}:events:records:${vehicleno}`,
     eventsWebhookQueue: layout.cluster ? `{${queueName}-events-webhook}` : `${queueName}-events-webhook`,
     fleet: (i) => fleetKeys(partitionQueue(partitions, i)),
   };

@@ -5,13 +5,13 @@ import { readRows, rowsOf } from '../flatten/points.js';
 import { decodeJob, encodeJob, encodePointsJob, jobRows } from './codec.js';
 
 /**
- * Every job payload version as a release wrote it (`testdata/payloads.json`), read by this release's
+ * Every job payload version as a release wrote it (`src/formats/testdata/payloads.json`), read by this release's
  * readers: a change to a reader that would misread a job queued before an upgrade fails here. The text
  * forms are also what this release writes, byte for byte (the deflated ones are read only: zlib's
  * output may differ between Node releases). `WRITE_GOLDEN=1` writes the fixture anew, which only a
  * release that adds a version should do (keeping the versions already there).
  */
-const FILE = new URL('./testdata/payloads.json', import.meta.url);
+const FILE = new URL('../../formats/testdata/payloads.json', import.meta.url);
 const T = 1_763_700_000_000;
 const RECORDS: TelemetryRecord[] = [
   { vehicleno: 'KA01AB1234', type: 'gps', time: T, fields: { lat: 12.9716, lng: 77.5946, alti: 920, speed: 38.5, ignstatus: 1 } },

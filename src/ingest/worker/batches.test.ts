@@ -1,17 +1,17 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { Sighting } from '../../telemetry/record.js';
+import type { WrittenRecord } from '../../telemetry/record.js';
 import { StateUpdateBatches, type BatchOptions } from './batches.js';
 
-/** A job of `n` sightings of vehicle `v`. */
-const job = (v: string, n = 1): Sighting[] => Array.from({ length: n }, (_, i) => ({ vehicleno: v, type: 'gps', time: i }));
+/** A job of `n` written records of vehicle `v`. */
+const job = (v: string, n = 1): WrittenRecord[] => Array.from({ length: n }, (_, i) => ({ vehicleno: v, type: 'gps', time: i }));
 
-/** The updates a batcher made: partition, the vehicles of the sightings in order, and the jobs counted. */
-function recorder(opts: Partial<BatchOptions> = {}, update?: (sightings: readonly Sighting[]) => Promise<void>) {
+/** The updates a batcher made: partition, the vehicles of the written records in order, and the jobs counted. */
+function recorder(opts: Partial<BatchOptions> = {}, update?: (writtenRecords: readonly WrittenRecord[]) => Promise<void>) {
   const updates: Array<{ partition: number; vehicles: string; jobs: number; at: number }> = [];
   const batches = new StateUpdateBatches(
-    async (partition, sightings, jobs) => {
-      updates.push({ partition, vehicles: sightings.map((s) => s.vehicleno).join(','), jobs, at: Date.now() });
-      await update?.(sightings);
+    async (partition, writtenRecords, jobs) => {
+      updates.push({ partition, vehicles: writtenRecords.map((s) => s.vehicleno).join(','), jobs, at: Date.now() });
+      await update?.(writtenRecords);
     },
     { lingerMs: 500, maxJobs: 32, maxRecords: 10_000, ...opts },
   );

@@ -1,4 +1,4 @@
-import type { Sighting } from '../../telemetry/record.js';
+import type { WrittenRecord } from '../../telemetry/record.js';
 import { SerialByKey } from './serialByKey.js';
 
 /**
@@ -24,7 +24,7 @@ export interface BatchOptions {
 }
 
 interface Job {
-  sightings: readonly Sighting[];
+  writtenRecords: readonly WrittenRecord[];
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -45,17 +45,17 @@ export class StateUpdateBatches {
   private readonly turns = new SerialByKey<number>();
 
   constructor(
-    /** The update: every sighting of the batch's jobs, and how many jobs they are. */
-    private readonly update: (partition: number, sightings: readonly Sighting[], jobs: number) => Promise<void>,
+    /** The update: every written record of the batch's jobs, and how many jobs they are. */
+    private readonly update: (partition: number, writtenRecords: readonly WrittenRecord[], jobs: number) => Promise<void>,
     private readonly opts: BatchOptions,
   ) {}
 
-  /** Hands on one job's sightings; resolves once its batch's update is done. */
-  add(partition: number, sightings: readonly Sighting[]): Promise<void> {
+  /** Hands on one job's written records; resolves once its batch's update is done. */
+  add(partition: number, writtenRecords: readonly WrittenRecord[]): Promise<void> {
     return new Promise((resolve, reject) => {
       const batch = this.open.get(partition) ?? this.openBatch(partition);
-      batch.jobs.push({ sightings, resolve, reject });
-      batch.records += sightings.length;
+      batch.jobs.push({ writtenRecords, resolve, reject });
+      batch.records += writtenRecords.length;
       if (batch.jobs.length >= this.opts.maxJobs || batch.records >= this.opts.maxRecords) {
         this.open.delete(partition);
         batch.start();
@@ -85,13 +85,13 @@ export class StateUpdateBatches {
     this.began.set(partition, Date.now());
     const { jobs } = batch;
     try {
-      await this.update(partition, jobs.length === 1 ? jobs[0]!.sightings : jobs.flatMap((j) => j.sightings), jobs.length);
+      await this.update(partition, jobs.length === 1 ? jobs[0]!.writtenRecords : jobs.flatMap((j) => j.writtenRecords), jobs.length);
       for (const j of jobs) j.resolve();
     } catch (err) {
       if (jobs.length === 1) return jobs[0]!.reject(err);
       for (const j of jobs) {
         try {
-          await this.update(partition, j.sightings, 1);
+          await this.update(partition, j.writtenRecords, 1);
           j.resolve();
         } catch (e) {
           j.reject(e);

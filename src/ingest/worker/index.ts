@@ -3,7 +3,7 @@ import type { RedisClient } from '../../redis/connect.js';
 import type { Logger } from '../../log/index.js';
 import type { Metrics } from '../../metrics/index.js';
 import type { PointSink } from '../write/sink.js';
-import type { FieldPick, Sighting } from '../../telemetry/record.js';
+import type { FieldPick, WrittenRecord } from '../../telemetry/record.js';
 import type { FlattenOptions } from '../flatten/flatten.js';
 import { retryDelay, type RetryPolicy } from '../queue/retry.js';
 import type { DeferReason, Reads } from '../queue/formats.js';
@@ -26,7 +26,7 @@ export interface WorkerOptions {
   flatten: FlattenOptions;
   sink: PointSink;
   /** Told each job's records once the store holds them (the fleet's last-seen state and the vehicle events). */
-  written?: (records: readonly Sighting[]) => Promise<void>;
+  written?: (records: readonly WrittenRecord[]) => Promise<void>;
   /** The fields whose values `written` is told (the vehicle events' inputs). */
   pick?: FieldPick;
   log: Logger;

@@ -2,7 +2,7 @@ import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import { decodeJob, jobRows } from '../queue/codec.js';
 import { THIS_RELEASE, unreadable, type Reads, type Unreadable } from '../queue/formats.js';
 import { quarantineEntry, type NewQuarantineEntry } from '../queue/quarantine.js';
-import { asPushRecord, pickedValues, sightingOf, type FieldPick, type Sighting, type TelemetryRecord } from '../../telemetry/record.js';
+import { asPushRecord, pickedValues, writtenRecordOf, type FieldPick, type WrittenRecord, type TelemetryRecord } from '../../telemetry/record.js';
 import { flattenRecords, type FlattenOptions } from '../flatten/flatten.js';
 import { readRows, recordsOfRows, type ReadPoints } from '../flatten/points.js';
 import { Lines } from '../write/lines.js';
@@ -25,8 +25,8 @@ export interface ProcessorOptions {
   /** Where points the store refuses go, with the store's error; resolves once stored. */
   quarantine: (entries: NewQuarantineEntry[]) => Promise<void>;
   /** Told the job's records once the store holds them (the fleet's last-seen state and the vehicle events, worker/batches.ts); a throw retries the job. */
-  written?: (records: readonly Sighting[]) => Promise<void>;
-  /** The fields `written` is told the values of in each sighting (the vehicle events' inputs); none when unset. */
+  written?: (records: readonly WrittenRecord[]) => Promise<void>;
+  /** The fields `written` is told the values of in each written record (the vehicle events' inputs); none when unset. */
   pick?: FieldPick;
   /** The job formats this worker reads (queue/formats.ts); this release's when unset. */
   reads?: Reads;
@@ -92,7 +92,7 @@ export function createProcessor(opts: ProcessorOptions): (job: Job, token?: stri
         }),
       );
     }
-    await opts.written?.(batch.sightings);
+    await opts.written?.(batch.writtenRecords);
     const pointsBy: Record<string, number> = {};
     const refusedAt = new Set(refused.map((r) => r.line));
     for (let i = 0; i < batch.lines.length; i++) {
@@ -114,8 +114,8 @@ function pointsOf(records: readonly TelemetryRecord[], flatten: FlattenOptions, 
     measurements: f.lines.map((line) => line.slice(0, line.indexOf(','))),
     records: records.length,
     emptyRecords: f.emptyRecords,
-    sightings: records.map((r, i) => {
-      const s = sightingOf(r);
+    writtenRecords: records.map((r, i) => {
+      const s = writtenRecordOf(r);
       if (pick !== undefined && values !== undefined) {
         s.values = values;
         s.at = i * pick.names.length;

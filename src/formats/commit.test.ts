@@ -1,0 +1,39 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { COMMIT_BODY, COMMIT_HEAD, luaTokens, readCommit, unpackTokens } from './commit.js';
+
+const SCRIPT = readFileSync(new URL('../redis/scripts/events-commit.lua', import.meta.url), 'utf8');
+
+describe('the events’ commit, one field list', () => {
+  it('is what the script unpacks, item by item and in order', () => {
+    // The script reads ARGV[1] (the head) first, then ARGV[3] (the body): its formats, in the order they
+    // appear, spell the head's list and then the body's.
+    expect(unpackTokens(SCRIPT)).toEqual([...luaTokens(COMMIT_HEAD), ...luaTokens(COMMIT_BODY)]);
+  });
+
+  it('would catch a script that reads one double more or less than the list', () => {
+    const strayed = SCRIPT.replace("struct.unpack('>I4c0d', s, pos)", "struct.unpack('>I4c0dd', s, pos)");
+    expect(strayed).not.toBe(SCRIPT);
+    expect(unpackTokens(strayed)).not.toEqual([...luaTokens(COMMIT_HEAD), ...luaTokens(COMMIT_BODY)]);
+  });
+
+  it('reads bytes laid out by the list, and refuses bytes left over or missing', () => {
+    const u32 = (n: number) => Buffer.from([n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255]);
+    const dbl = (x: number) => {
+      const b = Buffer.alloc(8);
+      b.writeDoubleBE(x);
+      return b;
+    };
+    const bytes = (s: string) => Buffer.concat([u32(Buffer.byteLength(s)), Buffer.from(s)]);
+    const head = Buffer.concat([u32(1), bytes('KA01'), bytes('')]);
+    // One vehicle, one stream: its committed part, since NaN; the stream's watermark, one replace, one add; one entry.
+    const body = Buffer.concat([bytes('1 x'), dbl(NaN), dbl(5), u32(1), dbl(7), u32(1), dbl(8), bytes('r'), u32(1), bytes('{}')]);
+    const { head: h, body: b } = readCommit([head, body], 1);
+    expect((h.vehicles as Array<Record<string, unknown>>)[0]!.vehicleno).toEqual(Buffer.from('KA01'));
+    const v = (b.vehicles as Array<Record<string, unknown>>)[0]!;
+    expect(v.since).toBeNaN();
+    expect(v.streams).toEqual([{ watermark: 5, replaces: [{ time: 7 }], adds: [{ time: 8, record: Buffer.from('r') }] }]);
+    expect(() => readCommit([head, Buffer.concat([body, Buffer.from([0])])], 1)).toThrow(/after the last item/);
+    expect(() => readCommit([head, body.subarray(0, body.length - 1)], 1)).toThrow(RangeError);
+  });
+});
