@@ -4,11 +4,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { CAN_PACK, DERIVED_MEASUREMENTS, FUEL, type DerivedMeasurement } from '../src/telemetry/derivedMeasurements.js';
-import { flush, ingest, newState, type Derived } from '../src/ingest/events/derive.js';
+import { DEFAULT_DERIVE_OPTIONS, flush, ingest, newState, type Derived } from '../src/ingest/events/derive.js';
 import { pointOf, type OutboxEntry } from '../src/ingest/events/outbox.js';
 import { PACK_MEASUREMENT, PACK_NAMES } from '../src/ingest/flatten/packHealth.js';
 import { fuelLine } from '../src/ingest/sync/fuel.js';
-import { can, gps, north, T0, V } from '../src/ingest/events/events.testkit.js';
+import { can, gps, north, route, T0, V } from '../src/ingest/events/events.testkit.js';
 
 /** A line's measurement, tag keys and field keys (the lines here carry no escaped separators). */
 function parts(line: string): { measurement: string; tags: string[]; fields: string[] } {
@@ -43,12 +43,25 @@ describe('derived measurements', () => {
     parts.push(ingest(V, s, rs, T0 + 500_000));
     parts.push(ingest(V, s, [can(T0 + 10_000, { alert_thermal_runaway: 1 })], T0 + 500_001));
     parts.push(flush(V, s, T0 + 600_000));
+    // Then over the speed limit, idling, parked, towed: every other kind a drive can tell.
+    const opts = { ...DEFAULT_DERIVE_OPTIONS, speedLimitKmh: 60 };
+    const later = route(T0 + 3_600_000, 13, [
+      { seconds: 120, kmh: 80, ign: 1 },
+      { seconds: 400, kmh: 0, ign: 1 },
+      { seconds: 600, kmh: 0, ign: 0 },
+      { seconds: 120, kmh: 20, ign: 0 },
+      { seconds: 60, kmh: 36, ign: 1 },
+    ]);
+    parts.push(ingest(V, s, later.fixes, later.end, opts), flush(V, s, later.end + 60_000, opts));
     const entries: OutboxEntry[] = [
       ...parts.flatMap((d) => d.events.map((e) => ({ kind: 'event' as const, ...e }))),
       ...parts.flatMap((d) => d.trips.map((t) => ({ kind: 'trip' as const, ...t, gapEnded: 1 }))),
       ...parts.flatMap((d) => d.sessions.map((c) => ({ kind: 'charging' as const, ...c }))),
+      ...parts.flatMap((d) => d.stops.map((p) => ({ kind: 'stop' as const, ...p }))),
     ];
-    expect(new Set(entries.map((e) => e.kind))).toEqual(new Set(['event', 'trip', 'charging']));
+    expect(new Set(entries.map((e) => e.kind))).toEqual(new Set(['event', 'trip', 'charging', 'stop']));
+    const told = new Set(entries.flatMap((e) => (e.kind === 'event' ? [e.event] : [])));
+    for (const kind of ['overspeed_started', 'overspeed_ended', 'idle_started', 'idle_ended', 'moved_while_off']) expect(told, kind).toContain(kind);
     expect(entries.some((e) => e.kind === 'event' && e.fields.late === 1)).toBe(true);
     for (const e of entries) expectDeclared(pointOf(e));
   });

@@ -221,6 +221,16 @@ const env = z.object({
   /** Amperes: below this the pack is idle, not charging (sensor noise around zero). */
   CHARGING_MIN_CURRENT: num(0, 100_000).default(0.5),
   CHARGING_MIN_DURATION: duration.default(60_000),
+  /** A stop is told when the vehicle stood still this long (Traccar's minimalParkingDuration and its default). */
+  STOP_MIN_DURATION: duration.default(300_000),
+  /** Idling is told when the ignition was on and the vehicle stood still this long. */
+  IDLE_MIN_DURATION: duration.default(300_000),
+  /** km/h: the fleet's speed limit; 0 tells no overspeed. */
+  SPEED_LIMIT: num(0, 1_000).default(0),
+  /** Overspeed is told when the speed stayed over the limit this long (Traccar's event.overspeed.minimalDuration). */
+  OVERSPEED_MIN_DURATION: duration.default(10_000),
+  /** Metres: with the ignition off, a vehicle seen this far from where it parked moved while off (towing, theft); above GPS drift. */
+  TOW_MIN_DISTANCE: num(1, 1_000_000).default(300),
   EVENTS_WEBHOOK_URL: webhookUrl.optional(),
   EVENTS_WEBHOOK_SECRET: z.string().trim().optional(),
   EVENTS_WEBHOOK_TIMEOUT: duration.default(10_000),

@@ -31,18 +31,29 @@ const soc = (which: string): DerivedField => ({ name: `soc_${which}`, unit: '%',
 export const VEHICLE_EVENTS: DerivedMeasurement = {
   name: 'vehicle_events',
   writer: 'src/ingest/events (detectors), src/ingest/fleet (silent, back)',
-  description: 'one point a transition: an alarm raised or cleared, ignition on or off, charging started or stopped, a vehicle silent or back',
+  description: 'one point a transition: an alarm raised or cleared, ignition on or off, charging started or stopped, idling, overspeed, moved while off, a vehicle silent or back',
   time: 'the record time of the transition',
-  tags: [vehicleno, { name: 'event', description: '`alert_<flag>_raised` / `_cleared`, `ignition_on` / `_off`, `charging_started` / `_stopped`, `silent`, `back`' }],
+  tags: [
+    vehicleno,
+    {
+      name: 'event',
+      description: '`alert_<flag>_raised` / `_cleared`, `ignition_on` / `_off`, `charging_started` / `_stopped`, `idle_started` / `_ended`, `overspeed_started` / `_ended`, `moved_while_off`, `silent`, `back`',
+    },
+  ],
   fields: [
     { name: 'value', unit: '0/1', description: '1 raised, on, started, silent; 0 cleared, off, stopped, back' },
     { name: 'soc', unit: '%', description: 'alarms and charging: the state of charge then' },
     { name: 'battery_voltage', unit: 'V', description: 'alarms and charging: the record’s pack voltage' },
     { name: 'current', unit: 'A', description: 'alarms and charging: the record’s pack current' },
-    { name: 'lat', unit: '°', description: 'ignition: the fix’s latitude' },
-    { name: 'lng', unit: '°', description: 'ignition: the fix’s longitude' },
-    { name: 'speed', unit: 'km/h', description: 'ignition: the fix’s speed' },
-    { name: 'duration_s', unit: 's', description: '`charging_stopped`: the session’s length' },
+    { name: 'lat', unit: '°', description: 'ignition: the fix’s latitude; idling, `overspeed_started`: where it began; `moved_while_off`: where it was seen' },
+    { name: 'lng', unit: '°', description: 'the same, longitude' },
+    { name: 'speed', unit: 'km/h', description: 'ignition: the fix’s speed; `overspeed_started`: the first fix over the limit' },
+    { name: 'duration_s', unit: 's', description: '`charging_stopped`, `idle_ended`, `overspeed_ended`: how long it lasted' },
+    { name: 'limit', unit: 'km/h', description: 'overspeed: the limit broken' },
+    { name: 'max_speed', unit: 'km/h', description: '`overspeed_ended`: the highest speed over the limit' },
+    { name: 'distance_m', unit: 'm', description: '`overspeed_ended`: driven over the limit; `moved_while_off`: from where it was parked' },
+    { name: 'parked_lat', unit: '°', description: '`moved_while_off`: where it was parked' },
+    { name: 'parked_lng', unit: '°', description: '`moved_while_off`: where it was parked' },
     { name: 'energy_wh', unit: 'Wh', description: '`charging_stopped`: the energy charged' },
     { name: 'late', unit: '0/1', description: 'an alarm raised by a record too late for its window: 1' },
     { name: 'after_s', unit: 's', description: '`silent` / `back`: the SILENT_AFTER threshold crossed' },
@@ -68,6 +79,23 @@ export const TRIPS: DerivedMeasurement = {
     soc('start'),
     soc('end'),
     { name: 'gap_ended', unit: '0/1', description: '1: ended by a gap in the GPS stream (TRIP_MAX_GAP), not by ignition off' },
+    { name: 'idle_s', unit: 's', description: 'idling within it (IDLE_MIN_DURATION at least each)' },
+    { name: 'overspeed_s', unit: 's', description: 'over SPEED_LIMIT within it (OVERSPEED_MIN_DURATION at least each)' },
+  ],
+};
+
+export const STOPS: DerivedMeasurement = {
+  name: 'stops',
+  writer: 'src/ingest/events/detectors/stops.ts',
+  description: 'one point a stop (standing still STOP_MIN_DURATION at least), written once the vehicle moves again',
+  time: 'the stop’s first confirmed fix standing still',
+  tags: [vehicleno],
+  fields: [
+    { name: 'end', unit: 'ms', description: 'the first confirmed fix moving again, or the last record before a gap' },
+    durationS,
+    { name: 'lat', unit: '°', description: 'where it stood' },
+    { name: 'lng', unit: '°', description: 'where it stood' },
+    { name: 'ignition_on_s', unit: 's', description: 'of it with the ignition on' },
   ],
 };
 
@@ -141,4 +169,4 @@ export const FUEL: DerivedMeasurement = {
 };
 
 /** Every derived measurement, in the order documented. */
-export const DERIVED_MEASUREMENTS: readonly DerivedMeasurement[] = [VEHICLE_EVENTS, TRIPS, CHARGING, FLEET_STATUS, FLEET, CAN_PACK, FUEL];
+export const DERIVED_MEASUREMENTS: readonly DerivedMeasurement[] = [VEHICLE_EVENTS, TRIPS, CHARGING, STOPS, FLEET_STATUS, FLEET, CAN_PACK, FUEL];

@@ -69,9 +69,10 @@ describe('a drive', () => {
 // ---- exactly once, whatever order --------------------------------------------------------------
 
 /**
- * A vehicle's day in miniature from a seed: parked, drives (with jumps and ignition flickers), charges
- * (each after a parked spell, as a vehicle stops before it is plugged in), alarm flaps; gps and CAN
- * about 1/s each.
+ * A vehicle's day in miniature from a seed: parked, drives (with jumps and ignition flickers, some over
+ * the speed limit of `HISTORY_OPTS`), idling (standing with the ignition on), towed (moving with it
+ * off), charges (each after a parked spell, as a vehicle stops before it is plugged in), alarm flaps; gps
+ * and CAN about 1/s each.
  */
 function history(seed: number): EventInput[] {
   const rnd = mulberry32(seed);
@@ -82,9 +83,9 @@ function history(seed: number): EventInput[] {
   const flags = ALARM_FIELDS.map(() => 0);
   let base = T0 + Math.floor(rnd() * 1000);
   const segments = 6 + Math.floor(rnd() * 8);
-  const kinds: Array<'parked' | 'drive' | 'charge'> = [];
+  const kinds: Array<'parked' | 'drive' | 'charge' | 'idle' | 'towed'> = [];
   for (let g = 0; g < segments; g++) {
-    const kind = (['parked', 'drive', 'drive', 'charge'] as const)[Math.floor(rnd() * 4)]!;
+    const kind = (['parked', 'drive', 'drive', 'charge', 'parked', 'drive', 'drive', 'charge', 'idle', 'towed'] as const)[Math.floor(rnd() * 10)]!;
     if (kind === 'charge' && kinds.at(-1) !== 'parked') kinds.push('parked');
     kinds.push(kind);
   }
@@ -95,14 +96,15 @@ function history(seed: number): EventInput[] {
     for (let j = 0; j < seconds; j++, base += 1000) {
       const tg = base + Math.floor(rnd() * 1000);
       const tc = rnd() < 0.1 ? tg : base + Math.floor(rnd() * 1000); // sometimes at the same instant
-      if (kind === 'drive') {
+      if (kind === 'drive' || kind === 'towed') {
         const km = speed / 3600;
         lat += (km * Math.cos(bearing)) / 111.32;
         lng += (km * Math.sin(bearing)) / (111.32 * Math.cos((lat * Math.PI) / 180));
       }
-      const ign = kind === 'drive' && !(rnd() < 0.01) ? 1 : 0;
+      const ign = (kind === 'drive' && !(rnd() < 0.01)) || kind === 'idle' ? 1 : 0;
+      const moving = kind === 'drive' || kind === 'towed';
       if (rnd() < 0.01) out.push(gps(tg, lat + 0.5, lng, 0, ign)); // a jump
-      else if (rnd() < 0.97) out.push(gps(tg, Math.round(lat * 1e6) / 1e6, Math.round(lng * 1e6) / 1e6, kind === 'drive' ? Math.round(speed * 10) / 10 : 0, ign));
+      else if (rnd() < 0.97) out.push(gps(tg, Math.round(lat * 1e6) / 1e6, Math.round(lng * 1e6) / 1e6, moving ? Math.round(speed * 10) / 10 : 0, ign));
       if (kind === 'charge' && rnd() < 0.1) soc = Math.min(100, soc + 1);
       if (kind === 'drive' && rnd() < 0.05) soc = Math.max(0, soc - 1);
       if (rnd() < 0.03) {
@@ -124,6 +126,9 @@ function history(seed: number): EventInput[] {
   }
   return sorted(out);
 }
+
+/** The histories' settings: their segments last minutes, so the detectors' minimums are scaled to them. */
+const HISTORY_OPTS = { ...OPTS, tripMinDurationMs: 60_000, tripMinDistanceM: 100, stopMinDurationMs: 60_000, idleMinDurationMs: 30_000, speedLimitKmh: 60, overspeedMinDurationMs: 5_000, towMinDistanceM: 300 };
 
 interface Delivery {
   derived: Derived & { trips: Trip[] };
@@ -185,19 +190,24 @@ const canonical = (events: readonly DerivedEvent[]): DerivedEvent[] => [...event
 
 describe('exactly once, whatever order', () => {
   it('any delivery within the window, batched, duplicated, round-tripped, derives what ordered delivery does', () => {
-    const seen = { trips: 0, sessions: 0, alarms: 0, ignitions: 0 };
+    const seen = { trips: 0, sessions: 0, alarms: 0, ignitions: 0, stops: 0, idle: 0, overspeed: 0, towed: 0 };
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 0x7fffffff }), fc.constantFrom(5_000, 30_000), (seed, windowMs) => {
-        const opts = { ...OPTS, windowMs, idleMs: windowMs, tripMinDurationMs: 60_000, tripMinDistanceM: 100 };
+        const opts = { ...HISTORY_OPTS, windowMs, idleMs: windowMs };
         const records = history(seed);
         const ordered = runOrdered(records, opts);
         const { derived, copies } = deliver(records, seed, opts);
         expect(canonical(derived.events)).toEqual(canonical(ordered.events));
         expect(derived.trips).toEqual(ordered.trips);
         expect(derived.sessions).toEqual(ordered.sessions);
+        expect(derived.stops).toEqual(ordered.stops);
         expect(derived.late).toBe(0);
         expect(derived.duplicates).toBe(copies);
         expect(derived.forced).toBe(0);
+        seen.stops += ordered.stops.length;
+        seen.idle += ordered.events.filter((e) => e.event === 'idle_ended').length;
+        seen.overspeed += ordered.events.filter((e) => e.event === 'overspeed_ended').length;
+        seen.towed += ordered.events.filter((e) => e.event === 'moved_while_off').length;
         seen.trips += ordered.trips.length;
         seen.sessions += ordered.sessions.length;
         seen.alarms += ordered.events.filter((e) => e.event.startsWith('alert_')).length;
@@ -210,6 +220,10 @@ describe('exactly once, whatever order', () => {
     expect(seen.sessions).toBeGreaterThan(10);
     expect(seen.alarms).toBeGreaterThan(100);
     expect(seen.ignitions).toBeGreaterThan(100);
+    expect(seen.stops).toBeGreaterThan(10);
+    expect(seen.idle).toBeGreaterThan(5);
+    expect(seen.overspeed).toBeGreaterThan(10);
+    expect(seen.towed).toBeGreaterThan(5);
   });
 
   it('a CAN stream pushed in 60-s or 5-min bulks behind a realtime GPS stream derives what it would in step', () => {
@@ -217,10 +231,11 @@ describe('exactly once, whatever order', () => {
     let alarms = 0;
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 0x7fffffff }), fc.constantFrom(60_000, 300_000), (seed, canBulkMs) => {
-        const opts = { ...OPTS, tripMinDurationMs: 60_000, tripMinDistanceM: 100 };
+        const opts = HISTORY_OPTS;
         const records = history(seed);
         const ordered = runOrdered(records, opts);
         const { derived, copies } = deliver(records, seed, opts, canBulkMs);
+        expect(derived.stops).toEqual(ordered.stops);
         expect(derived.late).toBe(0);
         expect(canonical(derived.events)).toEqual(canonical(ordered.events));
         expect(derived.trips).toEqual(ordered.trips);

@@ -1,13 +1,17 @@
 import { createHash } from 'node:crypto';
 import { emptyRecord, STREAMS, recordOf, type EventInput, type StreamPlan, type StreamRecord } from './inputs.js';
 import { addRecord, committed, dropCommitted, due, newStream, type Stream } from './streams.js';
-import { emptyDerived, DEFAULT_DERIVE_OPTIONS, type ChargingSession, type Context, type Derived, type DeriveOptions, type DerivedEvent, type Slice, type Trip } from './detectors/context.js';
+import { emptyDerived, DEFAULT_DERIVE_OPTIONS, type ChargingSession, type Context, type Derived, type DeriveOptions, type DerivedEvent, type Slice, type Stop, type Trip } from './detectors/context.js';
 import { fixOf, TRACK, trackFix, type Step, type TrackState } from './detectors/track.js';
 import { noteSoc, SOC, type SocState } from './detectors/soc.js';
 import { alarmLateRecord, alarmRecord, ALARMS_SLICE, type AlarmsState } from './detectors/alarms.js';
 import { IGNITION_SLICE, ignitionRecord, type IgnitionState } from './detectors/ignition.js';
 import { FINISHED_TRIPS_SLICE, tripGap, tripRecord, TRIPS_SLICE, tripSocIdle, tripSocProgress, type FinishedTrips, type TripsState } from './detectors/trips.js';
 import { chargingGap, chargingRecord, chargingSoc, CHARGING_SLICE, type ChargingState } from './detectors/charging.js';
+import { STOPS_SLICE, stopsRecord, type StopsState } from './detectors/stops.js';
+import { IDLE_SLICE, idleGap, idleRecord, type IdleState } from './detectors/idle.js';
+import { OVERSPEED_SLICE, overspeedGap, overspeedRecord, type OverspeedState } from './detectors/overspeed.js';
+import { TOWING_SLICE, towingRecord, type TowingState } from './detectors/towing.js';
 
 /**
  * Vehicle events: per vehicle, by record time, alarms raised and cleared, ignition on and off, trips and
@@ -22,7 +26,7 @@ import { chargingGap, chargingRecord, chargingSoc, CHARGING_SLICE, type Charging
  * judged each fix.
  */
 
-export { DEFAULT_DERIVE_OPTIONS, type ChargingSession, type Derived, type DeriveOptions, type DerivedEvent, type Trip } from './detectors/context.js';
+export { DEFAULT_DERIVE_OPTIONS, type ChargingSession, type Derived, type DeriveOptions, type DerivedEvent, type Stop, type Trip } from './detectors/context.js';
 export { DERIVE_FIELDS, DERIVE_PICK, inputOf, type EventInput } from './inputs.js';
 
 /** One vehicle's derivation state: its streams, by stream id, and each detector's slice. Kept in Redis as `wire.ts` writes it. */
@@ -35,6 +39,10 @@ export interface VehicleState {
   trips: TripsState;
   finishedTrips: FinishedTrips;
   charging: ChargingState;
+  stops: StopsState;
+  idle: IdleState;
+  overspeed: OverspeedState;
+  towing: TowingState;
 }
 
 /** The slices of a state, each under its frozen id (`wire.ts` stores them so). */
@@ -46,6 +54,10 @@ export const SLICES = {
   trips: TRIPS_SLICE,
   finishedTrips: FINISHED_TRIPS_SLICE,
   charging: CHARGING_SLICE,
+  stops: STOPS_SLICE,
+  idle: IDLE_SLICE,
+  overspeed: OVERSPEED_SLICE,
+  towing: TOWING_SLICE,
 } satisfies { [K in Exclude<keyof VehicleState, 'streams'>]: Slice<VehicleState[K]> };
 
 export function newState(): VehicleState {
@@ -60,6 +72,10 @@ export function newState(): VehicleState {
     trips: SLICES.trips.fresh(),
     finishedTrips: SLICES.finishedTrips.fresh(),
     charging: SLICES.charging.fresh(),
+    stops: SLICES.stops.fresh(),
+    idle: SLICES.idle.fresh(),
+    overspeed: SLICES.overspeed.fresh(),
+    towing: SLICES.towing.fresh(),
   };
 }
 
@@ -203,13 +219,21 @@ const STEPS: Step[] = [];
 /** One committed record through the detectors that read its type's fields. */
 function apply(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord): void {
   if (plan.lat >= 0 || plan.ignition >= 0) {
+    // Idling and overspeed before the trips: what a gap or an ignition-off ends counts in the open trip.
+    idleGap(ctx, s.idle, s.trips, r.time);
+    overspeedGap(ctx, s.overspeed, s.trips, r.time);
     tripGap(ctx, s.trips, s.finishedTrips, s.track, s.soc, r.time);
     const fix = fixOf(r, plan, s.track);
     const steps = STEPS;
     // Emptied by pop: `length = 0` on an array is a call into the runtime, each record.
     while (steps.length > 0) steps.pop();
     if (fix !== undefined) trackFix(s.track, fix, ctx.opts, steps);
+    idleRecord(ctx, s.idle, s.trips, s.track, r, plan, steps);
+    overspeedRecord(ctx, s.overspeed, s.trips, r, plan, steps);
     tripRecord(ctx, s.trips, s.finishedTrips, s.track, s.soc, r, plan, steps);
+    stopsRecord(ctx, s.stops, r, plan, steps);
+    // After the trips: an ignition-off fix is confirmed by the trip's end, and is where the vehicle parked.
+    towingRecord(ctx, s.towing, s.track, r, plan, steps);
     ignitionRecord(ctx, s.ignition, r, plan);
   }
   const charges = plan.load >= 0 || plan.current >= 0;
@@ -239,4 +263,8 @@ export function tripId(t: Pick<Trip, 'vehicleno' | 'start'>): string {
 
 export function sessionId(c: Pick<ChargingSession, 'vehicleno' | 'start'>): string {
   return id(`${c.vehicleno}\ncharging\n${c.start}`);
+}
+
+export function stopId(p: Pick<Stop, 'vehicleno' | 'start'>): string {
+  return id(`${p.vehicleno}\nstop\n${p.start}`);
 }

@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { DEFAULT_DERIVE_OPTIONS, flush, ingest, inputOf, newState, pendingCount, type ChargingSession, type DeriveOptions, type Derived, type DerivedEvent, type EventInput, type Trip, type VehicleState } from './derive.js';
+import { DEFAULT_DERIVE_OPTIONS, flush, ingest, inputOf, newState, pendingCount, type ChargingSession, type DeriveOptions, type Derived, type DerivedEvent, type EventInput, type Stop, type Trip, type VehicleState } from './derive.js';
 import { STREAM_BY_ID } from './inputs.js';
 import { restore, writeCommitted, writePending } from './wire.js';
 
@@ -27,12 +27,13 @@ export function roundTrip(s: VehicleState): VehicleState {
 }
 
 /** Everything a sequence of calls derived, in the order derived. */
-export function collect(parts: readonly Derived[]): Derived & { events: DerivedEvent[]; trips: Trip[]; sessions: ChargingSession[] } {
-  const all = { events: [] as DerivedEvent[], trips: [] as Trip[], sessions: [] as ChargingSession[], late: 0, duplicates: 0, forced: 0 };
+export function collect(parts: readonly Derived[]): Derived & { events: DerivedEvent[]; trips: Trip[]; sessions: ChargingSession[]; stops: Stop[] } {
+  const all = { events: [] as DerivedEvent[], trips: [] as Trip[], sessions: [] as ChargingSession[], stops: [] as Stop[], late: 0, duplicates: 0, forced: 0 };
   for (const d of parts) {
     all.events.push(...d.events);
     all.trips.push(...d.trips);
     all.sessions.push(...d.sessions);
+    all.stops.push(...d.stops);
     all.late += d.late;
     all.duplicates += d.duplicates;
     all.forced += d.forced;
@@ -75,3 +76,29 @@ export const sorted = <T extends EventInput>(rs: T[]): T[] => rs.sort((a, b) => 
 
 /** The events of a run as [event, time] pairs. */
 export const eventTimes = (d: Derived): Array<[string, number]> => d.events.map((e) => [e.event, e.time]);
+
+/** A leg of a scripted route: `seconds` of fixes a second northward at `kmh`, ignition `ign`; `jitterM`: a parked device's wander. */
+export interface Leg {
+  seconds: number;
+  kmh: number;
+  ign: number;
+  jitterM?: number;
+}
+
+/**
+ * A route of legs from `t0` at (lat0, 77°): a fix a second (the speed each reports is its leg's), the
+ * position moving on by each leg's speed; returns the fixes and the time and latitude after the last.
+ */
+export function route(t0: number, lat0: number, legs: readonly Leg[]): { fixes: Named[]; end: number; lat: number } {
+  const fixes: Named[] = [];
+  let t = t0;
+  let lat = lat0;
+  for (const leg of legs) {
+    for (let j = 0; j < leg.seconds; j++, t += 1000) {
+      const wander = leg.jitterM ? north(leg.jitterM * Math.sin(j * 1.7)) : 0;
+      fixes.push(gps(t, lat + wander, 77, leg.kmh, leg.ign));
+      lat += north(leg.kmh / 3.6);
+    }
+  }
+  return { fixes, end: t, lat };
+}

@@ -41,6 +41,11 @@ export function deriveOptions(cfg: Config): DeriveOptions {
     chargingCurrentSign: cfg.CHARGING_CURRENT_SIGN,
     chargingMinCurrentA: cfg.CHARGING_MIN_CURRENT,
     chargingMinDurationMs: cfg.CHARGING_MIN_DURATION,
+    stopMinDurationMs: cfg.STOP_MIN_DURATION,
+    idleMinDurationMs: cfg.IDLE_MIN_DURATION,
+    speedLimitKmh: cfg.SPEED_LIMIT,
+    overspeedMinDurationMs: cfg.OVERSPEED_MIN_DURATION,
+    towMinDistanceM: cfg.TOW_MIN_DISTANCE,
     idleMs: cfg.EVENTS_WINDOW,
     maxPending: DEFAULT_DERIVE_OPTIONS.maxPending,
   };
@@ -53,6 +58,7 @@ function counted(metrics: Metrics | undefined, all: readonly Derived[]): void {
     for (const e of d.events) metrics.vehicleEvents.inc({ event: e.event });
     if (d.trips.length > 0) metrics.vehicleEvents.inc({ event: 'trip' }, d.trips.length);
     if (d.sessions.length > 0) metrics.vehicleEvents.inc({ event: 'charging_session' }, d.sessions.length);
+    if (d.stops.length > 0) metrics.vehicleEvents.inc({ event: 'stop' }, d.stops.length);
     if (d.late > 0) metrics.vehicleEventsLate.inc(d.late);
     if (d.duplicates > 0) metrics.vehicleEventsDuplicate.inc(d.duplicates);
   }
@@ -128,7 +134,7 @@ export function startEvents(
       const entries: OutboxEntry[] = events.map((e) => ({ kind: 'event', ...e }));
       await sink.write(Lines.of(entries.map(pointOf)));
       await webhook?.(entries.map(webhookPayloadOf));
-      counted(metrics, [{ events: [...events], trips: [], sessions: [], late: 0, duplicates: 0, forced: 0 }]);
+      counted(metrics, [{ events: [...events], trips: [], sessions: [], stops: [], late: 0, duplicates: 0, forced: 0 }]);
     },
     async close() {
       sweep.stop();

@@ -1,26 +1,26 @@
 import type { RedisClient } from '../../redis/connect.js';
 import type { Logger } from '../../log/index.js';
 import { formatLine } from '../../telemetry/lineProtocol.js';
-import { CHARGING, TRIPS, VEHICLE_EVENTS } from '../../telemetry/derivedMeasurements.js';
+import { CHARGING, STOPS, TRIPS, VEHICLE_EVENTS } from '../../telemetry/derivedMeasurements.js';
 import { Lines } from '../write/lines.js';
 import { PartialWriteError, type PointSink } from '../write/sink.js';
 import type { Metrics } from '../../metrics/index.js';
-import { eventId, sessionId, tripId, type ChargingSession, type DerivedEvent, type Trip } from './derive.js';
+import { eventId, sessionId, stopId, tripId, type ChargingSession, type DerivedEvent, type Stop, type Trip } from './derive.js';
 import type { WebhookPayload } from './webhook.js';
 import { quarantineEntry, type NewQuarantineEntry } from '../queue/quarantine.js';
 
 /**
- * The outbox of derived events, trips and charging sessions (a stream per partition, written by
+ * The outbox of derived events, trips, charging sessions and stops (a stream per partition, written by
  * `store.ts` in the same script as the states they came from), delivered at least once: each entry is
- * written to InfluxDB (`vehicle_events`, `trips`, `charging`: a point is the same however often it is
+ * written to InfluxDB (`vehicle_events`, `trips`, `charging`, `stops`: a point is the same however often it is
  * written) and handed to the webhook (`webhook.ts`, which drops a repeat by the event's id), and only
  * then acknowledged and deleted. An entry a dispatcher took and never acknowledged (it died) is taken
  * over by another after CLAIM_IDLE_MS.
  */
 
-export const MEASUREMENTS = { event: VEHICLE_EVENTS.name, trip: TRIPS.name, charging: CHARGING.name } as const;
+export const MEASUREMENTS = { event: VEHICLE_EVENTS.name, trip: TRIPS.name, charging: CHARGING.name, stop: STOPS.name } as const;
 
-export type OutboxEntry = ({ kind: 'event' } & DerivedEvent) | ({ kind: 'trip' } & Trip) | ({ kind: 'charging' } & ChargingSession);
+export type OutboxEntry = ({ kind: 'event' } & DerivedEvent) | ({ kind: 'trip' } & Trip) | ({ kind: 'charging' } & ChargingSession) | ({ kind: 'stop' } & Stop);
 
 
 const GROUP = 'dispatch';
@@ -40,9 +40,8 @@ export function webhookPayloadOf(e: OutboxEntry): WebhookPayload {
     return { id: eventId(e), type: `vehicle.${e.event}`, timestamp: new Date(e.time).toISOString(), data: { vehicleno: e.vehicleno, event: e.event, time: e.time, value: e.value, ...e.fields } };
   }
   const { kind, ...data } = e;
-  return kind === 'trip'
-    ? { id: tripId(e), type: 'vehicle.trip', timestamp: new Date(e.end).toISOString(), data }
-    : { id: sessionId(e), type: 'vehicle.charging', timestamp: new Date(e.end).toISOString(), data };
+  const id = kind === 'trip' ? tripId(e) : kind === 'charging' ? sessionId(e) : stopId(e);
+  return { id, type: `vehicle.${kind}`, timestamp: new Date(e.end).toISOString(), data };
 }
 
 /** Numeric fields with InfluxDB-style names (`durationS` → `duration_s`), as analysts query them. */

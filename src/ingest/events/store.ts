@@ -372,6 +372,7 @@ export class VehicleEvents {
         for (const e of d.events) entries.push(JSON.stringify({ kind: 'event', ...e }));
         for (const t of d.trips) entries.push(JSON.stringify({ kind: 'trip', ...t }));
         for (const c of d.sessions) entries.push(JSON.stringify({ kind: 'charging', ...c }));
+        for (const p of d.stops) entries.push(JSON.stringify({ kind: 'stop', ...p }));
       });
       const keyList = [keys.state, keys.outbox, keys.pending, ...vehicles.flatMap((v) => STREAM_ORDER.map((plan) => keys.records(v, plan.streamId)))];
       const [head, body] = args.finish(entries);

@@ -35,6 +35,22 @@ export interface Trip {
   socEnd?: number;
   /** 1 when the trip was ended by a gap in the GPS stream longer than TRIP_MAX_GAP, not by ignition off. */
   gapEnded?: number;
+  /** Seconds of the trip spent idling (idle.ts) and over the speed limit (overspeed.ts). */
+  idleS: number;
+  overspeedS: number;
+}
+
+export interface Stop {
+  vehicleno: string;
+  /** The first confirmed fix standing still, and the first moving again (or the last record before a gap). */
+  start: number;
+  end: number;
+  durationS: number;
+  /** Where it stood: its first confirmed fix standing still. */
+  lat: number;
+  lng: number;
+  /** Seconds of the stop with the ignition on. */
+  ignitionOnS: number;
 }
 
 export interface ChargingSession {
@@ -54,6 +70,7 @@ export interface Derived {
   events: readonly DerivedEvent[];
   trips: readonly Trip[];
   sessions: readonly ChargingSession[];
+  stops: readonly Stop[];
   /** Records older than their stream's watermark, not recently committed (they change nothing, but for a raised alarm: told late). */
   late: number;
   /** Records already pending with the same values, or among the last committed. */
@@ -84,6 +101,16 @@ export interface DeriveOptions {
   chargingMinCurrentA: number;
   /** A session is kept when at least this long; one told by current alone starts only once its charging has lasted this long. */
   chargingMinDurationMs: number;
+  /** A stop is told when the vehicle stood still at least this long (Traccar's minimalParkingDuration). */
+  stopMinDurationMs: number;
+  /** Idling is told when the ignition was on and the vehicle stood still at least this long. */
+  idleMinDurationMs: number;
+  /** The fleet's speed limit, km/h (0: none, no overspeed is told). */
+  speedLimitKmh: number;
+  /** Overspeed is told when the speed stayed over the limit at least this long (Traccar's minimalDuration). */
+  overspeedMinDurationMs: number;
+  /** With the ignition off, a vehicle seen this far (m) from where it was parked moved while off. */
+  towMinDistanceM: number;
   /** A stream's pending records are all committed once nothing arrived for this long (wall time). */
   idleMs: number;
   /** Pending records a stream keeps at most; beyond, the oldest are committed early and counted as forced. */
@@ -102,6 +129,11 @@ export const DEFAULT_DERIVE_OPTIONS: Readonly<DeriveOptions> = Object.freeze({
   chargingCurrentSign: 'positive',
   chargingMinCurrentA: 0.5,
   chargingMinDurationMs: 60_000,
+  stopMinDurationMs: 300_000,
+  idleMinDurationMs: 300_000,
+  speedLimitKmh: 0,
+  overspeedMinDurationMs: 10_000,
+  towMinDistanceM: 300,
   idleMs: 30_000,
   maxPending: 4096,
 });
@@ -115,7 +147,7 @@ export interface Context {
 
 // Most calls derive nothing: their outputs share these empty lists, and a list is made at its first output.
 const NONE: readonly never[] = Object.freeze([]);
-export const emptyDerived = (): Derived => ({ events: NONE, trips: NONE, sessions: NONE, late: 0, duplicates: 0, forced: 0 });
+export const emptyDerived = (): Derived => ({ events: NONE, trips: NONE, sessions: NONE, stops: NONE, late: 0, duplicates: 0, forced: 0 });
 /** `list` to add to: the call's own, made at its first output (the shared empty one is never written). */
 const own = <T>(list: readonly T[]): T[] => (list === NONE ? [] : (list as T[]));
 
@@ -129,6 +161,10 @@ export function emitTrip(ctx: Context, trip: Trip): void {
 
 export function emitSession(ctx: Context, session: ChargingSession): void {
   (ctx.out.sessions = own(ctx.out.sessions)).push(session);
+}
+
+export function emitStop(ctx: Context, stop: Stop): void {
+  (ctx.out.stops = own(ctx.out.stops)).push(stop);
 }
 
 /**

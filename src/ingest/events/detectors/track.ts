@@ -126,6 +126,16 @@ export function trackFix(s: TrackState, f: Fix, o: DeriveOptions, into: Step[]):
   s.rejected = c;
 }
 
+/**
+ * Whether a confirmed fix says the vehicle moved: by its speed when it reported one (above
+ * MOTION_SPEED), else by its step (jitter counts nothing, so a step at all is movement). What stops,
+ * idling and overspeed read, so all three agree on when a vehicle stands.
+ */
+export function stepMoving(step: Step, o: DeriveOptions): boolean {
+  const speed = step.fix.speed;
+  return speed === speed ? speed > o.motionSpeedKmh : step.distanceM > 0;
+}
+
 /** Confirms the waiting fix alone (a trip ends: no fix will come to agree), if it agrees with the anchor; else drops it. */
 export function settleTrack(s: TrackState, o: DeriveOptions): Step | undefined {
   const c = s.candidate;

@@ -43,6 +43,9 @@ interface TripSoFar {
   socStart: number;
   /** Its start, while its soc there waits for the CAN stream to pass it (else NaN). */
   socStartAt: number;
+  /** Time spent idling and over the speed limit within it (`tripAddTime`). */
+  idleMs: number;
+  overspeedMs: number;
 }
 
 /** Finished trips waiting for the CAN stream to pass their ends, oldest first (at most MAX_WAITING). */
@@ -58,7 +61,9 @@ export interface Finished extends TripSoFar {
   gapEnded: number;
 }
 
-const FINISHED_KEYS: ReadonlyArray<keyof Finished> = ['start', 'end', 'startLat', 'startLng', 'endLat', 'endLng', 'distanceM', 'maxSpeed', 'socStart', 'socStartAt', 'gapEnded'];
+/** Keys a finished trip gained after it was first stored, and what a trip stored before them reads. */
+const COUNTED_LATER: Partial<Record<keyof Finished, number>> = { idleMs: 0, overspeedMs: 0 };
+const FINISHED_KEYS: ReadonlyArray<keyof Finished> = ['start', 'end', 'startLat', 'startLng', 'endLat', 'endLng', 'distanceM', 'maxSpeed', 'socStart', 'socStartAt', 'gapEnded', 'idleMs', 'overspeedMs'];
 
 /** Before a GPS record: a gap since the last one longer than TRIP_MAX_GAP ends the open trip at that last record. */
 export function tripGap(ctx: Context, s: TripsState, waiting: FinishedTrips, track: TrackState, soc: SocState, time: number): void {
@@ -82,12 +87,18 @@ export function tripRecord(ctx: Context, s: TripsState, waiting: FinishedTrips, 
     s.maxSpeed = 0;
     s.socStart = NaN;
     s.socStartAt = r.time;
+    s.idleMs = s.overspeedMs = 0;
     tripSocProgress(ctx, s, waiting, soc);
   } else if (ign === 0 && s.open === 1) {
     const settled = settleTrack(track, ctx.opts);
     if (settled !== undefined) tripStep(s, settled);
     end(ctx, s, waiting, r.time, soc, false);
   }
+}
+
+/** Time a trip spent idling or over the speed limit (idle.ts, overspeed.ts): added to the open trip, if any. */
+export function tripAddTime(s: TripsState, what: 'idleMs' | 'overspeedMs', ms: number): void {
+  if (s.open === 1 && ms > 0) s[what] += ms;
 }
 
 /**
@@ -158,6 +169,8 @@ function end(ctx: Context, s: TripsState, waiting: FinishedTrips, at: number, so
     socStart: s.socStart,
     socStartAt,
     gapEnded: gapEnded ? 1 : 0,
+    idleMs: s.idleMs,
+    overspeedMs: s.overspeedMs,
   });
   tripSocProgress(ctx, s, waiting, soc);
 }
@@ -165,7 +178,16 @@ function end(ctx: Context, s: TripsState, waiting: FinishedTrips, at: number, so
 /** Tells the oldest finished trip, with the soc known now. */
 function tell(ctx: Context, waiting: FinishedTrips, soc: SocState): void {
   const d = waiting.shift()!;
-  const t: Trip = { vehicleno: ctx.vehicleno, start: d.start, end: d.end, durationS: (d.end - d.start) / 1000, distanceM: d.distanceM, maxSpeedKmh: d.maxSpeed };
+  const t: Trip = {
+    vehicleno: ctx.vehicleno,
+    start: d.start,
+    end: d.end,
+    durationS: (d.end - d.start) / 1000,
+    distanceM: d.distanceM,
+    maxSpeedKmh: d.maxSpeed,
+    idleS: d.idleMs / 1000,
+    overspeedS: d.overspeedMs / 1000,
+  };
   if (d.startLat === d.startLat) Object.assign(t, { startLat: d.startLat, startLng: d.startLng, endLat: d.endLat, endLng: d.endLng });
   // Told before the CAN stream passed the trip: the soc known then.
   const socStart = d.socStart === d.socStart ? d.socStart : d.socStartAt === d.socStartAt ? (socAtOrBefore(soc, d.socStartAt) ?? socFirstAfter(soc, d.socStartAt, d.end)) : undefined;
@@ -179,8 +201,8 @@ function tell(ctx: Context, waiting: FinishedTrips, soc: SocState): void {
 export const TRIPS_SLICE: Slice<TripsState> = flatSlice(
   4,
   'trips',
-  ['open', 'start', 'startLat', 'startLng', 'endLat', 'endLng', 'distanceM', 'maxSpeed', 'socStart', 'lastTime', 'socStartAt'],
-  () => ({ open: 0, start: NaN, startLat: NaN, startLng: NaN, endLat: NaN, endLng: NaN, distanceM: 0, maxSpeed: 0, socStart: NaN, socStartAt: NaN, lastTime: -Infinity }),
+  ['open', 'start', 'startLat', 'startLng', 'endLat', 'endLng', 'distanceM', 'maxSpeed', 'socStart', 'lastTime', 'socStartAt', 'idleMs', 'overspeedMs'],
+  () => ({ open: 0, start: NaN, startLat: NaN, startLng: NaN, endLat: NaN, endLng: NaN, distanceM: 0, maxSpeed: 0, socStart: NaN, socStartAt: NaN, lastTime: -Infinity, idleMs: 0, overspeedMs: 0 }),
 );
 
 /**
@@ -201,7 +223,8 @@ export const FINISHED_TRIPS_SLICE: Slice<FinishedTrips> = {
     const width = x(0);
     if (stored === 0 || !(width > 0)) return [];
     const list: FinishedTrips = [];
-    for (let at = 1; at + width <= stored; at += width) list.push(Object.fromEntries(FINISHED_KEYS.map((k, i) => [k, i < width ? x(at + i) : NaN])) as unknown as Finished);
+    // A trip stored before a key was added reads it as a trip then counted it: times not counted are 0.
+    for (let at = 1; at + width <= stored; at += width) list.push(Object.fromEntries(FINISHED_KEYS.map((k, i) => [k, i < width ? x(at + i) : (COUNTED_LATER[k] ?? NaN)])) as unknown as Finished);
     return list;
   },
 };

@@ -1,0 +1,88 @@
+import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
+import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
+import { stepMoving, type Step, type TrackState } from './track.js';
+import { tripAddTime, type TripsState } from './trips.js';
+
+/**
+ * Idling (Geotab's and Samsara's idling exceptions; an open request in Traccar): the ignition on and the
+ * vehicle standing still, by the track's confirmed fixes (`stepMoving`), at least IDLE_MIN_DURATION.
+ *
+ * - `idle_started`, stamped at the idle's start (the later of the ignition coming on and the vehicle
+ *   standing), told once it has lasted IDLE_MIN_DURATION; `idle_ended` when the vehicle moves or the
+ *   ignition goes off, with `duration_s`. Fields: where it stood.
+ * - A trip counts its idle time (`idle_s`): an idle that ends within the trip adds to it.
+ * - A gap in the GPS stream longer than TRIP_MAX_GAP ends the idle at the last record before it.
+ */
+export interface IdleState {
+  /** Its start (NaN: not idling). */
+  since: number;
+  /** 1 once `idle_started` was told. */
+  told: number;
+  lat: number;
+  lng: number;
+  /** 1 when the last confirmed fix stood still; the last ignition seen (NaN: none). */
+  standing: number;
+  ignition: number;
+  lastTime: number;
+}
+
+/** Before a GPS record, and before the trips see its gap (so the idle counts in the trip the gap ends): a gap longer than TRIP_MAX_GAP ends the idle at the last record before it. */
+export function idleGap(ctx: Context, s: IdleState, trips: TripsState, time: number): void {
+  if (time - s.lastTime <= ctx.opts.tripMaxGapMs) return;
+  if (s.since === s.since) end(ctx, s, trips, s.lastTime);
+  s.standing = 0; // not known across the gap until a fix says so
+}
+
+/**
+ * A GPS record, in order, after the track took its fix; before the trips see it (an idle its
+ * ignition-off ends counts in the trip). A fix from before a gap that the record confirmed is skipped.
+ */
+export function idleRecord(ctx: Context, s: IdleState, trips: TripsState, track: TrackState, r: StreamRecord, plan: StreamPlan, steps: readonly Step[]): void {
+  const gapFrom = r.time - s.lastTime > ctx.opts.tripMaxGapMs ? s.lastTime : -Infinity;
+  s.lastTime = r.time;
+  for (const step of steps) {
+    if (step.fix.time <= gapFrom) continue;
+    if (stepMoving(step, ctx.opts)) {
+      s.standing = 0;
+      if (s.since === s.since) end(ctx, s, trips, Math.max(step.fix.time, s.since));
+    } else {
+      s.standing = 1;
+      if (s.ignition === 1) begin(s, step.fix.time, step.fix.lat, step.fix.lng);
+    }
+  }
+  const ign = valueOf(r, plan.ignition);
+  if (ign === 0) {
+    if (s.since === s.since) end(ctx, s, trips, Math.max(r.time, s.since));
+  } else if (ign === 1 && s.ignition !== 1 && s.standing === 1 && track.anchor !== undefined) begin(s, r.time, track.anchor.lat, track.anchor.lng);
+  if (ign === 0 || ign === 1) s.ignition = ign;
+  if (s.since === s.since && s.told === 0 && r.time - s.since >= ctx.opts.idleMinDurationMs) {
+    s.told = 1;
+    emitEvent(ctx, 'idle_started', s.since, 1, { lat: s.lat, lng: s.lng });
+  }
+}
+
+function begin(s: IdleState, time: number, lat: number, lng: number): void {
+  if (s.since === s.since) return;
+  s.since = time;
+  s.told = 0;
+  s.lat = lat;
+  s.lng = lng;
+}
+
+function end(ctx: Context, s: IdleState, trips: TripsState, at: number): void {
+  const start = s.since;
+  s.since = NaN;
+  if (at - start < ctx.opts.idleMinDurationMs && s.told === 0) return;
+  // Told only now when it reached the minimum between two records (the records' times say so).
+  if (s.told === 0) emitEvent(ctx, 'idle_started', start, 1, { lat: s.lat, lng: s.lng });
+  s.told = 0;
+  emitEvent(ctx, 'idle_ended', at, 0, { lat: s.lat, lng: s.lng, duration_s: (at - start) / 1000 });
+  tripAddTime(trips, 'idleMs', at - start);
+}
+
+export const IDLE_SLICE: Slice<IdleState> = flatSlice(
+  8,
+  'idle',
+  ['since', 'told', 'lat', 'lng', 'standing', 'ignition', 'lastTime'],
+  () => ({ since: NaN, told: 0, lat: NaN, lng: NaN, standing: 0, ignition: NaN, lastTime: -Infinity }),
+);

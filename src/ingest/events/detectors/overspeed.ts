@@ -1,0 +1,92 @@
+import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
+import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
+import type { Step } from './track.js';
+import { tripAddTime, type TripsState } from './trips.js';
+
+/**
+ * Overspeed (Traccar's OverspeedEventHandler, `event.overspeed.minimalDuration`): the speed the track's
+ * confirmed fixes report (an outlier's position never counts; its speed is the device's) above
+ * SPEED_LIMIT for at least OVERSPEED_MIN_DURATION. SPEED_LIMIT 0, the default, tells none.
+ *
+ * - `overspeed_started`, stamped at the first fix over the limit, told once the speed has stayed over
+ *   it OVERSPEED_MIN_DURATION (Traccar tells one event then; it has no end). Fields: the limit, that
+ *   fix's speed and position.
+ * - `overspeed_ended` at the first fix at or under the limit (or the ignition going off, or the last
+ *   record before a gap longer than TRIP_MAX_GAP), with the limit, the highest speed, `duration_s` and
+ *   `distance_m` (the confirmed steps while over).
+ * - A trip counts its time over the limit (`overspeed_s`).
+ */
+export interface OverspeedState {
+  /** Its start (NaN: not over the limit). */
+  since: number;
+  told: number;
+  /** The limit it broke, the highest speed, the distance while over, and where it started. */
+  limit: number;
+  maxSpeed: number;
+  distanceM: number;
+  lat: number;
+  lng: number;
+  startSpeed: number;
+  /** The last confirmed fix's time while over, and the last GPS record's (a gap is measured from it). */
+  lastOver: number;
+  lastTime: number;
+}
+
+/** Before a GPS record, and before the trips see its gap: a gap longer than TRIP_MAX_GAP ends an overspeed at its last fix over the limit. */
+export function overspeedGap(ctx: Context, s: OverspeedState, trips: TripsState, time: number): void {
+  if (s.since === s.since && time - s.lastTime > ctx.opts.tripMaxGapMs) end(ctx, s, trips, s.lastOver);
+}
+
+/**
+ * A GPS record, in order, after the track took its fix; before the trips see it (time over the limit its
+ * ignition-off ends counts in the trip). A fix from before a gap that the record confirmed is skipped.
+ */
+export function overspeedRecord(ctx: Context, s: OverspeedState, trips: TripsState, r: StreamRecord, plan: StreamPlan, steps: readonly Step[]): void {
+  const gapFrom = r.time - s.lastTime > ctx.opts.tripMaxGapMs ? s.lastTime : -Infinity;
+  s.lastTime = r.time;
+  const limit = ctx.opts.speedLimitKmh;
+  for (const step of steps) {
+    const f = step.fix;
+    if (f.time <= gapFrom) continue;
+    if (f.speed !== f.speed) continue; // no speed reported: says nothing
+    if (limit > 0 && f.speed > limit) {
+      if (s.since !== s.since) {
+        s.since = f.time;
+        s.told = 0;
+        s.limit = limit;
+        s.maxSpeed = s.startSpeed = f.speed;
+        s.distanceM = 0;
+        s.lat = f.lat;
+        s.lng = f.lng;
+      } else {
+        s.maxSpeed = Math.max(s.maxSpeed, f.speed);
+        s.distanceM += step.distanceM;
+      }
+      s.lastOver = f.time;
+      if (s.told === 0 && f.time - s.since >= ctx.opts.overspeedMinDurationMs) tellStart(ctx, s);
+    } else if (s.since === s.since) end(ctx, s, trips, Math.max(f.time, s.since));
+  }
+  if (valueOf(r, plan.ignition) === 0 && s.since === s.since) end(ctx, s, trips, Math.max(r.time, s.since));
+}
+
+function tellStart(ctx: Context, s: OverspeedState): void {
+  s.told = 1;
+  emitEvent(ctx, 'overspeed_started', s.since, 1, { limit: s.limit, speed: s.startSpeed, lat: s.lat, lng: s.lng });
+}
+
+function end(ctx: Context, s: OverspeedState, trips: TripsState, at: number): void {
+  const start = s.since;
+  s.since = NaN;
+  if (s.told === 0 && at - start < ctx.opts.overspeedMinDurationMs) return;
+  if (s.told === 0) tellStart(ctx, s);
+  s.told = 0;
+  emitEvent(ctx, 'overspeed_ended', at, 0, { limit: s.limit, max_speed: s.maxSpeed, duration_s: (at - start) / 1000, distance_m: s.distanceM });
+  tripAddTime(trips, 'overspeedMs', at - start);
+}
+
+export const OVERSPEED_SLICE: Slice<OverspeedState> = flatSlice(
+  9,
+  'overspeed',
+  ['since', 'told', 'limit', 'maxSpeed', 'distanceM', 'lat', 'lng', 'startSpeed', 'lastOver', 'lastTime'],
+  () => ({ since: NaN, told: 0, limit: NaN, maxSpeed: NaN, distanceM: 0, lat: NaN, lng: NaN, startSpeed: NaN, lastOver: NaN, lastTime: -Infinity }),
+);

@@ -1,0 +1,75 @@
+import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
+import { emitStop, flatSlice, type Context, type Slice } from './context.js';
+import { stepMoving, type Step } from './track.js';
+
+/**
+ * Stops (Traccar's stops report, `report.trip.minimalParkingDuration`): the vehicle standing still at
+ * least STOP_MIN_DURATION (default 300 s, Traccar's), by the track's confirmed fixes (`stepMoving`: an
+ * outlier never ends a stop, parked jitter never starts a move). Told when it ends, as a `stops` point:
+ *
+ * - start: its first confirmed fix standing still; end: the first confirmed fix moving again.
+ * - where: that first fix; how long the ignition was on during it (`ignition_on_s`: a vehicle standing
+ *   with the ignition on is idling, `idle.ts`, which tells that as events).
+ * - A gap in the GPS stream longer than TRIP_MAX_GAP ends the stop at the last record before it, as it
+ *   ends a trip: a vehicle that stopped reporting is not known to have stood. A stop still open is told
+ *   once the vehicle moves (or reports after a gap); one that never reports again is never told.
+ */
+export interface StopsState {
+  /** Its start (NaN: moving, or no confirmed fix yet). */
+  since: number;
+  lat: number;
+  lng: number;
+  /** Ignition-on time within the stop so far, and since when it is on (NaN: off). */
+  ignitionOnMs: number;
+  ignitionOnAt: number;
+  /** The last ignition seen (NaN: none yet), and the last GPS record's time (a gap is measured from it). */
+  ignition: number;
+  lastTime: number;
+}
+
+/**
+ * A GPS record, in order, after the track took its fix (`steps`: the fixes that confirmed). After a gap,
+ * a fix from before it that the record confirmed is the gap's side the stop already ended on: skipped.
+ */
+export function stopsRecord(ctx: Context, s: StopsState, r: StreamRecord, plan: StreamPlan, steps: readonly Step[]): void {
+  const gapFrom = r.time - s.lastTime > ctx.opts.tripMaxGapMs ? s.lastTime : -Infinity;
+  if (gapFrom !== -Infinity && s.since === s.since) end(ctx, s, s.lastTime);
+  s.lastTime = r.time;
+  for (const step of steps) {
+    if (step.fix.time <= gapFrom) continue;
+    if (stepMoving(step, ctx.opts)) {
+      if (s.since === s.since) end(ctx, s, Math.max(step.fix.time, s.since));
+    } else if (s.since !== s.since) {
+      s.since = step.fix.time;
+      s.lat = step.fix.lat;
+      s.lng = step.fix.lng;
+      s.ignitionOnMs = 0;
+      s.ignitionOnAt = s.ignition === 1 ? s.since : NaN;
+    }
+  }
+  const ign = valueOf(r, plan.ignition);
+  if (ign === 1 && s.ignition !== 1) {
+    if (s.since === s.since) s.ignitionOnAt = Math.max(r.time, s.since);
+  } else if (ign === 0 && s.ignition === 1 && s.ignitionOnAt === s.ignitionOnAt) {
+    s.ignitionOnMs += Math.max(0, r.time - s.ignitionOnAt);
+    s.ignitionOnAt = NaN;
+  }
+  if (ign === 0 || ign === 1) s.ignition = ign;
+}
+
+function end(ctx: Context, s: StopsState, at: number): void {
+  const start = s.since;
+  s.since = NaN;
+  const ignitionOnMs = s.ignitionOnMs + (s.ignitionOnAt === s.ignitionOnAt ? Math.max(0, at - s.ignitionOnAt) : 0);
+  s.ignitionOnAt = NaN;
+  s.ignitionOnMs = 0;
+  if (at - start < ctx.opts.stopMinDurationMs) return;
+  emitStop(ctx, { vehicleno: ctx.vehicleno, start, end: at, durationS: (at - start) / 1000, lat: s.lat, lng: s.lng, ignitionOnS: ignitionOnMs / 1000 });
+}
+
+export const STOPS_SLICE: Slice<StopsState> = flatSlice(
+  7,
+  'stops',
+  ['since', 'lat', 'lng', 'ignitionOnMs', 'ignitionOnAt', 'ignition', 'lastTime'],
+  () => ({ since: NaN, lat: NaN, lng: NaN, ignitionOnMs: 0, ignitionOnAt: NaN, ignition: NaN, lastTime: -Infinity }),
+);
