@@ -29,6 +29,7 @@ const env = () => ({ INFLUX_URL: inject('influxUrl'), INFLUX_TOKEN: inject('infl
 const event = (vehicleno: string, name: string, time: number, fields: Record<string, number>) => formatLine('vehicle_events', { vehicleno, event: name }, fields, time);
 const trip = (vehicleno: string, start: number, fields: Record<string, number>) => formatLine('trips', { vehicleno }, fields, start);
 const session = (vehicleno: string, start: number, fields: Record<string, number>) => formatLine('charging', { vehicleno }, fields, start);
+const stop = (vehicleno: string, start: number, fields: Record<string, number>) => formatLine('stops', { vehicleno }, fields, start);
 
 async function write(lines: string[]): Promise<void> {
   const res = await fetch(`${inject('influxRawUrl')}/write?db=${db}&precision=ms`, { method: 'POST', body: lines.join('\n') });
@@ -61,7 +62,10 @@ beforeAll(async () => {
     trip(V, t(6), { end: t(6, 40), duration_s: 2400, distance_m: 18_360, max_speed_kmh: 62.5, start_lat: 12.9716, start_lng: 77.5946, end_lat: 12.99, end_lng: 77.61, soc_start: 72, soc_end: 58.5 }),
     // A short trip whose state of charge was not known, and a long one.
     trip(V, t(9), { end: t(9, 5, 30), duration_s: 330, distance_m: 1_240, max_speed_kmh: 31, start_lat: 12.99, start_lng: 77.61, end_lat: 12.995, end_lng: 77.615 }),
-    trip(V, t(13), { end: t(15, 7), duration_s: 7620, distance_m: 131_000, max_speed_kmh: 88, start_lat: 12.995, start_lng: 77.615, end_lat: 13.5, end_lng: 78.1, soc_start: 95, soc_end: 20 }),
+    trip(V, t(13), { end: t(15, 7), duration_s: 7620, distance_m: 131_000, max_speed_kmh: 88, start_lat: 12.995, start_lng: 77.615, end_lat: 13.5, end_lng: 78.1, soc_start: 95, soc_end: 20, idle_s: 420, overspeed_s: 95 }),
+    stop(V, t(6, 40), { end: t(9), duration_s: 8400, lat: 12.99, lng: 77.61, ignition_on_s: 0 }),
+    stop(V, t(9, 5, 30), { end: t(13), duration_s: 14_070, lat: 12.995, lng: 77.615, ignition_on_s: 330 }),
+    event(OTHER, 'moved_while_off', t(3), { value: 1, distance_m: 840, lat: 12.2, lng: 77.1 }),
     trip(OTHER, t(10), { end: t(10, 30), duration_s: 1800, distance_m: 9_000, max_speed_kmh: 50, start_lat: 1, start_lng: 1, end_lat: 2, end_lng: 2 }),
     session(V, t(7), { end: t(8, 30), duration_s: 5400, soc_start: 41, soc_end: 88.5, energy_wh: 14_120.4 }),
     session(V, t(20), { end: t(20, 45), duration_s: 2700, soc_start: 50, soc_end: 62 }),
@@ -95,6 +99,18 @@ describe('telematics-fleet events', () => {
     expect(bounded.out.split('\n').slice(1, -1).map((l) => l.split(/\s+/)[1])).toEqual(['alert_over_temp_raised', 'alert_over_temp_cleared']);
   });
 
+  it('with --event and no --vehicle, that event of every vehicle, each row naming its vehicle', async () => {
+    const r = await fleet('events', '--event', 'moved_while_off', ...RANGE);
+    expect(r).toEqual({
+      code: 0,
+      err: '',
+      out: ['VEHICLE     TIME                  EVENT            VALUE  FIELDS', `${OTHER}  2025-06-01T03:00:00Z  moved_while_off      1  distance_m=840 lat=12.2 lng=77.1`, ''].join('\n'),
+    });
+    const both = JSON.parse((await fleet('events', '--event', 'ignition_on', ...RANGE, '--json')).out) as Array<{ vehicleno: string }>;
+    expect(both.map((e) => e.vehicleno).sort()).toEqual([ODD, V, OTHER].sort());
+    expect(await fleet('events', ...RANGE)).toMatchObject({ code: 2, err: expect.stringContaining('missing --vehicle <plate> (or --event <name>, for every vehicle)') });
+  });
+
   it('gives JSON with --json, and stops at --limit saying so', async () => {
     const r = await fleet('events', '--vehicle', V, ...RANGE, '--json', '--limit', '2');
     expect(r.code).toBe(0);
@@ -122,10 +138,10 @@ describe('telematics-fleet trips and charging', () => {
       code: 0,
       err: '',
       out: [
-        'START                 END                   DURATION     KM  MAX KM/H  SOC %',
-        '2025-06-01T06:00:00Z  2025-06-01T06:40:00Z   40m 00s   18.4        63  72→58.5',
-        '2025-06-01T09:00:00Z  2025-06-01T09:05:30Z    5m 30s    1.2        31  -',
-        '2025-06-01T13:00:00Z  2025-06-01T15:07:00Z    2h 07m  131.0        88  95→20',
+        'START                 END                   DURATION     KM  MAX KM/H  SOC %      IDLE  OVERSPEED',
+        '2025-06-01T06:00:00Z  2025-06-01T06:40:00Z   40m 00s   18.4        63  72→58.5       -          -',
+        '2025-06-01T09:00:00Z  2025-06-01T09:05:30Z    5m 30s    1.2        31  -             -          -',
+        '2025-06-01T13:00:00Z  2025-06-01T15:07:00Z    2h 07m  131.0        88  95→20    7m 00s     1m 35s',
         '',
       ].join('\n'),
     });
@@ -147,8 +163,23 @@ describe('telematics-fleet trips and charging', () => {
         end_lng: 77.615,
         soc_start: null,
         soc_end: null,
+        idle_s: null,
+        overspeed_s: null,
       },
     ]);
+  });
+
+  it('prints the stops that started in the range: where, how long, how long with the ignition on', async () => {
+    expect(await fleet('stops', '--vehicle', V, ...RANGE)).toEqual({
+      code: 0,
+      err: '',
+      out: [
+        'START                 END                   DURATION     LAT     LNG  IGNITION ON',
+        '2025-06-01T06:40:00Z  2025-06-01T09:00:00Z    2h 20m   12.99   77.61           0s',
+        '2025-06-01T09:05:30Z  2025-06-01T13:00:00Z    3h 54m  12.995  77.615       5m 30s',
+        '',
+      ].join('\n'),
+    });
   });
 
   it('prints the charging sessions, the energy where known', async () => {
@@ -201,7 +232,7 @@ describe('usage, configuration and an unreachable InfluxDB', () => {
   it('lists the history commands and their settings in the help', async () => {
     const r = await fleetWith({}, '--help');
     expect(r.code).toBe(0);
-    for (const c of ['events', 'trips', 'charging']) expect(r.out).toMatch(new RegExp(`^  ${c} +\\S`, 'm'));
+    for (const c of ['events', 'trips', 'stops', 'charging']) expect(r.out).toMatch(new RegExp(`^  ${c} +\\S`, 'm'));
     expect(r.out).toContain('INFLUX_URL (required');
   });
 });
@@ -210,7 +241,7 @@ describe('the history queries of docs/analysts.md', () => {
   /** The guide's queries on the derived measurements, in the guide's order. */
   const queries = [...readFileSync('docs/analysts.md', 'utf8').matchAll(/```influxql\n([\s\S]*?)\n```/g)]
     .map((m) => m[1]!.trim())
-    .filter((q) => /FROM "(vehicle_events|trips|charging)"/.test(q));
+    .filter((q) => /FROM "(vehicle_events|trips|charging|stops)"/.test(q));
   const now = Math.floor(Date.now() / MIN) * MIN;
   const ago = (minutes: number) => now - minutes * MIN;
   const docDb = uniqueName('historydocs');
@@ -234,21 +265,43 @@ describe('the history queries of docs/analysts.md', () => {
       event(OTHER, 'alert_short_circuit_raised', ago(100), { value: 1 }),
       // Eight days ago: not this week's.
       event(OTHER, 'alert_thermal_runaway_raised', ago(8 * 24 * 60), { value: 1 }),
+      stop(V, ago(250), { end: ago(230), duration_s: 1200, lat: 12.99, lng: 77.61, ignition_on_s: 300 }),
+      trip(V, ago(80), { end: ago(60), duration_s: 1200, distance_m: 9_000, max_speed_kmh: 70, idle_s: 360, overspeed_s: 120 }),
+      trip(OTHER, ago(40), { end: ago(20), duration_s: 1200, distance_m: 9_000, max_speed_kmh: 40, idle_s: 600, overspeed_s: 0 }),
+      event(V, 'overspeed_ended', ago(65), { value: 0, limit: 60, max_speed: 70, duration_s: 120, distance_m: 2_200 }),
+      event(OTHER, 'moved_while_off', ago(10), { value: 1, parked_lat: 12.9, parked_lng: 77.5, lat: 12.91, lng: 77.5, distance_m: 1_112 }),
     ];
     const res = await fetch(`${inject('influxRawUrl')}/write?db=${docDb}&precision=ms`, { method: 'POST', body: lines.join('\n') });
     expect(res.status).toBe(204);
   });
 
-  it('are the six questions the guide asks of the history', () => {
-    expect(queries).toHaveLength(6);
+  it('are the ten questions the guide asks of the history', () => {
+    expect(queries).toHaveLength(10);
   });
 
   it("how far the vehicle drove today, and in how many trips; and each of today's trips", async () => {
-    expect((await run(queries[0]!)).map((r) => [r.km, r.trips])).toEqual([[30.5, 2]]);
+    expect((await run(queries[0]!)).map((r) => [r.km, r.trips])).toEqual([[39.5, 3]]);
     expect((await run(queries[1]!)).map(({ time, ...r }) => [time, r])).toEqual([
       [ago(300), { end: ago(260), minutes: 40, km: 18, max_speed_kmh: 60, soc_start: 80, soc_end: 70 }],
       [ago(120), { end: ago(90), minutes: 30, km: 12.5, max_speed_kmh: 45, soc_start: null, soc_end: null }],
+      [ago(80), { end: ago(60), minutes: 20, km: 9, max_speed_kmh: 70, soc_start: null, soc_end: null }],
     ]);
+  });
+
+  it('where it stopped, and for how long', async () => {
+    expect(await run(queries[6]!)).toEqual([{ time: ago(250), minutes: 20, lat: 12.99, lng: 77.61, ignition_on_s: 300 }]);
+  });
+
+  it('idling and speeding per vehicle this week; each time over the limit', async () => {
+    expect((await run(queries[7]!)).map((r) => [r.vehicleno, r.idle_minutes, r.overspeed_minutes])).toEqual([
+      [V, 6, 2],
+      [OTHER, 10, 0],
+    ]);
+    expect((await run(queries[8]!)).map((r) => [r.vehicleno, r.time, r.limit, r.max_speed, r.duration_s, r.distance_m])).toEqual([[V, ago(65), 60, 70, 120, 2_200]]);
+  });
+
+  it('vehicles moved with the ignition off', async () => {
+    expect((await run(queries[9]!)).map((r) => [r.vehicleno, r.time, r.parked_lat, r.lat, r.distance_m])).toEqual([[OTHER, ago(10), 12.9, 12.91, 1_112]]);
   });
 
   it('when it charged this week, from what state of charge to what', async () => {

@@ -25,8 +25,10 @@ import {
   socSpan,
   toCharging,
   toEvent,
+  toStop,
   toTrip,
   type ChargingRow,
+  type StopRow,
   type HistoryQuery,
   type InfluxRow,
   type TripRow,
@@ -115,15 +117,16 @@ const RANGE_HELP = `  --vehicle <plate>  the vehicle (required)
   --json             one JSON array instead of the table
 `;
 
-/** The flags every history command shares, as a query of one vehicle and range. */
-function historySelection(values: { vehicle?: string | undefined; since?: string | undefined; until?: string | undefined; limit?: string | undefined }, command: string): HistoryQuery {
-  if (values.vehicle === undefined || values.vehicle === '') throw new UsageError('missing --vehicle <plate>', command);
+/** The flags every history command shares, as a query of one vehicle (or, `everyVehicle` with `--event`, of all) and range. */
+function historySelection(values: { vehicle?: string | undefined; since?: string | undefined; until?: string | undefined; limit?: string | undefined; event?: unknown }, command: string, everyVehicle = false): HistoryQuery {
+  const vehicle = values.vehicle === '' ? undefined : values.vehicle;
+  if (vehicle === undefined && !(everyVehicle && typeof values.event === 'string')) throw new UsageError(`missing --vehicle <plate>${everyVehicle ? ' (or --event <name>, for every vehicle)' : ''}`, command);
   const now = Date.now();
   const until = values.until === undefined ? now : parseTime(values.until, '--until', command, now);
   const since = values.since === undefined ? until - 86_400_000 : parseTime(values.since, '--since', command, now);
   if (since > until) throw new UsageError('--since is after --until', command);
   const limit = values.limit === undefined ? 1000 : parseNumber(values.limit, '--limit', command, { integer: true, min: 1, max: 100_000 });
-  return { vehicle: values.vehicle, since, until, limit };
+  return { vehicle, since, until, limit };
 }
 
 /** Reads one history measurement; the InfluxDB settings are checked before the flags' query is sent. */
@@ -133,7 +136,7 @@ async function readHistory<T>(io: CliIO, measurement: string, q: HistoryQuery, t
 }
 
 /** The empty answer, naming what was asked, so that a wrong plate or range shows as such. */
-const nothing = (io: CliIO, what: string, q: HistoryQuery) => line(io, `no ${what} of ${q.vehicle} from ${isoTime(q.since)} to ${isoTime(q.until)}`);
+const nothing = (io: CliIO, what: string, q: HistoryQuery) => line(io, `no ${what} of ${q.vehicle ?? 'any vehicle'} from ${isoTime(q.since)} to ${isoTime(q.until)}`);
 
 /** A full page: more rows may lie in the range. */
 const truncated = (io: CliIO, n: number, q: HistoryQuery) => {
@@ -166,6 +169,8 @@ function historyCommand<R>(c: {
   toRow: Parameters<typeof readHistory<R>>[3];
   columns: Parameters<typeof table<R>>[1];
   options?: Record<string, { type: 'string' }>;
+  /** Rows of every vehicle when no --vehicle is given but the filter is (their own vehicleno then). */
+  everyVehicle?: boolean;
   filter?: (values: Record<string, unknown>, q: ReturnType<typeof historySelection>) => string | undefined;
 }): Command {
   return {
@@ -176,12 +181,14 @@ function historyCommand<R>(c: {
       const { values, positionals } = parse(this.name, args, { ...HISTORY_OPTIONS, ...(c.options ?? {}) });
       if (values.help) return showHelp(io, this.help);
       noPositionals(positionals, this.name);
-      const q = historySelection(values, this.name);
+      const q = historySelection(values, this.name, c.everyVehicle);
       const what = c.filter?.(values, q) ?? c.what;
       const rows = await readHistory(io, c.measurement, q, c.toRow);
+      // Rows that carry their own vehicle (events) keep it; the rest are the one vehicle asked for.
       if (values.json) line(io, JSON.stringify(rows.map((r) => ({ vehicleno: q.vehicle, ...r }))));
       else if (rows.length === 0) nothing(io, what, q);
-      else io.stdout.write(table<R>(rows, c.columns));
+      // Every vehicle's rows: which vehicle each is, first.
+      else io.stdout.write(table<R>(rows, q.vehicle === undefined ? [{ header: 'VEHICLE', value: (r) => String((r as { vehicleno?: unknown }).vehicleno ?? '') }, ...c.columns] : c.columns));
       truncated(io, rows.length, q);
       return EXIT.ok;
     },
@@ -190,14 +197,17 @@ function historyCommand<R>(c: {
 
 const events = historyCommand<VehicleEvent>({
   name: 'events',
-  summary: "a vehicle's events (alarms raised and cleared, ignition, charging, silent and back) from InfluxDB",
+  summary: "a vehicle's events (alarms, ignition, charging, idling, overspeed, moved while off, silent and back) from InfluxDB",
   help: `Usage: telematics-fleet events --vehicle <plate> [--since <date>] [--until <date>] [--event <name>] [--limit N] [--json]
+       telematics-fleet events --event <name> [--since <date>] [--until <date>] [--limit N] [--json]
 
 The vehicle's events in the range, oldest first, from measurement vehicle_events: time, event, value
 (1 raised, on, started, silent; 0 cleared, off, stopped, back) and what the event carried (lat, lng, soc…).
+With --event and no --vehicle, that event of every vehicle (which vehicle was towed, or over the limit).
 
 ${RANGE_HELP}  --event <name>     only this event: alert_<flag>_raised, alert_<flag>_cleared, ignition_on, ignition_off,
-                     charging_started, charging_stopped, silent or back
+                     charging_started, charging_stopped, idle_started, idle_ended, overspeed_started,
+                     overspeed_ended, moved_while_off, silent or back
 
 Alarm flags: ${wrap(ALARM_FLAGS.join(', '), 100, '  ')}
 
@@ -206,6 +216,7 @@ ${HISTORY_SETTINGS_HELP}`,
   what: 'event',
   toRow: toEvent,
   options: { event: { type: 'string' } },
+  everyVehicle: true,
   filter(values, q) {
     const event = values.event;
     if (typeof event !== 'string') return undefined;
@@ -227,7 +238,8 @@ const trips = historyCommand<TripRow>({
   help: `Usage: telematics-fleet trips --vehicle <plate> [--since <date>] [--until <date>] [--limit N] [--json]
 
 The vehicle's trips that started in the range, oldest first, from measurement trips: start, end,
-duration, distance (km), top speed (km/h) and state of charge at start and end (%, ? when unknown).
+duration, distance (km), top speed (km/h), state of charge at start and end (%, ? when unknown), and
+how long of it the vehicle idled and was over SPEED_LIMIT.
 A trip is written when it ends, so one under way is not listed yet.
 
 ${RANGE_HELP}
@@ -242,6 +254,32 @@ ${HISTORY_SETTINGS_HELP}`,
     { header: 'KM', value: (r) => (r.distance_m === null ? '-' : (r.distance_m / 1000).toFixed(1)), align: 'right' },
     { header: 'MAX KM/H', value: (r) => decimal(r.max_speed_kmh, 0), align: 'right' },
     { header: 'SOC %', value: (r) => socSpan(r.soc_start, r.soc_end) },
+    { header: 'IDLE', value: (r) => hms(r.idle_s), align: 'right' },
+    { header: 'OVERSPEED', value: (r) => hms(r.overspeed_s), align: 'right' },
+  ],
+});
+
+const stops = historyCommand<StopRow>({
+  name: 'stops',
+  summary: "a vehicle's stops (start, end, duration, where, ignition on) from InfluxDB",
+  help: `Usage: telematics-fleet stops --vehicle <plate> [--since <date>] [--until <date>] [--limit N] [--json]
+
+The vehicle's stops that started in the range, oldest first, from measurement stops: start, end,
+duration, where it stood, and how long of it the ignition was on. A stop is written when the vehicle
+moves again, so the one it stands in now is not listed yet.
+
+${RANGE_HELP}
+${HISTORY_SETTINGS_HELP}`,
+  measurement: HISTORY_MEASUREMENTS.stops,
+  what: 'stop',
+  toRow: toStop,
+  columns: [
+    { header: 'START', value: (r) => isoTime(r.start) },
+    { header: 'END', value: (r) => (r.end === null ? '-' : isoTime(r.end)) },
+    { header: 'DURATION', value: (r) => hms(r.duration_s), align: 'right' },
+    { header: 'LAT', value: (r) => decimal(r.lat, 6), align: 'right' },
+    { header: 'LNG', value: (r) => decimal(r.lng, 6), align: 'right' },
+    { header: 'IGNITION ON', value: (r) => hms(r.ignition_on_s), align: 'right' },
   ],
 });
 
@@ -273,20 +311,20 @@ const classify: ErrorClassifier = (e) => (e instanceof InfluxError ? { code: e.c
 
 export const FLEET: Program = {
   name: 'telematics-fleet',
-  commands: [status, silent, events, trips, charging],
+  commands: [status, silent, events, trips, stops, charging],
   classify,
   help: (commands) => `Usage: telematics-fleet <command> [options]
 
 Which vehicles report and which went silent, from each vehicle's last-seen time (its newest record that
 passed the plausibility rules), kept by the service's workers (status, silent: Redis). And each vehicle's
-history the workers derive from its records: events, trips and charging sessions (InfluxDB).
+history the workers derive from its records: events, trips, stops and charging sessions (InfluxDB).
 
 Commands:
 ${commands}
 
 status and silent:
 ${SETTINGS_HELP}
-events, trips and charging:
+events, trips, stops and charging:
 ${HISTORY_SETTINGS_HELP}
 Exit status:
   0  done

@@ -1,14 +1,15 @@
 /**
- * The read side of the derived history (issue #28): a vehicle's events, trips and charging sessions as
- * the service writes them to InfluxDB (`vehicle_events`, `trips`, `charging`), read with InfluxQL over
+ * The read side of the derived history (issue #28): a vehicle's events, trips, charging sessions and stops
+ * as the service writes them to InfluxDB (`vehicle_events`, `trips`, `charging`, `stops`), read with InfluxQL over
  * the v1-compatible query API (`GET /query`), which InfluxDB 1.x, 2.x (through a DBRP mapping) and 3.x
- * all serve. For `telematics-fleet events|trips|charging`.
+ * all serve. For `telematics-fleet events|trips|charging|stops`.
  */
 import { EXIT } from '../../cli/exit.js';
 import { ConfigError, loadConfig } from '../../config/index.js';
 import { ALARM_FIELDS } from '../../telemetry/fields.js';
+import { CHARGING, STOPS, TRIPS, VEHICLE_EVENTS } from '../../telemetry/derivedMeasurements.js';
 
-export const HISTORY_MEASUREMENTS = { events: 'vehicle_events', trips: 'trips', charging: 'charging' } as const;
+export const HISTORY_MEASUREMENTS = { events: VEHICLE_EVENTS.name, trips: TRIPS.name, charging: CHARGING.name, stops: STOPS.name } as const;
 
 /** The alarm flags whose raising and clearing are events. */
 export const ALARM_FLAGS: readonly string[] = ALARM_FIELDS.filter((f) => f.startsWith('alert_'));
@@ -20,6 +21,11 @@ export const EVENT_NAMES: readonly string[] = [
   'ignition_off',
   'charging_started',
   'charging_stopped',
+  'idle_started',
+  'idle_ended',
+  'overspeed_started',
+  'overspeed_ended',
+  'moved_while_off',
   'silent',
   'back',
 ];
@@ -38,7 +44,8 @@ export function quoteIdent(s: string): string {
 const timeLiteral = (ms: number): string => quoteString(new Date(ms).toISOString());
 
 export interface HistoryQuery {
-  vehicle: string;
+  /** One vehicle; undefined: every vehicle (`events --event`, to find which vehicle was told). */
+  vehicle: string | undefined;
   /** Epoch ms, both inclusive. */
   since: number;
   until: number;
@@ -52,7 +59,7 @@ export interface HistoryQuery {
  * list: a field no point has yet (`energy_wh` before any session knew it) is then absent, never an error.
  */
 export function historyQuery(measurement: string, q: HistoryQuery): string {
-  const where = [`${quoteIdent('vehicleno')} = ${quoteString(q.vehicle)}`, `time >= ${timeLiteral(q.since)}`, `time <= ${timeLiteral(q.until)}`];
+  const where = [...(q.vehicle === undefined ? [] : [`${quoteIdent('vehicleno')} = ${quoteString(q.vehicle)}`]), `time >= ${timeLiteral(q.since)}`, `time <= ${timeLiteral(q.until)}`];
   if (q.event !== undefined) where.push(`${quoteIdent('event')} = ${quoteString(q.event)}`);
   return `SELECT * FROM ${quoteIdent(measurement)} WHERE ${where.join(' AND ')} ORDER BY time ASC LIMIT ${q.limit}`;
 }
@@ -150,6 +157,7 @@ export async function influxSelect(target: InfluxTarget, q: string): Promise<Inf
 
 /** A vehicle event as the CLI shows it. */
 export interface VehicleEvent {
+  vehicleno: string;
   time: number;
   event: string;
   value: number | null;
@@ -169,6 +177,17 @@ export interface TripRow {
   end_lng: number | null;
   soc_start: number | null;
   soc_end: number | null;
+  idle_s: number | null;
+  overspeed_s: number | null;
+}
+
+export interface StopRow {
+  start: number;
+  end: number | null;
+  duration_s: number | null;
+  lat: number | null;
+  lng: number | null;
+  ignition_on_s: number | null;
 }
 
 export interface ChargingRow {
@@ -189,7 +208,7 @@ export function toEvent(r: InfluxRow): VehicleEvent {
     const v = num(r[k]);
     if (!TAGS.has(k) && k !== 'value' && v !== null) fields[k] = v;
   }
-  return { time: Number(r.time), event: String(r.event ?? ''), value: num(r.value), fields };
+  return { vehicleno: String(r.vehicleno ?? ''), time: Number(r.time), event: String(r.event ?? ''), value: num(r.value), fields };
 }
 
 export function toTrip(r: InfluxRow): TripRow {
@@ -205,7 +224,13 @@ export function toTrip(r: InfluxRow): TripRow {
     end_lng: num(r.end_lng),
     soc_start: num(r.soc_start),
     soc_end: num(r.soc_end),
+    idle_s: num(r.idle_s),
+    overspeed_s: num(r.overspeed_s),
   };
+}
+
+export function toStop(r: InfluxRow): StopRow {
+  return { start: Number(r.time), end: num(r.end), duration_s: num(r.duration_s), lat: num(r.lat), lng: num(r.lng), ignition_on_s: num(r.ignition_on_s) };
 }
 
 export function toCharging(r: InfluxRow): ChargingRow {
