@@ -48,7 +48,13 @@ function historyLines(vehicleno: string): string[] {
     event('ignition_off', 240, { value: 0, lat: 13.0321, lng: 77.6412 }),
     event('charging_started', 180, { value: 1, soc: 61 }),
     event('charging_stopped', 120, { value: 0, soc: 90 }),
-    formatLine('trips', { vehicleno }, { end: at(240), duration_s: 3600, distance_m: 42_500, max_speed_kmh: 71.5, ...start, end_lat: 13.0321, end_lng: 77.6412, soc_start: 80, soc_end: 61 }, at(300)),
+    event('overspeed_started', 280, { value: 1, limit: 60, speed: 64, lat: 12.99, lng: 77.6 }),
+    event('overspeed_ended', 279, { value: 0, limit: 60, max_speed: 71.5, duration_s: 45, distance_m: 850 }),
+    event('idle_started', 250, { value: 1, lat: 13.0321, lng: 77.6412 }),
+    event('idle_ended', 242, { value: 0, lat: 13.0321, lng: 77.6412, duration_s: 480 }),
+    event('moved_while_off', 200, { value: 1, distance_m: 420, lat: 13.0359, lng: 77.6412, parked_lat: 13.0321, parked_lng: 77.6412 }),
+    formatLine('stops', { vehicleno }, { end: at(60), duration_s: 10_800, lat: 13.0321, lng: 77.6412, ignition_on_s: 480 }, at(240)),
+    formatLine('trips', { vehicleno }, { end: at(240), duration_s: 3600, distance_m: 42_500, max_speed_kmh: 71.5, ...start, end_lat: 13.0321, end_lng: 77.6412, soc_start: 80, soc_end: 61, idle_s: 480, overspeed_s: 45 }, at(300)),
     // A trip whose state of charge was not known: no soc fields at all.
     formatLine('trips', { vehicleno }, { end: at(45), duration_s: 900, distance_m: 5_250, max_speed_kmh: 38, ...start, end_lat: 12.98, end_lng: 77.6 }, at(60)),
     formatLine('charging', { vehicleno }, { end: at(120), duration_s: 3600, soc_start: 61, soc_end: 90, energy_wh: 12_400 }, at(180)),
@@ -207,6 +213,26 @@ describe('the derived history panels, for one vehicle', () => {
       [at(290), 'alert_over_temp_raised', 1],
       [at(300), 'ignition_on', 1],
     ]);
+  });
+
+  it('lists the stops, where and for how long, with how long the ignition was on', async () => {
+    expect(await svc.query(panel('Stops started in the range'))).toEqual([
+      { vehicleno: DOC_PLATE, time: at(240), end: at(60), duration: 10_800, lat: 13.0321, lng: 77.6412, 'ignition on': 480 },
+    ]);
+  });
+
+  it('lists idling, overspeed and moved while off, newest first, without alarms or ignition', async () => {
+    expect((await svc.query(panel('Driving events: idling, overspeed, moved while off'))).map((r) => [r.time, r.event, r.duration, r['max km/h']])).toEqual([
+      [at(200), 'moved_while_off', null, null],
+      [at(242), 'idle_ended', 480, null],
+      [at(250), 'idle_started', null, null],
+      [at(279), 'overspeed_ended', 45, 71.5],
+      [at(280), 'overspeed_started', null, null],
+    ]);
+  });
+
+  it('sums idling and time over the limit per vehicle from its trips', async () => {
+    expect(await svc.query(panel('Idling and overspeed per vehicle (trips in the range)'))).toEqual([{ vehicleno: DOC_PLATE, time: FROM, idling: 480, 'over the limit': 45, driving: 4500 }]);
   });
 
   it('lists the charging sessions, with the energy where known', async () => {
