@@ -40,6 +40,20 @@ const SALT_TEMP = 7;
 const SALT_CURRENT = 8;
 const SALT_ALERT = 9;
 const SALT_ALERT_FLAG = 10;
+const SALT_IDLE = 11;
+const SALT_TOW = 12;
+
+/** A quarter of drives begin with the ignition on and the vehicle standing this long (warming up, loading): idling. */
+const IDLE_START_MS = 6 * 60_000;
+const IDLE_START_SHARE = 0.25;
+/**
+ * One parked segment in TOW_SHARE is a tow to a yard TOW_KM away and back, with the ignition off: towed
+ * out over its first TOW_LEG_MS, left there, towed back over its last (so the segment still ends where
+ * it began, and nothing else of the plan moves).
+ */
+const TOW_SHARE = 0.01;
+const TOW_KM = 1;
+const TOW_LEG_MS = 6 * 60_000;
 
 /** The spec's alert flags, in its order. */
 const ALERT_FLAGS = ALARM_FIELDS;
@@ -250,16 +264,44 @@ export class Fleet {
 
   gpsAt(v: VehicleProfile, t: number): GpsData {
     const { segment, frac } = this.locate(v, t);
-    const p = lerp(segment.from, segment.to, frac);
     const driving = segment.activity === 'driving';
+    let p = lerp(segment.from, segment.to, this.progress(v, segment, t, frac));
+    let speed = driving ? this.speedKmh(v, segment, t) : 0;
+    const tow = segment.activity === 'parked' ? this.towAt(v, segment, t) : undefined;
+    if (tow !== undefined) {
+      p = tow.at;
+      speed = tow.kmh;
+    }
     return {
       lat: round(p.lat, 6),
       lng: round(p.lng, 6),
       alti: round(v.depotAltitude + terrainMetres(p), 1),
-      speed: driving ? round(this.speedKmh(v, segment, t), 1) : 0,
+      speed: round(speed, 1),
       ignstatus: driving ? 1 : 0,
       time: t,
     };
+  }
+
+  /** Whether a drive begins by idling IDLE_START_MS (a quarter of drives do). */
+  private idlesFirst(v: VehicleProfile, s: Segment): boolean {
+    return s.activity === 'driving' && unitAt(this.seed, v.index, s.startMs, SALT_IDLE) < IDLE_START_SHARE;
+  }
+
+  /** How far along its way a segment is at `t`: a drive that idles first sets off once the idling is over. */
+  private progress(v: VehicleProfile, s: Segment, t: number, frac: number): number {
+    if (!this.idlesFirst(v, s)) return frac;
+    return Math.max(0, (t - s.startMs - IDLE_START_MS) / (SEGMENT_MS - IDLE_START_MS));
+  }
+
+  /** A parked segment that is a tow (one in TOW_SHARE): where the vehicle is and how fast it moves; undefined for the rest. */
+  private towAt(v: VehicleProfile, s: Segment, t: number): { at: Point; kmh: number } | undefined {
+    if (unitAt(this.seed, v.index, s.startMs, SALT_TOW) >= TOW_SHARE) return undefined;
+    const yard = offset(s.from, TOW_KM, 2 * Math.PI * unitAt(this.seed, v.index, s.startMs, SALT_TOW, 1));
+    const into = t - s.startMs;
+    const kmh = TOW_KM / (TOW_LEG_MS / HOUR_MS);
+    if (into < TOW_LEG_MS) return { at: lerp(s.from, yard, into / TOW_LEG_MS), kmh };
+    if (into >= SEGMENT_MS - TOW_LEG_MS) return { at: lerp(yard, s.from, (into - (SEGMENT_MS - TOW_LEG_MS)) / TOW_LEG_MS), kmh };
+    return { at: yard, kmh: 0 };
   }
 
   /** The complete CAN state of the vehicle's battery at `t` (every parameter it has). */
@@ -348,8 +390,11 @@ export class Fleet {
   }
 
   private speedKmh(v: VehicleProfile, s: Segment, t: number): number {
-    // Average speed of the drive, give or take 15 % at each instant.
-    return (s.distanceKm / (SEGMENT_MS / HOUR_MS)) * (0.85 + 0.3 * unitAt(this.seed, v.index, t, SALT_SPEED));
+    // Average speed of the drive, give or take 15 % at each instant; none while it idles first.
+    const idles = this.idlesFirst(v, s);
+    if (idles && t - s.startMs < IDLE_START_MS) return 0;
+    const hours = (idles ? SEGMENT_MS - IDLE_START_MS : SEGMENT_MS) / HOUR_MS;
+    return (s.distanceKm / hours) * (0.85 + 0.3 * unitAt(this.seed, v.index, t, SALT_SPEED));
   }
 
   private plan(v: VehicleProfile, cycle: number): CyclePlan {
