@@ -231,6 +231,12 @@ const env = z.object({
   OVERSPEED_MIN_DURATION: duration.default(10_000),
   /** Metres: with the ignition off, a vehicle seen this far from where it parked moved while off (towing, theft); above GPS drift. */
   TOW_MIN_DISTANCE: num(1, 1_000_000).default(300),
+  /** A GeoJSON FeatureCollection of geofences, added to the registry at start (by name; those added at run time are kept). */
+  GEOFENCES_FILE: z.string().trim().optional(),
+  /** A vehicle is taken inside or outside a geofence once its fixes stayed so this long (no flapping on a border). */
+  GEOFENCE_MIN_DWELL: duration.default(60_000),
+  /** on: where SPEED_LIMIT and a geofence's speed_limit both apply, the lowest (Traccar's preferLowest); off: the geofence's. */
+  SPEED_LIMIT_PREFER_LOWEST: z.enum(['on', 'off']).default('on'),
   EVENTS_WEBHOOK_URL: webhookUrl.optional(),
   EVENTS_WEBHOOK_SECRET: z.string().trim().optional(),
   EVENTS_WEBHOOK_TIMEOUT: duration.default(10_000),

@@ -37,8 +37,11 @@ export const VEHICLE_EVENTS: DerivedMeasurement = {
     vehicleno,
     {
       name: 'event',
-      description: '`alert_<flag>_raised` / `_cleared`, `ignition_on` / `_off`, `charging_started` / `_stopped`, `idle_started` / `_ended`, `overspeed_started` / `_ended`, `moved_while_off`, `silent`, `back`',
+      description:
+        '`alert_<flag>_raised` / `_cleared`, `ignition_on` / `_off`, `charging_started` / `_stopped`, `idle_started` / `_ended`, `overspeed_started` / `_ended`, `moved_while_off`, `geofence_entered` / `_exited`, `silent`, `back`',
     },
+    { name: 'geofence', description: 'geofence events: the geofence’s name' },
+    { name: 'geofence_kind', description: 'geofence events: its kind (depot, charging, customer, restricted, other)' },
   ],
   fields: [
     { name: 'value', unit: '0/1', description: '1 raised, on, started, silent; 0 cleared, off, stopped, back' },
@@ -54,6 +57,8 @@ export const VEHICLE_EVENTS: DerivedMeasurement = {
     { name: 'distance_m', unit: 'm', description: '`overspeed_ended`: driven over the limit; `moved_while_off`: from where it was parked' },
     { name: 'parked_lat', unit: '°', description: '`moved_while_off`: where it was parked' },
     { name: 'parked_lng', unit: '°', description: '`moved_while_off`: where it was parked' },
+    { name: 'geofence_id', description: 'geofence events: the geofence’s id (`telematics-fleet geofences list`)' },
+    { name: 'crossed', unit: '0/1', description: 'geofence events: 1 when a step between two fixes passed through it (neither fix inside)' },
     { name: 'energy_wh', unit: 'Wh', description: '`charging_stopped`: the energy charged' },
     { name: 'late', unit: '0/1', description: 'an alarm raised by a record too late for its window: 1' },
     { name: 'after_s', unit: 's', description: '`silent` / `back`: the SILENT_AFTER threshold crossed' },

@@ -53,6 +53,8 @@ function historyLines(vehicleno: string): string[] {
     event('idle_started', 250, { value: 1, lat: 13.0321, lng: 77.6412 }),
     event('idle_ended', 242, { value: 0, lat: 13.0321, lng: 77.6412, duration_s: 480 }),
     event('moved_while_off', 200, { value: 1, distance_m: 420, lat: 13.0359, lng: 77.6412, parked_lat: 13.0321, parked_lng: 77.6412 }),
+    formatLine('vehicle_events', { vehicleno, event: 'geofence_entered', geofence: 'Depot A', geofence_kind: 'depot' }, { value: 1, geofence_id: 1 }, at(238)),
+    formatLine('vehicle_events', { vehicleno, event: 'geofence_exited', geofence: 'Depot A', geofence_kind: 'depot' }, { value: 0, geofence_id: 1 }, at(58)),
     formatLine('stops', { vehicleno }, { end: at(60), duration_s: 10_800, lat: 13.0321, lng: 77.6412, ignition_on_s: 480 }, at(240)),
     formatLine('trips', { vehicleno }, { end: at(240), duration_s: 3600, distance_m: 42_500, max_speed_kmh: 71.5, ...start, end_lat: 13.0321, end_lng: 77.6412, soc_start: 80, soc_end: 61, idle_s: 480, overspeed_s: 45 }, at(300)),
     // A trip whose state of charge was not known: no soc fields at all.
@@ -228,6 +230,13 @@ describe('the derived history panels, for one vehicle', () => {
       [at(250), 'idle_started', null, null],
       [at(279), 'overspeed_ended', 45, 71.5],
       [at(280), 'overspeed_started', null, null],
+    ]);
+  });
+
+  it('lists geofence entries and exits with the geofence’s name and kind, newest first', async () => {
+    expect((await svc.query(panel('Geofences: entered and exited'))).map((r) => [r.time, r.event, r.geofence, r.kind])).toEqual([
+      [at(58), 'geofence_exited', 'Depot A', 'depot'],
+      [at(238), 'geofence_entered', 'Depot A', 'depot'],
     ]);
   });
 

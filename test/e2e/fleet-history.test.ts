@@ -270,13 +270,15 @@ describe('the history queries of docs/analysts.md', () => {
       trip(OTHER, ago(40), { end: ago(20), duration_s: 1200, distance_m: 9_000, max_speed_kmh: 40, idle_s: 600, overspeed_s: 0 }),
       event(V, 'overspeed_ended', ago(65), { value: 0, limit: 60, max_speed: 70, duration_s: 120, distance_m: 2_200 }),
       event(OTHER, 'moved_while_off', ago(10), { value: 1, parked_lat: 12.9, parked_lng: 77.5, lat: 12.91, lng: 77.5, distance_m: 1_112 }),
+      formatLine('vehicle_events', { vehicleno: V, event: 'geofence_entered', geofence: 'Depot A', geofence_kind: 'depot' }, { value: 1, geofence_id: 1 }, ago(70)),
+      formatLine('vehicle_events', { vehicleno: V, event: 'geofence_exited', geofence: 'Depot A', geofence_kind: 'depot' }, { value: 0, geofence_id: 1 }, ago(50)),
     ];
     const res = await fetch(`${inject('influxRawUrl')}/write?db=${docDb}&precision=ms`, { method: 'POST', body: lines.join('\n') });
     expect(res.status).toBe(204);
   });
 
-  it('are the ten questions the guide asks of the history', () => {
-    expect(queries).toHaveLength(10);
+  it('are the eleven questions the guide asks of the history', () => {
+    expect(queries).toHaveLength(11);
   });
 
   it("how far the vehicle drove today, and in how many trips; and each of today's trips", async () => {
@@ -298,6 +300,13 @@ describe('the history queries of docs/analysts.md', () => {
       [OTHER, 10, 0],
     ]);
     expect((await run(queries[8]!)).map((r) => [r.vehicleno, r.time, r.limit, r.max_speed, r.duration_s, r.distance_m])).toEqual([[V, ago(65), 60, 70, 120, 2_200]]);
+  });
+
+  it('who entered and left which geofence', async () => {
+    expect((await run(queries[10]!)).map((r) => [r.vehicleno, r.time, r.event, r.geofence, r.geofence_kind, r.crossed])).toEqual([
+      [V, ago(70), 'geofence_entered', 'Depot A', 'depot', null],
+      [V, ago(50), 'geofence_exited', 'Depot A', 'depot', null],
+    ]);
   });
 
   it('vehicles moved with the ignition off', async () => {

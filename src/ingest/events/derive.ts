@@ -12,6 +12,7 @@ import { STOPS_SLICE, stopsRecord, type StopsState } from './detectors/stops.js'
 import { IDLE_SLICE, idleGap, idleRecord, type IdleState } from './detectors/idle.js';
 import { OVERSPEED_SLICE, overspeedGap, overspeedRecord, type OverspeedState } from './detectors/overspeed.js';
 import { TOWING_SLICE, towingRecord, type TowingState } from './detectors/towing.js';
+import { GEOFENCES_SLICE, geofencesRecord, type GeofencesState } from './detectors/geofences.js';
 
 /**
  * Vehicle events: per vehicle, by record time, alarms raised and cleared, ignition on and off, trips and
@@ -43,6 +44,7 @@ export interface VehicleState {
   idle: IdleState;
   overspeed: OverspeedState;
   towing: TowingState;
+  geofences: GeofencesState;
 }
 
 /** The slices of a state, each under its frozen id (`wire.ts` stores them so). */
@@ -58,6 +60,7 @@ export const SLICES = {
   idle: IDLE_SLICE,
   overspeed: OVERSPEED_SLICE,
   towing: TOWING_SLICE,
+  geofences: GEOFENCES_SLICE,
 } satisfies { [K in Exclude<keyof VehicleState, 'streams'>]: Slice<VehicleState[K]> };
 
 export function newState(): VehicleState {
@@ -76,6 +79,7 @@ export function newState(): VehicleState {
     idle: SLICES.idle.fresh(),
     overspeed: SLICES.overspeed.fresh(),
     towing: SLICES.towing.fresh(),
+    geofences: SLICES.geofences.fresh(),
   };
 }
 
@@ -228,6 +232,7 @@ function apply(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord)
     // Emptied by pop: `length = 0` on an array is a call into the runtime, each record.
     while (steps.length > 0) steps.pop();
     if (fix !== undefined) trackFix(s.track, fix, ctx.opts, steps);
+    geofencesRecord(ctx, s.geofences, steps);
     idleRecord(ctx, s.idle, s.trips, s.track, r, plan, steps);
     overspeedRecord(ctx, s.overspeed, s.trips, r, plan, steps);
     tripRecord(ctx, s.trips, s.finishedTrips, s.track, s.soc, r, plan, steps);
@@ -253,8 +258,9 @@ function apply(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord)
 const id = (text: string): string => createHash('sha256').update(text).digest('hex').slice(0, 32);
 
 /** An event's id (a webhook-id): the same for the same transition however often it is derived or delivered. */
-export function eventId(e: Pick<DerivedEvent, 'vehicleno' | 'event' | 'time'>): string {
-  return id(`${e.vehicleno}\n${e.event}\n${e.time}`);
+export function eventId(e: Pick<DerivedEvent, 'vehicleno' | 'event' | 'time' | 'tags'>): string {
+  // A geofence's events are one a geofence (a vehicle enters two at one fix); the rest as ever.
+  return id(`${e.vehicleno}\n${e.event}\n${e.time}${e.tags?.geofence === undefined ? '' : `\n${e.tags.geofence}`}`);
 }
 
 export function tripId(t: Pick<Trip, 'vehicleno' | 'start'>): string {

@@ -12,6 +12,7 @@ import { DEFAULT_DERIVE_OPTIONS, DERIVE_PICK, type Derived, type DeriveOptions, 
 import { webhookPayloadOf, pointOf, startDispatch, type OutboxEntry } from './outbox.js';
 import { Lines } from '../write/lines.js';
 import { VehicleEvents } from './store.js';
+import { GeofenceRegistry, GeofenceWatch, parseGeofencesFile } from '../geofences/registry.js';
 import { sampleWebhookBacklog, startWebhookDelivery, WebhookQueue, webhookRetryPolicy, type RunningDelivery } from './webhook.js';
 
 /**
@@ -46,6 +47,8 @@ export function deriveOptions(cfg: Config): DeriveOptions {
     speedLimitKmh: cfg.SPEED_LIMIT,
     overspeedMinDurationMs: cfg.OVERSPEED_MIN_DURATION,
     towMinDistanceM: cfg.TOW_MIN_DISTANCE,
+    geofenceMinDwellMs: cfg.GEOFENCE_MIN_DWELL,
+    speedLimitPreferLowest: cfg.SPEED_LIMIT_PREFER_LOWEST === 'on',
     idleMs: cfg.EVENTS_WINDOW,
     maxPending: DEFAULT_DERIVE_OPTIONS.maxPending,
   };
@@ -82,7 +85,19 @@ export function startEvents(
     pending: keys.vehiclesPending(i),
     records: (vehicleno: string, streamId: number) => keys.vehicleRecords(i, vehicleno, streamId),
   }));
-  const opts = deriveOptions(cfg);
+  // The geofences: GEOFENCES_FILE's added (a file that does not parse stops the start here), then watched.
+  const registry = new GeofenceRegistry(redis, keys.geofences);
+  const fromFile = cfg.GEOFENCES_FILE ? parseGeofencesFile(cfg.GEOFENCES_FILE) : undefined;
+  const geofences = new GeofenceWatch(registry, log);
+  void (async () => {
+    if (fromFile) {
+      // The file's geofences are the fleet's standing ones: new names hold for every record time, changes from now.
+      const change = await registry.add(fromFile, Date.now(), 0);
+      log.info({ file: cfg.GEOFENCES_FILE, added: change.added.length, replaced: change.ended.length, unchanged: change.unchanged.length }, 'geofences: GEOFENCES_FILE added to the registry');
+    }
+    geofences.start();
+  })().catch((err: Error) => log.error({ err: err.message }, 'geofences: adding GEOFENCES_FILE failed; the registry holds what it held'));
+  const opts = { ...deriveOptions(cfg), geofences };
   const store = new VehicleEvents(redis, partitions, opts, (d) => counted(metrics, d));
   const ready = () => redis.status === 'ready';
 
@@ -137,6 +152,7 @@ export function startEvents(
       counted(metrics, [{ events: [...events], trips: [], sessions: [], stops: [], late: 0, duplicates: 0, forced: 0 }]);
     },
     async close() {
+      geofences.stop();
       sweep.stop();
       outboxGauge?.stop();
       backlog?.stop();

@@ -29,7 +29,7 @@ const CLAIM_IDLE_MS = 60_000;
 
 /** The entry as a point (its time: the transition's, or the trip's or session's start). */
 export function pointOf(e: OutboxEntry): string {
-  if (e.kind === 'event') return formatLine(MEASUREMENTS.event, { vehicleno: e.vehicleno, event: e.event }, { value: e.value, ...snakeFields(e.fields) }, e.time);
+  if (e.kind === 'event') return formatLine(MEASUREMENTS.event, { vehicleno: e.vehicleno, event: e.event, ...e.tags }, { value: e.value, ...snakeFields(e.fields) }, e.time);
   const { kind, vehicleno, start, ...rest } = e;
   return formatLine(MEASUREMENTS[kind], { vehicleno }, snakeFields(rest), start);
 }
@@ -37,7 +37,7 @@ export function pointOf(e: OutboxEntry): string {
 /** The entry as the webhook posts it. */
 export function webhookPayloadOf(e: OutboxEntry): WebhookPayload {
   if (e.kind === 'event') {
-    return { id: eventId(e), type: `vehicle.${e.event}`, timestamp: new Date(e.time).toISOString(), data: { vehicleno: e.vehicleno, event: e.event, time: e.time, value: e.value, ...e.fields } };
+    return { id: eventId(e), type: `vehicle.${e.event}`, timestamp: new Date(e.time).toISOString(), data: { vehicleno: e.vehicleno, event: e.event, time: e.time, value: e.value, ...e.fields, ...e.tags } };
   }
   const { kind, ...data } = e;
   const id = kind === 'trip' ? tripId(e) : kind === 'charging' ? sessionId(e) : stopId(e);

@@ -50,6 +50,12 @@ export interface RedisKeys {
   /** Set: the field names a measurement's points carry beyond the schema (plausibility/fieldNames.ts, EXTRA_FIELDS_MAX). */
   extraFieldNames(measurement: string): string;
   /**
+   * Hash: the fleet's geofences (geofences/registry.ts): `g:<id>` → a geofence's JSON (every version,
+   * removed ones with their end), `next` the last id given, `version` bumped by every change. One key,
+   * so a change (a MULTI on it) is whole on a Redis Cluster too.
+   */
+  geofences: string;
+  /**
    * Hash: worker process id → the job formats it reads, until when (queue/formats.ts). One key for the
    * deployment, whatever its partitions: receivers read it whole (HGETALL), never by SCAN.
    */
@@ -108,6 +114,7 @@ export function redisKeys(queueName: string, layout: KeyLayout = SINGLE_QUEUE): 
     idempotency: (digest) => `${queueName}:idem:${digest}`,
     rateLimit: (sender) => `${queueName}:rate:${sender}`,
     extraFieldNames: (measurement) => `${queueName}:fields:extra:${measurement}`,
+    geofences: `${queueName}:geofences`,
     readers: `${queueName}:readers`,
     vehicleState: (i) => `${partitionQueue(partitions, i)}:events:v3:state`,
     eventsOutbox: (i) => `${partitionQueue(partitions, i)}:events:outbox`,

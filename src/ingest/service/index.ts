@@ -19,6 +19,8 @@ import { sampleFleet } from '../fleet/gauges.js';
 import { Backlog } from '../queue/backlog.js';
 import { sampleQueueGauges } from '../queue/gauges.js';
 import { fleetRoutes } from '../fleet/routes.js';
+import { GEOFENCES_PATH, geofenceRoutes } from '../geofences/routes.js';
+import { GeofenceRegistry } from '../geofences/registry.js';
 import type { Reads } from '../queue/formats.js';
 
 export { retryPolicy } from './components.js';
@@ -76,7 +78,9 @@ export async function startService(cfg: Config, log: Logger, opts: ServiceOption
 
   const http = await serveHttp(createApp({ push: receiver?.routes, health: healthRoutes(checks) }, log), cfg.HOST, cfg.PORT, httpLimits(cfg), httpTls(cfg), (reason) => metrics.connectionsShed.inc({ reason }));
   const ui = cfg.QUEUE_UI === 'on' ? { queues: sampledQueues, credentials: adminCredentials(cfg) } : undefined;
-  const admin = await serveHttp(adminRoutes(metrics, ui, { routes: fleetRoutes(fleet, cfg.SILENT_AFTER), credentials: adminCredentials(cfg), open: cfg.ADMIN_AUTH === 'none' }), cfg.ADMIN_HOST, cfg.ADMIN_PORT, httpLimits(cfg));
+  const fleetApi = fleetRoutes(fleet, cfg.SILENT_AFTER);
+  fleetApi.route(GEOFENCES_PATH, geofenceRoutes(new GeofenceRegistry(redis, keys.geofences)));
+  const admin = await serveHttp(adminRoutes(metrics, ui, { routes: fleetApi, credentials: adminCredentials(cfg), open: cfg.ADMIN_AUTH === 'none' }), cfg.ADMIN_HOST, cfg.ADMIN_PORT, httpLimits(cfg));
   log.info({ mode: cfg.SERVICE_MODE, url: http.url, admin: admin.url, redis: redisTarget(cfg), queue: cfg.QUEUE_NAME, partitions: cfg.QUEUE_PARTITIONS }, 'telematics-ingest started');
 
   let closing: Promise<void> | undefined;

@@ -1,3 +1,5 @@
+import type { GeofenceLookup } from '../../geofences/lookup.js';
+
 /**
  * What every detector shares: the outputs a derivation call collects, the options, and the way a
  * detector's slice of the state is kept (`Slice`). Each detector (one module a kind of event, as
@@ -14,6 +16,8 @@ export interface DerivedEvent {
   value: number;
   /** What the transition carries (position and speed at ignition; soc, voltage, current; `late: 1` for a raise told late). */
   fields: Record<string, number>;
+  /** Which geofence a geofence event is of (`geofence`, `geofence_kind`): tags of its point, part of its id. */
+  tags?: Record<string, string>;
 }
 
 export interface Trip {
@@ -111,6 +115,12 @@ export interface DeriveOptions {
   overspeedMinDurationMs: number;
   /** With the ignition off, a vehicle seen this far (m) from where it was parked moved while off. */
   towMinDistanceM: number;
+  /** The fleet's geofences (a worker's watch of the registry); none when absent. */
+  geofences?: { readonly current: GeofenceLookup };
+  /** A vehicle is taken inside (outside) a geofence once its fixes stayed so this long (ThingsBoard's minInsideDuration). */
+  geofenceMinDwellMs: number;
+  /** Where SPEED_LIMIT and geofences' limits both apply: the lowest (Traccar's preferLowest); else a geofence's overrides the fleet's. */
+  speedLimitPreferLowest: boolean;
   /** A stream's pending records are all committed once nothing arrived for this long (wall time). */
   idleMs: number;
   /** Pending records a stream keeps at most; beyond, the oldest are committed early and counted as forced. */
@@ -134,6 +144,8 @@ export const DEFAULT_DERIVE_OPTIONS: Readonly<DeriveOptions> = Object.freeze({
   speedLimitKmh: 0,
   overspeedMinDurationMs: 10_000,
   towMinDistanceM: 300,
+  geofenceMinDwellMs: 60_000,
+  speedLimitPreferLowest: true,
   idleMs: 30_000,
   maxPending: 4096,
 });
@@ -151,8 +163,8 @@ export const emptyDerived = (): Derived => ({ events: NONE, trips: NONE, session
 /** `list` to add to: the call's own, made at its first output (the shared empty one is never written). */
 const own = <T>(list: readonly T[]): T[] => (list === NONE ? [] : (list as T[]));
 
-export function emitEvent(ctx: Context, event: string, time: number, value: number, fields: Record<string, number>): void {
-  (ctx.out.events = own(ctx.out.events)).push({ vehicleno: ctx.vehicleno, event, time, value, fields });
+export function emitEvent(ctx: Context, event: string, time: number, value: number, fields: Record<string, number>, tags?: Record<string, string>): void {
+  (ctx.out.events = own(ctx.out.events)).push({ vehicleno: ctx.vehicleno, event, time, value, fields, ...(tags === undefined ? {} : { tags }) });
 }
 
 export function emitTrip(ctx: Context, trip: Trip): void {

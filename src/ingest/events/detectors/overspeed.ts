@@ -44,11 +44,11 @@ export function overspeedGap(ctx: Context, s: OverspeedState, trips: TripsState,
 export function overspeedRecord(ctx: Context, s: OverspeedState, trips: TripsState, r: StreamRecord, plan: StreamPlan, steps: readonly Step[]): void {
   const gapFrom = r.time - s.lastTime > ctx.opts.tripMaxGapMs ? s.lastTime : -Infinity;
   s.lastTime = r.time;
-  const limit = ctx.opts.speedLimitKmh;
   for (const step of steps) {
     const f = step.fix;
     if (f.time <= gapFrom) continue;
     if (f.speed !== f.speed) continue; // no speed reported: says nothing
+    const limit = limitAt(ctx, f);
     if (limit > 0 && f.speed > limit) {
       if (s.since !== s.since) {
         s.since = f.time;
@@ -67,6 +67,18 @@ export function overspeedRecord(ctx: Context, s: OverspeedState, trips: TripsSta
     } else if (s.since === s.since) end(ctx, s, trips, Math.max(f.time, s.since));
   }
   if (valueOf(r, plan.ignition) === 0 && s.since === s.since) end(ctx, s, trips, Math.max(r.time, s.since));
+}
+
+/**
+ * The limit at a fix: SPEED_LIMIT (0: none) and the lowest `speed_limit` of the geofences holding the
+ * fix; with both, the lowest (SPEED_LIMIT_PREFER_LOWEST on, Traccar's preferLowest) or the geofence's.
+ */
+function limitAt(ctx: Context, f: { lat: number; lng: number; time: number }): number {
+  const fleet = ctx.opts.speedLimitKmh;
+  const zone = ctx.opts.geofences?.current.speedLimitAt(f.lat, f.lng, f.time);
+  if (zone === undefined) return fleet;
+  if (fleet <= 0 || !ctx.opts.speedLimitPreferLowest) return zone;
+  return Math.min(fleet, zone);
 }
 
 function tellStart(ctx: Context, s: OverspeedState): void {
