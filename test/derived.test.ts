@@ -9,6 +9,8 @@ import { pointOf, type OutboxEntry } from '../src/ingest/events/outbox.js';
 import { PACK_MEASUREMENT, PACK_NAMES } from '../src/ingest/flatten/packHealth.js';
 import { fuelLine } from '../src/ingest/sync/fuel.js';
 import { can, gps, north, route, T0, V } from '../src/ingest/events/events.testkit.js';
+import { parseGeofences } from '../src/ingest/geofences/geofence.js';
+import { GeofenceLookup } from '../src/ingest/geofences/lookup.js';
 
 /** A line's measurement, tag keys and field keys (the lines here carry no escaped separators). */
 function parts(line: string): { measurement: string; tags: string[]; fields: string[] } {
@@ -44,7 +46,9 @@ describe('derived measurements', () => {
     parts.push(ingest(V, s, [can(T0 + 10_000, { alert_thermal_runaway: 1 })], T0 + 500_001));
     parts.push(flush(V, s, T0 + 600_000));
     // Then over the speed limit, idling, parked, towed: every other kind a drive can tell.
-    const opts = { ...DEFAULT_DERIVE_OPTIONS, speedLimitKmh: 60 };
+    // In a geofence, so the geofence events, and the trips', stops' and sessions' geofence tags, are written too.
+    const city = parseGeofences({ type: 'Feature', properties: { name: 'City', kind: 'other', radius_m: 50_000 }, geometry: { type: 'Point', coordinates: [77, 13] } });
+    const opts = { ...DEFAULT_DERIVE_OPTIONS, speedLimitKmh: 60, geofenceMinDwellMs: 0, geofences: { current: new GeofenceLookup(city.map((g, i) => ({ ...g, id: i + 1, from: 0 }))) } };
     const later = route(T0 + 3_600_000, 13, [
       { seconds: 120, kmh: 80, ign: 1 },
       { seconds: 400, kmh: 0, ign: 1 },
@@ -61,7 +65,9 @@ describe('derived measurements', () => {
     ];
     expect(new Set(entries.map((e) => e.kind))).toEqual(new Set(['event', 'trip', 'charging', 'stop']));
     const told = new Set(entries.flatMap((e) => (e.kind === 'event' ? [e.event] : [])));
-    for (const kind of ['overspeed_started', 'overspeed_ended', 'idle_started', 'idle_ended', 'moved_while_off']) expect(told, kind).toContain(kind);
+    for (const kind of ['overspeed_started', 'overspeed_ended', 'idle_started', 'idle_ended', 'moved_while_off', 'geofence_entered']) expect(told, kind).toContain(kind);
+    expect(entries.some((e) => e.kind === 'trip' && e.startGeofence === 'City')).toBe(true);
+    expect(entries.some((e) => e.kind === 'stop' && e.geofence === 'City')).toBe(true);
     expect(entries.some((e) => e.kind === 'event' && e.fields.late === 1)).toBe(true);
     for (const e of entries) expectDeclared(pointOf(e));
   });

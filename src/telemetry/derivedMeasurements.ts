@@ -71,7 +71,11 @@ export const TRIPS: DerivedMeasurement = {
   writer: 'src/ingest/events/detectors/trips.ts',
   description: 'one point a trip, ignition on to off (or to the last fix before a gap), written once it has ended',
   time: 'the trip’s start',
-  tags: [vehicleno],
+  tags: [
+    vehicleno,
+    { name: 'start_geofence', description: 'the geofences its first confirmed fix lay in (names, `, ` between), when any' },
+    { name: 'end_geofence', description: 'the geofences its last confirmed fix lay in, when any' },
+  ],
   fields: [
     { name: 'end', unit: 'ms', description: 'the trip’s end' },
     durationS,
@@ -94,7 +98,7 @@ export const STOPS: DerivedMeasurement = {
   writer: 'src/ingest/events/detectors/stops.ts',
   description: 'one point a stop (standing still STOP_MIN_DURATION at least), written once the vehicle moves again',
   time: 'the stop’s first confirmed fix standing still',
-  tags: [vehicleno],
+  tags: [vehicleno, { name: 'geofence', description: 'the geofences it stood in, when any' }],
   fields: [
     { name: 'end', unit: 'ms', description: 'the first confirmed fix moving again, or the last record before a gap' },
     durationS,
@@ -109,7 +113,7 @@ export const CHARGING: DerivedMeasurement = {
   writer: 'src/ingest/events/detectors/charging.ts',
   description: 'one point a charging session, written once it has stopped',
   time: 'the session’s first charging record',
-  tags: [vehicleno],
+  tags: [vehicleno, { name: 'geofence', description: 'the geofences the vehicle stood in as it started (the GPS track’s latest fix then), when any' }],
   fields: [
     { name: 'end', unit: 'ms', description: 'the first record not charging, or the last charging record before a gap' },
     durationS,

@@ -64,7 +64,7 @@ beforeAll(async () => {
     trip(V, t(9), { end: t(9, 5, 30), duration_s: 330, distance_m: 1_240, max_speed_kmh: 31, start_lat: 12.99, start_lng: 77.61, end_lat: 12.995, end_lng: 77.615 }),
     trip(V, t(13), { end: t(15, 7), duration_s: 7620, distance_m: 131_000, max_speed_kmh: 88, start_lat: 12.995, start_lng: 77.615, end_lat: 13.5, end_lng: 78.1, soc_start: 95, soc_end: 20, idle_s: 420, overspeed_s: 95 }),
     stop(V, t(6, 40), { end: t(9), duration_s: 8400, lat: 12.99, lng: 77.61, ignition_on_s: 0 }),
-    stop(V, t(9, 5, 30), { end: t(13), duration_s: 14_070, lat: 12.995, lng: 77.615, ignition_on_s: 330 }),
+    formatLine('stops', { vehicleno: V, geofence: 'Depot A' }, { end: t(13), duration_s: 14_070, lat: 12.995, lng: 77.615, ignition_on_s: 330 }, t(9, 5, 30)),
     event(OTHER, 'moved_while_off', t(3), { value: 1, distance_m: 840, lat: 12.2, lng: 77.1 }),
     trip(OTHER, t(10), { end: t(10, 30), duration_s: 1800, distance_m: 9_000, max_speed_kmh: 50, start_lat: 1, start_lng: 1, end_lat: 2, end_lng: 2 }),
     session(V, t(7), { end: t(8, 30), duration_s: 5400, soc_start: 41, soc_end: 88.5, energy_wh: 14_120.4 }),
@@ -165,6 +165,8 @@ describe('telematics-fleet trips and charging', () => {
         soc_end: null,
         idle_s: null,
         overspeed_s: null,
+        start_geofence: null,
+        end_geofence: null,
       },
     ]);
   });
@@ -174,9 +176,9 @@ describe('telematics-fleet trips and charging', () => {
       code: 0,
       err: '',
       out: [
-        'START                 END                   DURATION     LAT     LNG  IGNITION ON',
-        '2025-06-01T06:40:00Z  2025-06-01T09:00:00Z    2h 20m   12.99   77.61           0s',
-        '2025-06-01T09:05:30Z  2025-06-01T13:00:00Z    3h 54m  12.995  77.615       5m 30s',
+        'START                 END                   DURATION     LAT     LNG  IGNITION ON  GEOFENCE',
+        '2025-06-01T06:40:00Z  2025-06-01T09:00:00Z    2h 20m   12.99   77.61           0s  -',
+        '2025-06-01T09:05:30Z  2025-06-01T13:00:00Z    3h 54m  12.995  77.615       5m 30s  Depot A',
         '',
       ].join('\n'),
     });

@@ -31,7 +31,7 @@ const CLAIM_IDLE_MS = 60_000;
 export function pointOf(e: OutboxEntry): string {
   if (e.kind === 'event') return formatLine(MEASUREMENTS.event, { vehicleno: e.vehicleno, event: e.event, ...e.tags }, { value: e.value, ...snakeFields(e.fields) }, e.time);
   const { kind, vehicleno, start, ...rest } = e;
-  return formatLine(MEASUREMENTS[kind], { vehicleno }, snakeFields(rest), start);
+  return formatLine(MEASUREMENTS[kind], { vehicleno, ...snakeTags(rest) }, snakeFields(rest), start);
 }
 
 /** The entry as the webhook posts it. */
@@ -44,11 +44,20 @@ export function webhookPayloadOf(e: OutboxEntry): WebhookPayload {
   return { id, type: `vehicle.${kind}`, timestamp: new Date(e.end).toISOString(), data };
 }
 
+const snake = (k: string): string => k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
 /** Numeric fields with InfluxDB-style names (`durationS` → `duration_s`), as analysts query them. */
 function snakeFields(o: Record<string, unknown>): Record<string, number> {
   const fields: Record<string, number> = {};
-  for (const [k, v] of Object.entries(o)) if (typeof v === 'number' && Number.isFinite(v)) fields[k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = v;
+  for (const [k, v] of Object.entries(o)) if (typeof v === 'number' && Number.isFinite(v)) fields[snake(k)] = v;
   return fields;
+}
+
+/** Text (which geofence a trip, stop or session was in) as tags, so that analysts group and filter by it. */
+function snakeTags(o: Record<string, unknown>): Record<string, string> {
+  const tags: Record<string, string> = {};
+  for (const [k, v] of Object.entries(o)) if (typeof v === 'string' && v !== '') tags[snake(k)] = v;
+  return tags;
 }
 
 export interface DispatchOptions {

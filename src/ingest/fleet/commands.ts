@@ -229,7 +229,7 @@ ${HISTORY_SETTINGS_HELP}`,
     { header: 'TIME', value: (r) => isoTime(r.time) },
     { header: 'EVENT', value: (r) => r.event },
     { header: 'VALUE', value: (r) => decimal(r.value, 6), align: 'right' },
-    { header: 'FIELDS', value: (r) => Object.entries(r.fields).map(([k, v]) => `${k}=${v}`).join(' ') || '-' },
+    { header: 'FIELDS', value: (r) => [...(r.geofence === undefined ? [] : [`geofence=${r.geofence}`]), ...Object.entries(r.fields).map(([k, v]) => `${k}=${v}`)].join(' ') || '-' },
   ],
 });
 
@@ -281,6 +281,7 @@ ${HISTORY_SETTINGS_HELP}`,
     { header: 'LAT', value: (r) => decimal(r.lat, 6), align: 'right' },
     { header: 'LNG', value: (r) => decimal(r.lng, 6), align: 'right' },
     { header: 'IGNITION ON', value: (r) => hms(r.ignition_on_s), align: 'right' },
+    { header: 'GEOFENCE', value: (r) => r.geofence ?? '-' },
   ],
 });
 

@@ -163,6 +163,8 @@ export interface VehicleEvent {
   value: number | null;
   /** What the event carried besides `value` (lat, lng, soc…), by name. */
   fields: Record<string, number>;
+  /** A geofence event's geofence. */
+  geofence?: string;
 }
 
 export interface TripRow {
@@ -179,6 +181,8 @@ export interface TripRow {
   soc_end: number | null;
   idle_s: number | null;
   overspeed_s: number | null;
+  start_geofence: string | null;
+  end_geofence: string | null;
 }
 
 export interface StopRow {
@@ -188,6 +192,7 @@ export interface StopRow {
   lat: number | null;
   lng: number | null;
   ignition_on_s: number | null;
+  geofence: string | null;
 }
 
 export interface ChargingRow {
@@ -200,7 +205,8 @@ export interface ChargingRow {
 }
 
 const num = (v: InfluxRow[string] | undefined): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
-const TAGS = new Set(['time', 'vehicleno', 'event']);
+const text = (v: InfluxRow[string] | undefined): string | null => (typeof v === 'string' && v !== '' ? v : null);
+const TAGS = new Set(['time', 'vehicleno', 'event', 'geofence', 'geofence_kind']);
 
 export function toEvent(r: InfluxRow): VehicleEvent {
   const fields: Record<string, number> = {};
@@ -208,7 +214,10 @@ export function toEvent(r: InfluxRow): VehicleEvent {
     const v = num(r[k]);
     if (!TAGS.has(k) && k !== 'value' && v !== null) fields[k] = v;
   }
-  return { vehicleno: String(r.vehicleno ?? ''), time: Number(r.time), event: String(r.event ?? ''), value: num(r.value), fields };
+  const e: VehicleEvent = { vehicleno: String(r.vehicleno ?? ''), time: Number(r.time), event: String(r.event ?? ''), value: num(r.value), fields };
+  const geofence = text(r.geofence);
+  if (geofence !== null) e.geofence = geofence;
+  return e;
 }
 
 export function toTrip(r: InfluxRow): TripRow {
@@ -226,11 +235,13 @@ export function toTrip(r: InfluxRow): TripRow {
     soc_end: num(r.soc_end),
     idle_s: num(r.idle_s),
     overspeed_s: num(r.overspeed_s),
+    start_geofence: text(r.start_geofence),
+    end_geofence: text(r.end_geofence),
   };
 }
 
 export function toStop(r: InfluxRow): StopRow {
-  return { start: Number(r.time), end: num(r.end), duration_s: num(r.duration_s), lat: num(r.lat), lng: num(r.lng), ignition_on_s: num(r.ignition_on_s) };
+  return { start: Number(r.time), end: num(r.end), duration_s: num(r.duration_s), lat: num(r.lat), lng: num(r.lng), ignition_on_s: num(r.ignition_on_s), geofence: text(r.geofence) };
 }
 
 export function toCharging(r: InfluxRow): ChargingRow {

@@ -3,6 +3,7 @@ import { readings } from './alarms.js';
 import { emitEvent, emitSession, flatSlice, type ChargingSession, type Context, type Slice } from './context.js';
 import type { SocState } from './soc.js';
 import { movingAt, type TrackState } from './track.js';
+import { geofenceNamesAt } from './geofences.js';
 
 /**
  * Charging sessions, from the CAN stream: `charging_started` / `charging_stopped` and, at the stop, the
@@ -37,6 +38,9 @@ export interface ChargingState {
   power: number;
   /** The last charging record's time. */
   lastTime: number;
+  /** Where the vehicle stood as the session started (the track's latest fix then; NaN: none). */
+  startLat: number;
+  startLng: number;
 }
 
 const NOT = 0;
@@ -81,6 +85,8 @@ export function chargingRecord(ctx: Context, s: ChargingState, r: StreamRecord, 
     s.integrated = 0;
     s.powerTime = power === undefined ? NaN : r.time;
     s.power = power ?? NaN;
+    s.startLat = track.anchor?.lat ?? NaN;
+    s.startLng = track.anchor?.lng ?? NaN;
   } else if (power !== undefined) {
     if (s.power === s.power) {
       s.energyWh += ((s.power + power) / 2) * ((r.time - s.powerTime) / 3_600_000);
@@ -115,12 +121,14 @@ function stop(ctx: Context, s: ChargingState, at: number, fields: Record<string,
   if (s.startSoc === s.startSoc) session.socStart = s.startSoc;
   if (fields.soc !== undefined) session.socEnd = fields.soc;
   if (s.integrated === 1) session.energyWh = s.energyWh;
+  const geofence = geofenceNamesAt(ctx, s.startLat, s.startLng, s.start);
+  if (geofence !== undefined) session.geofence = geofence;
   emitSession(ctx, session);
 }
 
 export const CHARGING_SLICE: Slice<ChargingState> = flatSlice(
   5,
   'charging',
-  ['phase', 'start', 'startSoc', 'startVoltage', 'startCurrent', 'energyWh', 'integrated', 'powerTime', 'power', 'lastTime'],
-  () => ({ phase: NOT, start: NaN, startSoc: NaN, startVoltage: NaN, startCurrent: NaN, energyWh: 0, integrated: 0, powerTime: NaN, power: NaN, lastTime: -Infinity }),
+  ['phase', 'start', 'startSoc', 'startVoltage', 'startCurrent', 'energyWh', 'integrated', 'powerTime', 'power', 'lastTime', 'startLat', 'startLng'],
+  () => ({ phase: NOT, start: NaN, startSoc: NaN, startVoltage: NaN, startCurrent: NaN, energyWh: 0, integrated: 0, powerTime: NaN, power: NaN, lastTime: -Infinity, startLat: NaN, startLng: NaN }),
 );

@@ -42,6 +42,9 @@ export interface Trip {
   /** Seconds of the trip spent idling (idle.ts) and over the speed limit (overspeed.ts). */
   idleS: number;
   overspeedS: number;
+  /** The geofences its first and last confirmed fix lay in (names, `, ` between), when any. */
+  startGeofence?: string;
+  endGeofence?: string;
 }
 
 export interface Stop {
@@ -55,6 +58,8 @@ export interface Stop {
   lng: number;
   /** Seconds of the stop with the ignition on. */
   ignitionOnS: number;
+  /** The geofences it stood in, when any. */
+  geofence?: string;
 }
 
 export interface ChargingSession {
@@ -67,6 +72,8 @@ export interface ChargingSession {
   socEnd?: number;
   /** ∫ voltage × |current| dt (trapezoids between consecutive charging records carrying both, never across a gap); absent without two. */
   energyWh?: number;
+  /** The geofences the vehicle stood in as the session started (the GPS track's latest fix then), when any. */
+  geofence?: string;
 }
 
 /** What one call derived. Its lists are read-only: calls that derive nothing share empty ones. */

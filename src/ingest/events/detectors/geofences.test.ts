@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { eventTimes, gps, north, OPTS, route, runAt, runOrdered, T0, type Named } from '../events.testkit.js';
+import { can, eventTimes, gps, north, OPTS, route, runAt, runOrdered, sorted, T0, type Named } from '../events.testkit.js';
 import { parseGeofences, type Geofence } from '../../geofences/geofence.js';
 import { GeofenceLookup } from '../../geofences/lookup.js';
 import { square } from '../../geofences/geofences.testkit.js';
@@ -84,5 +84,16 @@ describe('geofences', () => {
     // the zone's limit preferred over the fleet's 10, the same.
     expect(over({ speedLimitKmh: 20 }).map((e) => e.fields.duration_s)).toEqual([180]);
     expect(over({ speedLimitKmh: 10, speedLimitPreferLowest: false }).map((e) => e.fields.duration_s)).toEqual([180]);
+  });
+
+  it('trips, stops and charging sessions say which geofences they start and end in', () => {
+    // Parked in the depot 10 min (charging), then a drive north out of it, and a stop there.
+    const { fixes } = route(T0, 12.9 + north(1_200), [{ seconds: 600, kmh: 0, ign: 0 }, { seconds: 400, kmh: 36, ign: 1 }, { seconds: 400, kmh: 0, ign: 0 }]);
+    const charge = Array.from({ length: 300 }, (_, j) => can(T0 + 60_000 + j * 1000, { load_status: 2, soc: 50, battery_voltage: 52, current: 20 }));
+    const d = runOrdered(sorted([...fixes, ...charge, can(T0 + 400_000, { load_status: 0, soc: 60 })]), OPTS_DEPOT);
+    expect(d.trips.map((t) => [t.startGeofence, t.endGeofence])).toEqual([['Depot A', undefined]]);
+    // (The stop after the drive is still open: told once the vehicle moves on.)
+    expect(d.stops.map((x) => [x.start, x.geofence])).toEqual([[T0, 'Depot A']]);
+    expect(d.sessions.map((x) => x.geofence)).toEqual(['Depot A']);
   });
 });

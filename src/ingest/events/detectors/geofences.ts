@@ -87,6 +87,14 @@ function crossings(ctx: Context, s: GeofencesState, lookup: GeofenceLookup, f: {
   }
 }
 
+/** The names of the geofences holding a point at a time (`, ` between), or undefined: for trips, stops and charging sessions. */
+export function geofenceNamesAt(ctx: Context, lat: number, lng: number, time: number): string | undefined {
+  const lookup = ctx.opts.geofences?.current;
+  if (lookup === undefined || lookup.size === 0 || lat !== lat || lng !== lng) return undefined;
+  const inside = lookup.containing(lat, lng, time);
+  return inside.length === 0 ? undefined : inside.map((g) => g.name).join(', ');
+}
+
 function has(e: readonly number[], id: number): boolean {
   for (let i = 0; i < e.length; i += WIDTH) if (e[i] === id) return true;
   return false;

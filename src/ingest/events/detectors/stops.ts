@@ -1,5 +1,6 @@
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
-import { emitStop, flatSlice, type Context, type Slice } from './context.js';
+import { emitStop, flatSlice, type Context, type Slice, type Stop } from './context.js';
+import { geofenceNamesAt } from './geofences.js';
 import { stepMoving, type Step } from './track.js';
 
 /**
@@ -64,7 +65,10 @@ function end(ctx: Context, s: StopsState, at: number): void {
   s.ignitionOnAt = NaN;
   s.ignitionOnMs = 0;
   if (at - start < ctx.opts.stopMinDurationMs) return;
-  emitStop(ctx, { vehicleno: ctx.vehicleno, start, end: at, durationS: (at - start) / 1000, lat: s.lat, lng: s.lng, ignitionOnS: ignitionOnMs / 1000 });
+  const stop: Stop = { vehicleno: ctx.vehicleno, start, end: at, durationS: (at - start) / 1000, lat: s.lat, lng: s.lng, ignitionOnS: ignitionOnMs / 1000 };
+  const geofence = geofenceNamesAt(ctx, s.lat, s.lng, start);
+  if (geofence !== undefined) stop.geofence = geofence;
+  emitStop(ctx, stop);
 }
 
 export const STOPS_SLICE: Slice<StopsState> = flatSlice(

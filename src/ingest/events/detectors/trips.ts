@@ -2,6 +2,7 @@ import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitTrip, flatSlice, type Context, type Slice, type Trip } from './context.js';
 import { socAtOrBefore, socFirstAfter, type SocState } from './soc.js';
 import { settleTrack, type Step, type TrackState } from './track.js';
+import { geofenceNamesAt } from './geofences.js';
 
 /**
  * Trips, by ignition (Traccar's trips with `report.trip.useIgnition`): from a GPS record with ignition
@@ -188,7 +189,13 @@ function tell(ctx: Context, waiting: FinishedTrips, soc: SocState): void {
     idleS: d.idleMs / 1000,
     overspeedS: d.overspeedMs / 1000,
   };
-  if (d.startLat === d.startLat) Object.assign(t, { startLat: d.startLat, startLng: d.startLng, endLat: d.endLat, endLng: d.endLng });
+  if (d.startLat === d.startLat) {
+    Object.assign(t, { startLat: d.startLat, startLng: d.startLng, endLat: d.endLat, endLng: d.endLng });
+    const from = geofenceNamesAt(ctx, d.startLat, d.startLng, d.start);
+    const to = geofenceNamesAt(ctx, d.endLat, d.endLng, d.end);
+    if (from !== undefined) t.startGeofence = from;
+    if (to !== undefined) t.endGeofence = to;
+  }
   // Told before the CAN stream passed the trip: the soc known then.
   const socStart = d.socStart === d.socStart ? d.socStart : d.socStartAt === d.socStartAt ? (socAtOrBefore(soc, d.socStartAt) ?? socFirstAfter(soc, d.socStartAt, d.end)) : undefined;
   if (socStart !== undefined) t.socStart = socStart;
