@@ -13,6 +13,7 @@ import { webhookPayloadOf, pointOf, startDispatch, type OutboxEntry } from './ou
 import { Lines } from '../write/lines.js';
 import { VehicleEvents } from './store.js';
 import { GeofenceRegistry, GeofenceWatch, parseGeofencesFile } from '../geofences/registry.js';
+import { SpeedLimitRegistry, SpeedLimitWatch } from '../speedLimits/registry.js';
 import { sampleWebhookBacklog, startWebhookDelivery, WebhookQueue, webhookRetryPolicy, type RunningDelivery } from './webhook.js';
 
 /**
@@ -97,7 +98,9 @@ export function startEvents(
     }
     geofences.start();
   })().catch((err: Error) => log.error({ err: err.message }, 'geofences: adding GEOFENCES_FILE failed; the registry holds what it held'));
-  const opts = { ...deriveOptions(cfg), geofences };
+  const speedLimits = new SpeedLimitWatch(new SpeedLimitRegistry(redis, keys.speedLimits), log);
+  speedLimits.start();
+  const opts = { ...deriveOptions(cfg), geofences, speedLimits };
   const store = new VehicleEvents(redis, partitions, opts, (d) => counted(metrics, d));
   const ready = () => redis.status === 'ready';
 
@@ -153,6 +156,7 @@ export function startEvents(
     },
     async close() {
       geofences.stop();
+      speedLimits.stop();
       sweep.stop();
       outboxGauge?.stop();
       backlog?.stop();

@@ -12,6 +12,7 @@ import type { Config } from '../../config/index.js';
 import { classifyToolError, TOOL_SETTINGS, withServiceRedis } from '../../redis/tool.js';
 import { span } from '../plausibility/judge.js';
 import { GEOFENCES_COMMAND } from '../geofences/commands.js';
+import { SPEED_LIMIT_COMMAND } from '../speedLimits/commands.js';
 import { fleetStateFor, type FleetState, type VehicleSeen } from './state.js';
 import {
   ALARM_FLAGS,
@@ -313,14 +314,15 @@ const classify: ErrorClassifier = (e) => (e instanceof InfluxError ? { code: e.c
 
 export const FLEET: Program = {
   name: 'telematics-fleet',
-  commands: [status, silent, events, trips, stops, charging, GEOFENCES_COMMAND],
+  commands: [status, silent, events, trips, stops, charging, GEOFENCES_COMMAND, SPEED_LIMIT_COMMAND],
   classify,
   help: (commands) => `Usage: telematics-fleet <command> [options]
 
 Which vehicles report and which went silent, from each vehicle's last-seen time (its newest record that
 passed the plausibility rules), kept by the service's workers (status, silent: Redis). And each vehicle's
 history the workers derive from its records: events, trips, stops and charging sessions (InfluxDB).
-And the geofences the workers judge the vehicles' fixes by (geofences: Redis).
+And the geofences and per-vehicle speed limits the workers judge the vehicles' fixes by (geofences,
+speed-limit: Redis).
 
 Commands:
 ${commands}

@@ -55,6 +55,8 @@ export interface RedisKeys {
    * so a change (a MULTI on it) is whole on a Redis Cluster too.
    */
   geofences: string;
+  /** Hash: vehicleno → its speed limits over time (speedLimits/registry.ts), `version` bumped by every change. */
+  speedLimits: string;
   /**
    * Hash: worker process id → the job formats it reads, until when (queue/formats.ts). One key for the
    * deployment, whatever its partitions: receivers read it whole (HGETALL), never by SCAN.
@@ -115,6 +117,7 @@ export function redisKeys(queueName: string, layout: KeyLayout = SINGLE_QUEUE): 
     rateLimit: (sender) => `${queueName}:rate:${sender}`,
     extraFieldNames: (measurement) => `${queueName}:fields:extra:${measurement}`,
     geofences: `${queueName}:geofences`,
+    speedLimits: `${queueName}:speed-limits`,
     readers: `${queueName}:readers`,
     vehicleState: (i) => `${partitionQueue(partitions, i)}:events:v3:state`,
     eventsOutbox: (i) => `${partitionQueue(partitions, i)}:events:outbox`,

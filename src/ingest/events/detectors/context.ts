@@ -1,4 +1,5 @@
 import type { GeofenceLookup } from '../../geofences/lookup.js';
+import type { SpeedLimits } from '../../speedLimits/registry.js';
 
 /**
  * What every detector shares: the outputs a derivation call collects, the options, and the way a
@@ -122,6 +123,8 @@ export interface DeriveOptions {
   overspeedMinDurationMs: number;
   /** With the ignition off, a vehicle seen this far (m) from where it was parked moved while off. */
   towMinDistanceM: number;
+  /** Per-vehicle speed limits over time (a worker's watch of their registry); none when absent. */
+  speedLimits?: { readonly current: SpeedLimits };
   /** The fleet's geofences (a worker's watch of the registry); none when absent. */
   geofences?: { readonly current: GeofenceLookup };
   /** A vehicle is taken inside (outside) a geofence once its fixes stayed so this long (ThingsBoard's minInsideDuration). */

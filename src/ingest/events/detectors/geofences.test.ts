@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { can, eventTimes, gps, north, OPTS, route, runAt, runOrdered, sorted, T0, type Named } from '../events.testkit.js';
+import { can, eventTimes, gps, north, OPTS, route, runAt, runOrdered, sorted, T0, V, type Named } from '../events.testkit.js';
 import { parseGeofences, type Geofence } from '../../geofences/geofence.js';
 import { GeofenceLookup } from '../../geofences/lookup.js';
+import { SpeedLimits } from '../../speedLimits/registry.js';
 import { square } from '../../geofences/geofences.testkit.js';
 import type { DerivedEvent } from '../derive.js';
 
@@ -95,5 +96,13 @@ describe('geofences', () => {
     // (The stop after the drive is still open: told once the vehicle moves on.)
     expect(d.stops.map((x) => [x.start, x.geofence])).toEqual([[T0, 'Depot A']]);
     expect(d.sessions.map((x) => x.geofence)).toEqual(['Depot A']);
+  });
+
+  it('overspeed: a vehicle’s own limit replaces SPEED_LIMIT for it, from when it was set; the lowest with a geofence’s', () => {
+    const { fixes } = route(T0, 12.9 + north(500), [{ seconds: 180, kmh: 30, ign: 1 }, { seconds: 5, kmh: 0, ign: 0 }]);
+    const own = new SpeedLimits(new Map([[V, [[T0 + 120_000, 25]]]]));
+    const over = (extra: Partial<typeof OPTS>) => runOrdered(fixes, withGeofences([{ ...DEPOT, id: 1, from: T0 }], { speedLimits: { current: own }, ...extra })).events.filter((e) => e.event === 'overspeed_ended');
+    // In the depot (15 km/h) from 60 s to 120 s; the vehicle's own 25 from 120 s to the stop.
+    expect(over({ speedLimitKmh: 100 }).map((e) => [e.time, e.fields.limit, e.fields.duration_s])).toEqual([[T0 + 180_000, 15, 120]]);
   });
 });

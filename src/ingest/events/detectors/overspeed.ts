@@ -70,15 +70,17 @@ export function overspeedRecord(ctx: Context, s: OverspeedState, trips: TripsSta
 }
 
 /**
- * The limit at a fix: SPEED_LIMIT (0: none) and the lowest `speed_limit` of the geofences holding the
- * fix; with both, the lowest (SPEED_LIMIT_PREFER_LOWEST on, Traccar's preferLowest) or the geofence's.
+ * The limit at a fix (0: none): the vehicle's own at the fix's time (`telematics-fleet speed-limit`), else
+ * SPEED_LIMIT; and the lowest `speed_limit` of the geofences holding the fix. With both, the lowest
+ * (SPEED_LIMIT_PREFER_LOWEST on, Traccar's preferLowest) or the geofence's (off), as Traccar weighs a
+ * device's limit against a geofence's.
  */
 function limitAt(ctx: Context, f: { lat: number; lng: number; time: number }): number {
-  const fleet = ctx.opts.speedLimitKmh;
+  const own = ctx.opts.speedLimits?.current.at(ctx.vehicleno, f.time) ?? ctx.opts.speedLimitKmh;
   const zone = ctx.opts.geofences?.current.speedLimitAt(f.lat, f.lng, f.time);
-  if (zone === undefined) return fleet;
-  if (fleet <= 0 || !ctx.opts.speedLimitPreferLowest) return zone;
-  return Math.min(fleet, zone);
+  if (zone === undefined) return own;
+  if (own <= 0 || !ctx.opts.speedLimitPreferLowest) return zone;
+  return Math.min(own, zone);
 }
 
 function tellStart(ctx: Context, s: OverspeedState): void {
