@@ -18,6 +18,10 @@ import { startRedis, type LocalRedis } from '../devstack/redis.js';
 import { influxQL, startInflux, type LocalInflux } from '../devstack/influxd.js';
 import { PROFILES, type InfluxProfile } from '../devstack/v2front.js';
 import { runFeed } from '../upstream/emulator/feed.js';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Fleet } from '../upstream/emulator/fleet.js';
 import { sign } from '../telemetry/signature.js';
 
 const say = (m: string) => process.stdout.write(`${m}\n`);
@@ -178,19 +182,34 @@ function sayWhereToGoNext(service: RunningService, token: string | undefined): v
   say(`\nPush more:\n  curl -X POST ${service.url}/push/realtime -H 'Authorization: Bearer ${token ?? ''}' -H 'Content-Type: application/json' \\\n    -d '{"vehicleno":"DEMO-003","type":"can","data":{"soc":55}}'`);
 }
 
+/** The feed's vehicles' depots as a GeoJSON file of 300-m circles (the feed's fleet: seed 1, FEED_VEHICLES). */
+function writeFeedDepots(): string {
+  const fleet = Fleet.create({ seed: 1, size: FEED_VEHICLES });
+  const features = fleet.vehicles.map((v) => ({ type: 'Feature', properties: { name: `${v.city} depot ${v.index}`, kind: 'depot', radius_m: 300 }, geometry: { type: 'Point', coordinates: [v.depot.lng, v.depot.lat] } }));
+  const file = join(mkdtempSync(join(tmpdir(), 'telematics-up-')), 'depots.geojson');
+  writeFileSync(file, JSON.stringify({ type: 'FeatureCollection', features }));
+  return file;
+}
+
+const FEED_VEHICLES = 20;
+
 /** With `--feed [records/s]`, the emulator's push feed keeps running against the service until `signal`. */
 function startFeedIfAsked(url: string, token: string | undefined, signingSecret: string | undefined, signal: AbortSignal): void {
   const feedAt = process.argv.indexOf('--feed');
   if (feedAt < 0) return;
   const rate = Number(process.argv[feedAt + 1] ?? '') || 50;
-  say(`\nemulator push feed: ${rate} records/s of 20 vehicles, bulk and realtime mixed`);
-  void runFeed({ url, token, ...(signingSecret ? { signingSecret } : {}), mode: 'mixed', rate, durationMs: 7 * 86_400_000, vehicles: 20, signal, maxAttempts: 20 });
+  say(`\nemulator push feed: ${rate} records/s of ${FEED_VEHICLES} vehicles, bulk and realtime mixed; their depots are geofences, SPEED_LIMIT 50`);
+  void runFeed({ url, token, ...(signingSecret ? { signingSecret } : {}), mode: 'mixed', rate, durationMs: 7 * 86_400_000, vehicles: FEED_VEHICLES, seed: 1, signal, maxAttempts: 20 });
 }
 
 async function main(): Promise<void> {
   const env: Env = { ...process.env };
-  // The emulator's fleet passes 50 km/h now and then: with a feed, overspeed is there to be seen.
-  if (process.argv.includes('--feed')) env.SPEED_LIMIT ??= '50';
+  // With a feed, its events are there to be seen: the emulator's fleet passes 50 km/h now and then, and
+  // starts and ends its drives at its depots (each a 300-m geofence).
+  if (process.argv.includes('--feed')) {
+    env.SPEED_LIMIT ??= '50';
+    env.GEOFENCES_FILE ??= writeFeedDepots();
+  }
   const servers = await startPrivateServers(env);
   const demo = addDemoSender(env);
   const cfg = await loadConfigOrStop(env, servers);

@@ -52,6 +52,11 @@ export class BenchData {
   /** The same vehicles with a fully fitted battery: 16 cells, 6 sensors, 16 battery ids (all 69 CAN fields). */
   private readonly full: VehicleProfile[];
 
+  /** The fleet's depots, a vehicle each (the geofences the stages bench derives with). */
+  depots(): Array<{ lat: number; lng: number }> {
+    return this.fleet.vehicles.map((v) => v.depot);
+  }
+
   constructor(
     readonly vehicles: number,
     readonly precision: Precision = PRECISION,

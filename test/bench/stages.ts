@@ -12,7 +12,9 @@ import { readRows, rowsOf } from '../../src/ingest/flatten/points.js';
 import { RecordSorter } from '../../src/ingest/receive/sort.js';
 import { scanPush } from '../../src/ingest/scan/scan.js';
 import { BenchData } from './data.js';
-import { DEFAULT_DERIVE_OPTIONS, DERIVE_PICK, ingest, newState, type AddedRecords, type VehicleState } from '../../src/ingest/events/derive.js';
+import { DEFAULT_DERIVE_OPTIONS, DERIVE_PICK, ingest, newState, type AddedRecords, type DeriveOptions, type VehicleState } from '../../src/ingest/events/derive.js';
+import { GeofenceLookup } from '../../src/ingest/geofences/lookup.js';
+import type { Geofence } from '../../src/ingest/geofences/geofence.js';
 import { restore } from '../../src/ingest/events/wire.js';
 import { addedFor, CommitArgs, inputsByVehicle, readCommitArgs } from '../../src/ingest/events/store.js';
 import type { WrittenRecord } from '../../src/telemetry/record.js';
@@ -109,7 +111,7 @@ measure('worker: request body from rows (bytes)', bytes, (b) => readRows(b).line
   let cache = new Map<string, VehicleState>();
 const ADDED: AddedRecords = [];
   let pushIndex = 0;
-  const deriveJob = (writtenRecords: readonly WrittenRecord[], cached: boolean) => {
+  const deriveJob = (writtenRecords: readonly WrittenRecord[], cached: boolean, opts: DeriveOptions = DEFAULT_DERIVE_OPTIONS) => {
     if (pushIndex++ % PUSHES === 0) {
       stored = new Map();
       cache = new Map();
@@ -123,7 +125,7 @@ const ADDED: AddedRecords = [];
       const state =
         hit ?? (kept === undefined ? newState() : restore(kept.committed, [...kept.pending].map(([streamId, list]) => ({ streamId, members: list.map((e) => e[1]) }))));
       const added = addedFor(ADDED);
-      ingest(v, state, inputs, now, DEFAULT_DERIVE_OPTIONS, added);
+      ingest(v, state, inputs, now, opts, added);
       args.vehicle(v, 1, state, added);
       states.push(state);
     }
@@ -169,6 +171,24 @@ const ADDED: AddedRecords = [];
   measure('  of which derive + write (state cached, as while a vehicle stays with one process)', writtenRecords, (x) => deriveJob(x, true), eventRows);
   pushIndex = 0;
   measure('  of which derive + write, every state parsed (no cache)', writtenRecords, (x) => deriveJob(x, false), eventRows);
+  // With geofences: a 500-m circle at each of the first 10 vehicles' depots (they start and end their
+  // drives there); then those and 9,990 squares of 200 m scattered within 15 km of the fleet's depots.
+  const depots = data.depots();
+  const circles = depots.slice(0, 10).map((d, i): Geofence => ({ id: i + 1, name: `depot ${i}`, kind: 'depot', geometry: { type: 'Point', coordinates: [d.lng, d.lat] }, radiusM: 500, from: 0 }));
+  let seed = 1;
+  const rnd = () => ((seed = (seed * 16_807) % 2_147_483_647) / 2_147_483_647);
+  const squares = Array.from({ length: 9_990 }, (_, i): Geofence => {
+    const d = depots[i % depots.length]!;
+    const lat = d.lat + (rnd() - 0.5) * 0.27;
+    const lng = d.lng + (rnd() - 0.5) * 0.27;
+    const s = 0.0018;
+    return { id: 11 + i, name: `zone ${i}`, kind: 'customer', geometry: { type: 'Polygon', coordinates: [[[lng, lat], [lng + s, lat], [lng + s, lat + s], [lng, lat + s], [lng, lat]]] }, from: 0 };
+  });
+  for (const [label, geofences] of [['10 geofences', circles], ['10,000 geofences', [...circles, ...squares]]] as const) {
+    const opts = { ...DEFAULT_DERIVE_OPTIONS, geofences: { current: new GeofenceLookup(geofences) } };
+    pushIndex = 0;
+    measure(`  of which derive + write, ${label} (state cached)`, writtenRecords, (x) => deriveJob(x, true, opts), eventRows);
+  }
 }
 
 const width = Math.max(...rows_.map(([n]) => n.length));
