@@ -186,7 +186,11 @@ const hashOf = (x: number): number => Math.abs(Math.imul(x ^ 0x9e3779b9, 0x85ebc
  * two streams' interleave depends on when each commits (an outbox entry's order carries no meaning: an
  * event is known by its id).
  */
-const canonical = (events: readonly DerivedEvent[]): DerivedEvent[] => [...events].sort((a, b) => a.time - b.time || (a.event < b.event ? -1 : a.event > b.event ? 1 : 0));
+const canonical = (events: readonly DerivedEvent[]): DerivedEvent[] => {
+  // Every event at a time: one without (NaN) would also leave this order undefined.
+  for (const e of events) expect(Number.isSafeInteger(e.time), `${e.event} at ${e.time}`).toBe(true);
+  return [...events].sort((a, b) => a.time - b.time || (a.event < b.event ? -1 : a.event > b.event ? 1 : 0));
+};
 
 describe('exactly once, whatever order', () => {
   it('any delivery within the window, batched, duplicated, round-tripped, derives what ordered delivery does', () => {
@@ -334,3 +338,4 @@ describe('ids', () => {
     expect(haversineM(0, 0, 0, 180)).toBeCloseTo(MEAN_EARTH_RADIUS_M * Math.PI, 3);
   });
 });
+

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { eventTimes, OPTS, route, runOrdered, T0 } from '../events.testkit.js';
+import { eventTimes, gps, north, OPTS, route, runOrdered, T0 } from '../events.testkit.js';
 
 /** Overspeed: over SPEED_LIMIT for OVERSPEED_MIN_DURATION (10 s) at least; a trip counts it. */
 
@@ -42,5 +42,15 @@ describe('overspeed', () => {
     const gappy = fixes.map((f, j) => (j >= 60 && j < 90 && j % 3 === 1 ? { ...f, values: Float64Array.from(f.values, (x, i) => (i === 3 ? NaN : x)) } : f));
     const d = runOrdered(gappy, LIMITED);
     expect(d.events.filter((e) => e.event === 'overspeed_ended').map((e) => e.fields.duration_s)).toEqual([30]);
+  });
+
+  it('a spell over the limit between two sparse fixes is told at its first fix over, both ends, when the fix under comes', () => {
+    // A fix every 20 s: one at 80 km/h, then under the limit again.
+    const fixes = [50, 50, 80, 50, 50].map((kmh, k) => gps(T0 + k * 20_000, 12.9 + north(300 * k), 77, kmh, 1));
+    const d = runOrdered(fixes, LIMITED);
+    expect(eventTimes({ ...d, events: d.events.filter((e) => e.event.startsWith('overspeed_')) })).toEqual([
+      ['overspeed_started', T0 + 40_000],
+      ['overspeed_ended', T0 + 60_000],
+    ]);
   });
 });

@@ -63,7 +63,7 @@ export function overspeedRecord(ctx: Context, s: OverspeedState, trips: TripsSta
         s.distanceM += step.distanceM;
       }
       s.lastOver = f.time;
-      if (s.told === 0 && f.time - s.since >= ctx.opts.overspeedMinDurationMs) tellStart(ctx, s);
+      if (s.told === 0 && f.time - s.since >= ctx.opts.overspeedMinDurationMs) tellStart(ctx, s, s.since);
     } else if (s.since === s.since) end(ctx, s, trips, Math.max(f.time, s.since));
   }
   if (valueOf(r, plan.ignition) === 0 && s.since === s.since) end(ctx, s, trips, Math.max(r.time, s.since));
@@ -83,16 +83,17 @@ function limitAt(ctx: Context, f: { lat: number; lng: number; time: number }): n
   return Math.min(own, zone);
 }
 
-function tellStart(ctx: Context, s: OverspeedState): void {
+function tellStart(ctx: Context, s: OverspeedState, start: number): void {
   s.told = 1;
-  emitEvent(ctx, 'overspeed_started', s.since, 1, { limit: s.limit, speed: s.startSpeed, lat: s.lat, lng: s.lng });
+  emitEvent(ctx, 'overspeed_started', start, 1, { limit: s.limit, speed: s.startSpeed, lat: s.lat, lng: s.lng });
 }
 
 function end(ctx: Context, s: OverspeedState, trips: TripsState, at: number): void {
   const start = s.since;
   s.since = NaN;
   if (s.told === 0 && at - start < ctx.opts.overspeedMinDurationMs) return;
-  if (s.told === 0) tellStart(ctx, s);
+  // Told only now when it reached the minimum between two fixes (their times say so).
+  if (s.told === 0) tellStart(ctx, s, start);
   s.told = 0;
   emitEvent(ctx, 'overspeed_ended', at, 0, { limit: s.limit, max_speed: s.maxSpeed, duration_s: (at - start) / 1000, distance_m: s.distanceM });
   tripAddTime(trips, 'overspeedMs', at - start);
