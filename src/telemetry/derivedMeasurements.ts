@@ -113,7 +113,7 @@ export const CHARGING: DerivedMeasurement = {
   writer: 'src/ingest/events/detectors/charging.ts',
   description: 'one point a charging session, written once it has stopped',
   time: 'the session’s first charging record',
-  tags: [vehicleno, { name: 'geofence', description: 'the geofences the vehicle stood in as it started (the GPS track’s latest fix then), when any' }],
+  tags: [vehicleno, { name: 'geofence', description: 'the geofences the vehicle stood in as it started (where it came to stand, by the GPS track), when any' }],
   fields: [
     { name: 'end', unit: 'ms', description: 'the first record not charging, or the last charging record before a gap' },
     durationS,

@@ -7,6 +7,8 @@ import { DERIVE_FIELDS, eventId, flush, ingest, newState, pendingCount, sessionI
 import { MEAN_EARTH_RADIUS_M, haversineM } from './geo.js';
 import { STREAMS } from './inputs.js';
 import { writeCommitted, writePending } from './wire.js';
+import { parseGeofences } from '../geofences/geofence.js';
+import { GeofenceLookup } from '../geofences/lookup.js';
 import { can, collect, gps, named, OPTS, roundTrip, runOrdered, sorted, T0, V, type Named } from './events.testkit.js';
 
 /**
@@ -128,7 +130,31 @@ function history(seed: number): EventInput[] {
 }
 
 /** The histories' settings: their segments last minutes, so the detectors' minimums are scaled to them. */
-const HISTORY_OPTS = { ...OPTS, tripMinDurationMs: 60_000, tripMinDistanceM: 100, stopMinDurationMs: 60_000, idleMinDurationMs: 30_000, speedLimitKmh: 60, overspeedMinDurationMs: 5_000, towMinDistanceM: 300 };
+const HISTORY_GEOFENCES = parseGeofences({
+  type: 'FeatureCollection',
+  features: [
+    // Where every history starts, a small one beside it, and a ring of zones around (some crossed between fixes).
+    { type: 'Feature', properties: { name: 'home', kind: 'depot', radius_m: 1_500 }, geometry: { type: 'Point', coordinates: [77.59, 12.97] } },
+    { type: 'Feature', properties: { name: 'kiosk', kind: 'charging', radius_m: 60 }, geometry: { type: 'Point', coordinates: [77.6, 12.975] } },
+    ...Array.from({ length: 12 }, (_, k) => ({
+      type: 'Feature',
+      properties: { name: `zone ${k}`, kind: 'customer', radius_m: 150 + 50 * (k % 4), ...(k % 3 === 0 ? { speed_limit: 40 } : {}) },
+      geometry: { type: 'Point', coordinates: [77.59 + 0.03 * Math.sin(k), 12.97 + 0.03 * Math.cos(k)] },
+    })),
+  ],
+}).map((g, i) => ({ ...g, id: i + 1, from: 0 }));
+const HISTORY_OPTS = {
+  ...OPTS,
+  tripMinDurationMs: 60_000,
+  tripMinDistanceM: 100,
+  stopMinDurationMs: 60_000,
+  idleMinDurationMs: 30_000,
+  speedLimitKmh: 60,
+  overspeedMinDurationMs: 5_000,
+  towMinDistanceM: 300,
+  geofenceMinDwellMs: 20_000,
+  geofences: { current: new GeofenceLookup(HISTORY_GEOFENCES) },
+};
 
 interface Delivery {
   derived: Derived & { trips: Trip[] };
@@ -194,7 +220,7 @@ const canonical = (events: readonly DerivedEvent[]): DerivedEvent[] => {
 
 describe('exactly once, whatever order', () => {
   it('any delivery within the window, batched, duplicated, round-tripped, derives what ordered delivery does', () => {
-    const seen = { trips: 0, sessions: 0, alarms: 0, ignitions: 0, stops: 0, idle: 0, overspeed: 0, towed: 0 };
+    const seen = { trips: 0, sessions: 0, alarms: 0, ignitions: 0, stops: 0, idle: 0, overspeed: 0, towed: 0, geofences: 0 };
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 0x7fffffff }), fc.constantFrom(5_000, 30_000), (seed, windowMs) => {
         const opts = { ...HISTORY_OPTS, windowMs, idleMs: windowMs };
@@ -212,6 +238,7 @@ describe('exactly once, whatever order', () => {
         seen.idle += ordered.events.filter((e) => e.event === 'idle_ended').length;
         seen.overspeed += ordered.events.filter((e) => e.event === 'overspeed_ended').length;
         seen.towed += ordered.events.filter((e) => e.event === 'moved_while_off').length;
+        seen.geofences += ordered.events.filter((e) => e.event === 'geofence_entered').length;
         seen.trips += ordered.trips.length;
         seen.sessions += ordered.sessions.length;
         seen.alarms += ordered.events.filter((e) => e.event.startsWith('alert_')).length;
@@ -228,6 +255,7 @@ describe('exactly once, whatever order', () => {
     expect(seen.idle).toBeGreaterThan(5);
     expect(seen.overspeed).toBeGreaterThan(10);
     expect(seen.towed).toBeGreaterThan(5);
+    expect(seen.geofences).toBeGreaterThan(20);
   });
 
   it('a CAN stream pushed in 60-s or 5-min bulks behind a realtime GPS stream derives what it would in step', () => {

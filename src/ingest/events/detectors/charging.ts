@@ -2,7 +2,7 @@ import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { readings } from './alarms.js';
 import { emitEvent, emitSession, flatSlice, type ChargingSession, type Context, type Slice } from './context.js';
 import type { SocState } from './soc.js';
-import { movingAt, type TrackState } from './track.js';
+import { movingAt, standingAt, type TrackState } from './track.js';
 import { geofenceNamesAt } from './geofences.js';
 
 /**
@@ -38,7 +38,7 @@ export interface ChargingState {
   power: number;
   /** The last charging record's time. */
   lastTime: number;
-  /** Where the vehicle stood as the session started (the track's latest fix then; NaN: none). */
+  /** Where the vehicle stood as the session started (`standingAt`; NaN: not known). */
   startLat: number;
   startLng: number;
 }
@@ -85,8 +85,9 @@ export function chargingRecord(ctx: Context, s: ChargingState, r: StreamRecord, 
     s.integrated = 0;
     s.powerTime = power === undefined ? NaN : r.time;
     s.power = power ?? NaN;
-    s.startLat = track.anchor?.lat ?? NaN;
-    s.startLng = track.anchor?.lng ?? NaN;
+    const stood = standingAt(track, r.time);
+    s.startLat = stood?.lat ?? NaN;
+    s.startLng = stood?.lng ?? NaN;
   } else if (power !== undefined) {
     if (s.power === s.power) {
       s.energyWh += ((s.power + power) / 2) * ((r.time - s.powerTime) / 3_600_000);

@@ -73,7 +73,7 @@ export interface ChargingSession {
   socEnd?: number;
   /** ∫ voltage × |current| dt (trapezoids between consecutive charging records carrying both, never across a gap); absent without two. */
   energyWh?: number;
-  /** The geofences the vehicle stood in as the session started (the GPS track's latest fix then), when any. */
+  /** The geofences the vehicle stood in as the session started (where it came to stand, by the GPS track), when any. */
   geofence?: string;
 }
 

@@ -45,9 +45,15 @@ export interface TrackState {
   motion: number[];
   motionN: number;
   motionAt: number;
+  /** Where the vehicle came to stand, beside `motion`: for each of its last STOOD_RING stops, the fix's time, lat and lng (`standingAt`). */
+  stood: number[];
+  stoodN: number;
+  stoodAt: number;
 }
 
 export const MOTION_RING = 8;
+/** Stops remembered (`standingAt`): enough for a CAN stream minutes behind the GPS stream. */
+export const STOOD_RING = 4;
 
 /** A fix confirmed, and the distance its step adds (0: jitter, a re-anchoring, or the first fix); read at once, not kept. */
 export interface Step {
@@ -154,7 +160,7 @@ const FIRST: Step = { fix: { time: 0, lat: 0, lng: 0, speed: NaN }, distanceM: 0
 const SECOND: Step = { fix: FIRST.fix, distanceM: 0 };
 
 function confirm(s: TrackState, c: Fix, o: DeriveOptions, agreed: boolean, out: Step): Step {
-  if (c.speed === c.speed) noteMotion(s, c.time, c.speed > o.motionSpeedKmh ? 1 : 0);
+  if (c.speed === c.speed) noteMotion(s, c, c.speed > o.motionSpeedKmh ? 1 : 0);
   out.fix = c;
   out.distanceM = 0;
   const a = s.anchor;
@@ -174,12 +180,33 @@ function confirm(s: TrackState, c: Fix, o: DeriveOptions, agreed: boolean, out: 
   return out;
 }
 
-function noteMotion(s: TrackState, time: number, moving: number): void {
+function noteMotion(s: TrackState, f: Fix, moving: number): void {
   if (moving === s.moving && s.motionN > 0) return;
   s.moving = moving;
-  s.motion[s.motionAt] = moving ? time : -time;
+  s.motion[s.motionAt] = moving ? f.time : -f.time;
   s.motionAt = (s.motionAt + 1) % MOTION_RING;
   if (s.motionN < MOTION_RING) s.motionN++;
+  if (moving) return;
+  s.stood[3 * s.stoodAt] = f.time;
+  s.stood[3 * s.stoodAt + 1] = f.lat;
+  s.stood[3 * s.stoodAt + 2] = f.lng;
+  s.stoodAt = (s.stoodAt + 1) % STOOD_RING;
+  if (s.stoodN < STOOD_RING) s.stoodN++;
+}
+
+/**
+ * Where the vehicle stood at `time`, when it stood then (by the motion history): the fix at which it came
+ * to stand. Exact, as `movingAt` is, once the track has confirmed a fix past `time`, whatever the GPS
+ * stream's lead or lag on the reader (a charging session of the CAN stream asks); undefined while it
+ * moved, or when that stop is older than the last STOOD_RING.
+ */
+export function standingAt(s: TrackState, time: number): { lat: number; lng: number } | undefined {
+  if (movingAt(s, time)) return undefined;
+  for (let j = 1; j <= s.stoodN; j++) {
+    const k = (s.stoodAt - j + STOOD_RING) % STOOD_RING;
+    if (s.stood[3 * k]! <= time) return { lat: s.stood[3 * k + 1]!, lng: s.stood[3 * k + 2]! };
+  }
+  return undefined;
 }
 
 /** Whether the vehicle was moving at `time`, by the motion history (its latest state for a time past it). */
@@ -197,7 +224,7 @@ export function movingAt(s: TrackState, time: number): boolean {
 export const TRACK: Slice<TrackState> = {
   id: 0,
   name: 'track',
-  fresh: () => withPool({ anchor: undefined, candidate: undefined, rejected: undefined, moving: 0, motion: zeros(MOTION_RING), motionN: 0, motionAt: 0 }),
+  fresh: () => withPool({ anchor: undefined, candidate: undefined, rejected: undefined, moving: 0, motion: zeros(MOTION_RING), motionN: 0, motionAt: 0, stood: zeros(3 * STOOD_RING), stoodN: 0, stoodAt: 0 }),
   save(s, out, at) {
     at = putFix(out, at, s.anchor);
     at = putFix(out, at, s.candidate);
@@ -205,7 +232,11 @@ export const TRACK: Slice<TrackState> = {
     out[at + 1] = s.motionN;
     out[at + 2] = s.motionAt;
     for (let j = 0; j < MOTION_RING; j++) out[at + 3 + j] = s.motion[j]!;
-    return putFix(out, at + 3 + MOTION_RING, s.rejected);
+    at = putFix(out, at + 3 + MOTION_RING, s.rejected);
+    out[at] = s.stoodN;
+    out[at + 1] = s.stoodAt;
+    for (let j = 0; j < 3 * STOOD_RING; j++) out[at + 2 + j] = s.stood[j]!;
+    return at + 2 + 3 * STOOD_RING;
   },
   load(x) {
     const s = TRACK.fresh();
@@ -219,6 +250,14 @@ export const TRACK: Slice<TrackState> = {
       for (let j = 0; j < MOTION_RING; j++) s.motion[j] = x(11 + j);
     }
     s.rejected = fixFrom(x, 11 + MOTION_RING);
+    // Stored before the stops were kept: none known.
+    const at = 15 + MOTION_RING;
+    const stoodN = x(at);
+    if (stoodN === stoodN) {
+      s.stoodN = stoodN;
+      s.stoodAt = x(at + 1);
+      for (let j = 0; j < 3 * STOOD_RING; j++) s.stood[j] = x(at + 2 + j);
+    }
     return s;
   },
 };
