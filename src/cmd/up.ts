@@ -21,7 +21,7 @@ import { runFeed } from '../upstream/emulator/feed.js';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Fleet } from '../upstream/emulator/fleet.js';
+import { depotGeofences, Fleet } from '../upstream/emulator/fleet.js';
 import { sign } from '../telemetry/signature.js';
 
 const say = (m: string) => process.stdout.write(`${m}\n`);
@@ -184,10 +184,8 @@ function sayWhereToGoNext(service: RunningService, token: string | undefined): v
 
 /** The feed's vehicles' depots as a GeoJSON file of 300-m circles (the feed's fleet: seed 1, FEED_VEHICLES). */
 function writeFeedDepots(): string {
-  const fleet = Fleet.create({ seed: 1, size: FEED_VEHICLES });
-  const features = fleet.vehicles.map((v) => ({ type: 'Feature', properties: { name: `${v.city} depot ${v.index}`, kind: 'depot', radius_m: 300 }, geometry: { type: 'Point', coordinates: [v.depot.lng, v.depot.lat] } }));
   const file = join(mkdtempSync(join(tmpdir(), 'telematics-up-')), 'depots.geojson');
-  writeFileSync(file, JSON.stringify({ type: 'FeatureCollection', features }));
+  writeFileSync(file, JSON.stringify(depotGeofences(Fleet.create({ seed: 1, size: FEED_VEHICLES }))));
   return file;
 }
 

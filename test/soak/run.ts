@@ -104,7 +104,10 @@ function printFigures(r: SoakReport, out: { csv: string; svg: string }): void {
   say(`redis used_memory: ${r.figures.redisUsedMiB ? `min ${r.figures.redisUsedMiB.min} MiB, max ${r.figures.redisUsedMiB.max} MiB` : '–'}`);
   say(`accepted rate: mean ${r.figures.meanRatePerS} records/s; the checker held at most ${r.figures.maxCheckerPending} records`);
   const ev = r.vehicleEvents;
-  if (ev) say(`vehicle events derived: ${ev.events} in all (the counter's series summed), ${ev.trips} trips, ${ev.chargingSessions} charging sessions, ${ev.ignitionsOn} ignitions on; ${ev.late} records late, ${ev.duplicate} seen twice`);
+  if (ev)
+    say(
+      `vehicle events derived: ${ev.events} in all (the counter's series summed), ${ev.trips} trips, ${ev.chargingSessions} charging sessions, ${ev.ignitionsOn} ignitions on, ${ev.stops} stops, ${ev.idling} idlings, ${ev.overspeeds} overspeeds, ${ev.movedWhileOff} moved while off, ${ev.geofencesEntered} geofences entered; ${ev.late} records late, ${ev.duplicate} seen twice`,
+    );
   for (const t of r.targets) say(`target ${t.met === null ? 'n/a ' : t.met ? 'met ' : 'MISSED'} ${t.name}: ${t.detail}`);
   for (const c of r.checks) say(`check ${c.ok === null ? 'n/a ' : c.ok ? 'ok  ' : 'FAIL'} ${c.name}: ${c.detail}`);
   say(r.ok ? 'zero loss, counts agree' : 'A CHECK FAILED');

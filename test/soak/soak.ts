@@ -6,6 +6,10 @@ import type { ServiceProcess } from '../harness/proc.js';
 import { startStack, TOKEN } from '../harness/stack.js';
 import { IncrementalChecker, type CheckerTotals } from './checker.js';
 import { figures, type SoakFigures, type SoakSample } from './report.js';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { depotGeofences, Fleet } from '../../src/upstream/emulator/fleet.js';
 import { infoField, metricSum, MiB, processSample, scrape, type ProcessSample, type PromSample } from './sample.js';
 
 export interface SoakOptions {
@@ -69,7 +73,19 @@ export interface SoakReport {
   /** telematics_points_written_total of the gps and can measurements, summed over the workers running at the end. */
   pointsWritten: number | null;
   /** What the workers derived (EVENTS=on), from telematics_vehicle_events_total and its late and duplicate counters; null if unread. */
-  vehicleEvents: { events: number; trips: number; chargingSessions: number; ignitionsOn: number; late: number; duplicate: number } | null;
+  vehicleEvents: {
+    events: number;
+    trips: number;
+    chargingSessions: number;
+    ignitionsOn: number;
+    stops: number;
+    idling: number;
+    overspeeds: number;
+    movedWhileOff: number;
+    geofencesEntered: number;
+    late: number;
+    duplicate: number;
+  } | null;
   verified: number;
   missing: number;
   wrong: number;
@@ -118,7 +134,11 @@ export async function runSoak(opts: SoakOptions): Promise<{ report: SoakReport; 
   const invalidRatio = opts.invalidRatio ?? 0;
   const sampleEveryMs = opts.sampleEveryMs ?? defaultSampleEvery(opts.durationMs);
   const checkEveryMs = opts.checkEveryMs ?? 2_000;
-  const env = opts.env ?? {};
+  // The feed's vehicles drive from depots and past 50 km/h: their depots are geofences and SPEED_LIMIT is
+  // 50, so the soak shows geofence and overspeed events beside the rest (unless --env sets otherwise).
+  const depots = join(mkdtempSync(join(tmpdir(), 'soak-')), 'depots.geojson');
+  writeFileSync(depots, JSON.stringify(depotGeofences(Fleet.create({ seed: opts.seed, size: opts.vehicles }))));
+  const env = { SPEED_LIMIT: '50', GEOFENCES_FILE: depots, ...opts.env };
   const stack = await startStack(env);
   const redis = new Redis(stack.redis.url, { maxRetriesPerRequest: 1, lazyConnect: false });
   redis.on('error', () => {});
@@ -256,6 +276,11 @@ export async function runSoak(opts: SoakOptions): Promise<{ report: SoakReport; 
             trips: sum('telematics_vehicle_events_total', { event: 'trip' }),
             chargingSessions: sum('telematics_vehicle_events_total', { event: 'charging_session' }),
             ignitionsOn: sum('telematics_vehicle_events_total', { event: 'ignition_on' }),
+            stops: sum('telematics_vehicle_events_total', { event: 'stop' }),
+            idling: sum('telematics_vehicle_events_total', { event: 'idle_ended' }),
+            overspeeds: sum('telematics_vehicle_events_total', { event: 'overspeed_ended' }),
+            movedWhileOff: sum('telematics_vehicle_events_total', { event: 'moved_while_off' }),
+            geofencesEntered: sum('telematics_vehicle_events_total', { event: 'geofence_entered' }),
             late: sum('telematics_vehicle_events_late_total'),
             duplicate: sum('telematics_vehicle_events_duplicate_total'),
           }

@@ -500,3 +500,14 @@ function hourOfDayIst(t: number): number {
 function two(n: number): string {
   return String(n).padStart(2, '0');
 }
+
+/**
+ * The fleet's depots as GeoJSON geofences (300-m circles, kind depot): its vehicles start and end their
+ * drives there, so a service given them (GEOFENCES_FILE) tells geofence events (`npm run up -- --feed`, the soak).
+ */
+export function depotGeofences(fleet: Fleet): { type: 'FeatureCollection'; features: unknown[] } {
+  return {
+    type: 'FeatureCollection',
+    features: fleet.vehicles.map((v) => ({ type: 'Feature', properties: { name: `${v.city} depot ${v.index}`, kind: 'depot', radius_m: 300 }, geometry: { type: 'Point', coordinates: [v.depot.lng, v.depot.lat] } })),
+  };
+}
