@@ -53,6 +53,8 @@ describe('loadConfig', () => {
     expect(loadConfig({ PUSH_AUTH: 'none' }).PUSH_TOKENS).toEqual([]);
     expect(loadConfig({ SERVICE_MODE: 'worker' }).SERVICE_MODE).toBe('worker');
     expect(() => loadConfig({ PUSH_TOKENS: 'short' })).toThrow(/at least 16 characters/);
+    // A battery's low and recovered thresholds must leave a gap, or it flaps at the threshold.
+    expect(() => loadConfig({ PUSH_AUTH: 'none', SOC_LOW: '25', SOC_RECOVERED: '25' })).toThrow(/SOC_RECOVERED: must be above SOC_LOW \(25\)/);
   });
 
   it('a tool needs no push token but must be pointed at its Redis', () => {

@@ -235,6 +235,9 @@ const env = z.object({
   GEOFENCES_FILE: z.string().trim().optional(),
   /** A vehicle is taken inside or outside a geofence once its fixes stayed so this long (no flapping on a border). */
   GEOFENCE_MIN_DWELL: duration.default(60_000),
+  /** Percent: a battery at or under SOC_LOW is low (soc_low), and recovered at or over SOC_RECOVERED (soc_recovered). */
+  SOC_LOW: num(0, 100).default(20),
+  SOC_RECOVERED: num(0, 100).default(30),
   /** on: where SPEED_LIMIT and a geofence's speed_limit both apply, the lowest (Traccar's preferLowest); off: the geofence's. */
   SPEED_LIMIT_PREFER_LOWEST: z.enum(['on', 'off']).default('on'),
   EVENTS_WEBHOOK_URL: webhookUrl.optional(),
@@ -297,6 +300,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   if (beyond.length > 0) problems.push(`WORKER_PARTITIONS: ${beyond.join(', ')} not below QUEUE_PARTITIONS (${cfg.QUEUE_PARTITIONS}); partitions are numbered from 0`);
   if (cfg.UPSTREAM_URL && !cfg.UPSTREAM_TOKEN) problems.push('UPSTREAM_TOKEN: required when UPSTREAM_URL is set');
   if (cfg.RETRY_MAX_DELAY < cfg.RETRY_BASE_DELAY) problems.push('RETRY_MAX_DELAY: must not be below RETRY_BASE_DELAY');
+  if (cfg.SOC_RECOVERED <= cfg.SOC_LOW) problems.push(`SOC_RECOVERED: must be above SOC_LOW (${cfg.SOC_LOW}), or a battery at the threshold flaps between low and recovered`);
   if (cfg.EVENTS_WEBHOOK_URL && !cfg.EVENTS_WEBHOOK_SECRET) {
     problems.push('EVENTS_WEBHOOK_SECRET: required when EVENTS_WEBHOOK_URL is set (whsec_<base64>, shared with the receiver, which verifies each delivery)');
   }

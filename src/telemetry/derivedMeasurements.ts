@@ -38,15 +38,15 @@ export const VEHICLE_EVENTS: DerivedMeasurement = {
     {
       name: 'event',
       description:
-        '`alert_<flag>_raised` / `_cleared`, `ignition_on` / `_off`, `charging_started` / `_stopped`, `idle_started` / `_ended`, `overspeed_started` / `_ended`, `moved_while_off`, `geofence_entered` / `_exited`, `silent`, `back`',
+        '`alert_<flag>_raised` / `_cleared`, `ignition_on` / `_off`, `charging_started` / `_stopped`, `idle_started` / `_ended`, `overspeed_started` / `_ended`, `moved_while_off`, `geofence_entered` / `_exited`, `soc_low` / `soc_recovered`, `silent`, `back`',
     },
     { name: 'geofence', description: 'geofence events: the geofence’s name' },
     { name: 'geofence_kind', description: 'geofence events: its kind (depot, charging, customer, restricted, other)' },
   ],
   fields: [
     { name: 'value', unit: '0/1', description: '1 raised, on, started, silent; 0 cleared, off, stopped, back' },
-    { name: 'soc', unit: '%', description: 'alarms and charging: the state of charge then' },
-    { name: 'battery_voltage', unit: 'V', description: 'alarms and charging: the record’s pack voltage' },
+    { name: 'soc', unit: '%', description: 'alarms, charging, `soc_low` / `soc_recovered`: the state of charge then' },
+    { name: 'battery_voltage', unit: 'V', description: 'alarms, charging, soc low: the record’s pack voltage' },
     { name: 'current', unit: 'A', description: 'alarms and charging: the record’s pack current' },
     { name: 'lat', unit: '°', description: 'ignition: the fix’s latitude; idling, `overspeed_started`: where it began; `moved_while_off`: where it was seen' },
     { name: 'lng', unit: '°', description: 'the same, longitude' },

@@ -274,13 +274,19 @@ describe('the history queries of docs/analysts.md', () => {
       event(OTHER, 'moved_while_off', ago(10), { value: 1, parked_lat: 12.9, parked_lng: 77.5, lat: 12.91, lng: 77.5, distance_m: 1_112 }),
       formatLine('vehicle_events', { vehicleno: V, event: 'geofence_entered', geofence: 'Depot A', geofence_kind: 'depot' }, { value: 1, geofence_id: 1 }, ago(70)),
       formatLine('vehicle_events', { vehicleno: V, event: 'geofence_exited', geofence: 'Depot A', geofence_kind: 'depot' }, { value: 0, geofence_id: 1 }, ago(50)),
+      event(OTHER, 'soc_low', ago(30), { value: 1, soc: 19, battery_voltage: 47.9 }),
+      event(OTHER, 'soc_recovered', ago(20), { value: 0, soc: 31 }),
     ];
     const res = await fetch(`${inject('influxRawUrl')}/write?db=${docDb}&precision=ms`, { method: 'POST', body: lines.join('\n') });
     expect(res.status).toBe(204);
   });
 
-  it('are the eleven questions the guide asks of the history', () => {
-    expect(queries).toHaveLength(11);
+  it('are the twelve questions the guide asks of the history', () => {
+    expect(queries).toHaveLength(12);
+  });
+
+  it('which vehicles ran low on charge', async () => {
+    expect((await run(queries[11]!)).map((r) => [r.vehicleno, r.time, r.soc, r.battery_voltage])).toEqual([[OTHER, ago(30), 19, 47.9]]);
   });
 
   it("how far the vehicle drove today, and in how many trips; and each of today's trips", async () => {

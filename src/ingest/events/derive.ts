@@ -13,6 +13,7 @@ import { IDLE_SLICE, idleGap, idleRecord, type IdleState } from './detectors/idl
 import { OVERSPEED_SLICE, overspeedGap, overspeedRecord, type OverspeedState } from './detectors/overspeed.js';
 import { TOWING_SLICE, towingRecord, type TowingState } from './detectors/towing.js';
 import { GEOFENCES_SLICE, geofencesRecord, type GeofencesState } from './detectors/geofences.js';
+import { SOC_LOW_SLICE, socLowRecord, type SocLowState } from './detectors/socLow.js';
 
 /**
  * Vehicle events: per vehicle, by record time, alarms raised and cleared, ignition on and off, trips and
@@ -45,6 +46,7 @@ export interface VehicleState {
   overspeed: OverspeedState;
   towing: TowingState;
   geofences: GeofencesState;
+  socLow: SocLowState;
 }
 
 /** The slices of a state, each under its frozen id (`wire.ts` stores them so). */
@@ -61,6 +63,7 @@ export const SLICES = {
   overspeed: OVERSPEED_SLICE,
   towing: TOWING_SLICE,
   geofences: GEOFENCES_SLICE,
+  socLow: SOC_LOW_SLICE,
 } satisfies { [K in Exclude<keyof VehicleState, 'streams'>]: Slice<VehicleState[K]> };
 
 export function newState(): VehicleState {
@@ -80,6 +83,7 @@ export function newState(): VehicleState {
     overspeed: SLICES.overspeed.fresh(),
     towing: SLICES.towing.fresh(),
     geofences: SLICES.geofences.fresh(),
+    socLow: SLICES.socLow.fresh(),
   };
 }
 
@@ -246,6 +250,7 @@ function apply(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord)
   if (plan.soc >= 0) {
     const before = s.soc.latest;
     noteSoc(s.soc, r, plan);
+    socLowRecord(ctx, s.socLow, r, plan);
     if (!Object.is(before, s.soc.latest)) chargingSoc(s.charging, s.soc.latest);
     tripSocProgress(ctx, s.trips, s.finishedTrips, s.soc);
   }

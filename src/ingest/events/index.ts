@@ -50,6 +50,8 @@ export function deriveOptions(cfg: Config): DeriveOptions {
     towMinDistanceM: cfg.TOW_MIN_DISTANCE,
     geofenceMinDwellMs: cfg.GEOFENCE_MIN_DWELL,
     speedLimitPreferLowest: cfg.SPEED_LIMIT_PREFER_LOWEST === 'on',
+    socLowPercent: cfg.SOC_LOW,
+    socRecoveredPercent: cfg.SOC_RECOVERED,
     idleMs: cfg.EVENTS_WINDOW,
     maxPending: DEFAULT_DERIVE_OPTIONS.maxPending,
   };

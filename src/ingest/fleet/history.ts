@@ -26,6 +26,10 @@ export const EVENT_NAMES: readonly string[] = [
   'overspeed_started',
   'overspeed_ended',
   'moved_while_off',
+  'geofence_entered',
+  'geofence_exited',
+  'soc_low',
+  'soc_recovered',
   'silent',
   'back',
 ];

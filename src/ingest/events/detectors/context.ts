@@ -129,6 +129,9 @@ export interface DeriveOptions {
   geofences?: { readonly current: GeofenceLookup };
   /** A vehicle is taken inside (outside) a geofence once its fixes stayed so this long (ThingsBoard's minInsideDuration). */
   geofenceMinDwellMs: number;
+  /** A battery is low at or under socLowPercent, and recovered at or over socRecoveredPercent (hysteresis). */
+  socLowPercent: number;
+  socRecoveredPercent: number;
   /** Where SPEED_LIMIT and geofences' limits both apply: the lowest (Traccar's preferLowest); else a geofence's overrides the fleet's. */
   speedLimitPreferLowest: boolean;
   /** A stream's pending records are all committed once nothing arrived for this long (wall time). */
@@ -155,6 +158,8 @@ export const DEFAULT_DERIVE_OPTIONS: Readonly<DeriveOptions> = Object.freeze({
   overspeedMinDurationMs: 10_000,
   towMinDistanceM: 300,
   geofenceMinDwellMs: 60_000,
+  socLowPercent: 20,
+  socRecoveredPercent: 30,
   speedLimitPreferLowest: true,
   idleMs: 30_000,
   maxPending: 4096,
