@@ -40,7 +40,9 @@ describe('derived measurements', () => {
       can(T0, { soc: 80, battery_voltage: 51, current: -20, alert_over_temp: 1 }),
       ...Array.from({ length: 400 }, (_, j) => gps(T0 + j * 1000, 12.97 + north(10 * j), 77.59, j === 399 ? 0 : 36, j === 399 ? 0 : 1)),
       ...Array.from({ length: 100 }, (_, j) => can(T0 + 400_000 + j * 1000, { load_status: 2, soc: 50, battery_voltage: 52, current: 20, alert_over_temp: 0 })),
-      can(T0 + 500_000, { load_status: 0, soc: 51 }),
+      can(T0 + 500_000, { load_status: 0, soc: 51, bms_id: 7 }),
+      can(T0 + 500_200, { soc: 15, bat_id_1: 2 }),
+      can(T0 + 500_500, { soc: 95, bms_id: 8, bat_id_1: 3 }),
     ];
     parts.push(ingest(V, s, rs, T0 + 500_000));
     parts.push(ingest(V, s, [can(T0 + 10_000, { alert_thermal_runaway: 1 })], T0 + 500_001));
@@ -65,7 +67,7 @@ describe('derived measurements', () => {
     ];
     expect(new Set(entries.map((e) => e.kind))).toEqual(new Set(['event', 'trip', 'charging', 'stop']));
     const told = new Set(entries.flatMap((e) => (e.kind === 'event' ? [e.event] : [])));
-    for (const kind of ['overspeed_started', 'overspeed_ended', 'idle_started', 'idle_ended', 'moved_while_off', 'geofence_entered']) expect(told, kind).toContain(kind);
+    for (const kind of ['overspeed_started', 'overspeed_ended', 'idle_started', 'idle_ended', 'moved_while_off', 'geofence_entered', 'battery_swapped', 'soc_low', 'soc_recovered']) expect(told, kind).toContain(kind);
     expect(entries.some((e) => e.kind === 'trip' && e.startGeofence === 'City')).toBe(true);
     expect(entries.some((e) => e.kind === 'stop' && e.geofence === 'City')).toBe(true);
     expect(entries.some((e) => e.kind === 'event' && e.fields.late === 1)).toBe(true);

@@ -38,7 +38,7 @@ export const VEHICLE_EVENTS: DerivedMeasurement = {
     {
       name: 'event',
       description:
-        '`alert_<flag>_raised` / `_cleared`, `ignition_on` / `_off`, `charging_started` / `_stopped`, `idle_started` / `_ended`, `overspeed_started` / `_ended`, `moved_while_off`, `geofence_entered` / `_exited`, `soc_low` / `soc_recovered`, `silent`, `back`',
+        '`alert_<flag>_raised` / `_cleared`, `ignition_on` / `_off`, `charging_started` / `_stopped`, `idle_started` / `_ended`, `overspeed_started` / `_ended`, `moved_while_off`, `geofence_entered` / `_exited`, `soc_low` / `soc_recovered`, `battery_swapped`, `silent`, `back`',
     },
     { name: 'geofence', description: 'geofence events: the geofence’s name' },
     { name: 'geofence_kind', description: 'geofence events: its kind (depot, charging, customer, restricted, other)' },
@@ -58,6 +58,10 @@ export const VEHICLE_EVENTS: DerivedMeasurement = {
     { name: 'parked_lat', unit: '°', description: '`moved_while_off`: where it was parked' },
     { name: 'parked_lng', unit: '°', description: '`moved_while_off`: where it was parked' },
     { name: 'geofence_id', description: 'geofence events: the geofence’s id (`telematics-fleet geofences list`)' },
+    { name: 'bms_id_old', description: '`battery_swapped`: the BMS id before (when it changed)' },
+    { name: 'bms_id_new', description: '`battery_swapped`: the BMS id after' },
+    { name: 'bat_id_old', description: '`battery_swapped`: the first battery’s id before (when it changed)' },
+    { name: 'bat_id_new', description: '`battery_swapped`: the first battery’s id after' },
     { name: 'crossed', unit: '0/1', description: 'geofence events: 1 when a step between two fixes passed through it (neither fix inside)' },
     { name: 'energy_wh', unit: 'Wh', description: '`charging_stopped`: the energy charged' },
     { name: 'late', unit: '0/1', description: 'an alarm raised by a record too late for its window: 1' },

@@ -68,8 +68,9 @@ beforeAll(async () => {
   // Drive 1 min, park with the ignition off for 10 min, towed at 20 km/h for 3 min with it still off.
   await push(disordered(route('CW-TOWED', [{ seconds: 60, kmh: 36, ign: 1 }, { seconds: 600, kmh: 0, ign: 0 }, { seconds: 180, kmh: 20, ign: 0 }])));
   // A pack run down from 26 % to 16 % a point a minute, wandering 19–21 at the threshold, then charged to 36 %.
+  // At 16 % its pack is swapped for a full one at a station (the BMS id changes).
   const socs = [26, 24, 22, 21, 20, 21, 19, 21, 20, 18, 16, 20, 25, 29, 30, 33, 36];
-  await push(socs.map((soc, j) => ({ vehicleno: 'CW-LOW', type: 'can', data: { time: T0 + j * 60 * S, soc, battery_voltage: 48 + soc / 10 } }) as unknown as Rec));
+  await push(socs.map((soc, j) => ({ vehicleno: 'CW-LOW', type: 'can', data: { time: T0 + j * 60 * S, soc, battery_voltage: 48 + soc / 10, bms_id: j < 11 ? 410_233 : 733_019 } }) as unknown as Rec));
 }, 60_000);
 
 afterAll(async () => {
@@ -109,12 +110,14 @@ describe('where and how vehicles drive, shuffled and duplicated', () => {
     expect(trip).toMatchObject({ overspeed_s: 30, idle_s: 0 });
   });
 
-  it('a pack run low: soc_low once at SOC_LOW however it wanders there, soc_recovered at SOC_RECOVERED', async () => {
-    const rows = await events('CW-LOW', 2);
+  it('a pack run low and swapped: soc_low once at SOC_LOW however it wanders there, battery_swapped with both ids, soc_recovered at SOC_RECOVERED', async () => {
+    const rows = await events('CW-LOW', 3);
     expect(rows.map((r) => [r.time, r.event, r.soc])).toEqual([
       [T0 + 4 * 60 * S, 'soc_low', 20],
+      [T0 + 11 * 60 * S, 'battery_swapped', 20],
       [T0 + 14 * 60 * S, 'soc_recovered', 30],
     ]);
+    expect(rows[1]).toMatchObject({ bms_id_old: 410_233, bms_id_new: 733_019 });
   });
 
   it('towed with the ignition off: moved_while_off once, 300 m from where it parked, counted for the alert', async () => {

@@ -276,13 +276,18 @@ describe('the history queries of docs/analysts.md', () => {
       formatLine('vehicle_events', { vehicleno: V, event: 'geofence_exited', geofence: 'Depot A', geofence_kind: 'depot' }, { value: 0, geofence_id: 1 }, ago(50)),
       event(OTHER, 'soc_low', ago(30), { value: 1, soc: 19, battery_voltage: 47.9 }),
       event(OTHER, 'soc_recovered', ago(20), { value: 0, soc: 31 }),
+      event(V, 'battery_swapped', ago(15), { value: 1, bms_id_old: 410_233, bms_id_new: 733_019, soc: 96 }),
     ];
     const res = await fetch(`${inject('influxRawUrl')}/write?db=${docDb}&precision=ms`, { method: 'POST', body: lines.join('\n') });
     expect(res.status).toBe(204);
   });
 
-  it('are the twelve questions the guide asks of the history', () => {
-    expect(queries).toHaveLength(12);
+  it('are the thirteen questions the guide asks of the history', () => {
+    expect(queries).toHaveLength(13);
+  });
+
+  it('battery swaps, with the ids before and after', async () => {
+    expect((await run(queries[12]!)).map((r) => [r.vehicleno, r.time, r.bms_id_old, r.bms_id_new, r.bat_id_old, r.soc])).toEqual([[V, ago(15), 410_233, 733_019, null, 96]]);
   });
 
   it('which vehicles ran low on charge', async () => {

@@ -14,6 +14,7 @@ import { OVERSPEED_SLICE, overspeedGap, overspeedRecord, type OverspeedState } f
 import { TOWING_SLICE, towingRecord, type TowingState } from './detectors/towing.js';
 import { GEOFENCES_SLICE, geofencesRecord, type GeofencesState } from './detectors/geofences.js';
 import { SOC_LOW_SLICE, socLowRecord, type SocLowState } from './detectors/socLow.js';
+import { BATTERY_SWAP_SLICE, batterySwapRecord, type BatterySwapState } from './detectors/batterySwap.js';
 
 /**
  * Vehicle events: per vehicle, by record time, alarms raised and cleared, ignition on and off, trips and
@@ -47,6 +48,7 @@ export interface VehicleState {
   towing: TowingState;
   geofences: GeofencesState;
   socLow: SocLowState;
+  batterySwap: BatterySwapState;
 }
 
 /** The slices of a state, each under its frozen id (`wire.ts` stores them so). */
@@ -64,6 +66,7 @@ export const SLICES = {
   towing: TOWING_SLICE,
   geofences: GEOFENCES_SLICE,
   socLow: SOC_LOW_SLICE,
+  batterySwap: BATTERY_SWAP_SLICE,
 } satisfies { [K in Exclude<keyof VehicleState, 'streams'>]: Slice<VehicleState[K]> };
 
 export function newState(): VehicleState {
@@ -84,6 +87,7 @@ export function newState(): VehicleState {
     towing: SLICES.towing.fresh(),
     geofences: SLICES.geofences.fresh(),
     socLow: SLICES.socLow.fresh(),
+    batterySwap: SLICES.batterySwap.fresh(),
   };
 }
 
@@ -254,6 +258,7 @@ function apply(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord)
     if (!Object.is(before, s.soc.latest)) chargingSoc(s.charging, s.soc.latest);
     tripSocProgress(ctx, s.trips, s.finishedTrips, s.soc);
   }
+  if (plan.bmsId >= 0 || plan.batteryId >= 0) batterySwapRecord(ctx, s.batterySwap, r, plan);
   if (plan.alarms.length > 0) alarmRecord(ctx, s.alarms, r, plan, s.soc.latest);
   if (charges) chargingRecord(ctx, s.charging, r, plan, s.soc, s.track);
 }

@@ -9,8 +9,8 @@ import { fieldPick, pickedValues, type FieldPick } from '../../telemetry/record.
  * keeps of a record only the fields its type declares (`StreamPlan`).
  */
 
-/** The most values a stream's record keeps besides its alarms (StreamRecord's v0…v3). */
-export const MAX_VALUES = 4;
+/** The most values a stream's record keeps besides its alarms (StreamRecord's v0…v5). */
+export const MAX_VALUES = 6;
 
 // The fields the detectors compute from. Named here once; the schema must declare each (checked below).
 export const IGNITION = 'ignstatus';
@@ -19,6 +19,9 @@ export const SOC = 'soc';
 export const VOLTAGE = 'battery_voltage';
 export const CURRENT = 'current';
 export const LOAD = 'load_status';
+/** The pack's identity (battery_swapped): its BMS's id, and its first battery's. */
+export const BMS_ID = 'bms_id';
+export const BATTERY_ID = 'bat_id_1';
 
 /** What derivation reads of a schema: its fields (a job's picked values come in these slots) and each type's stream. */
 export interface DeriveSchema {
@@ -32,7 +35,7 @@ export interface DeriveSchema {
 export function deriveSchemaOf(types: readonly RecordTypeSpec[]): DeriveSchema {
   const alarms = alarmsOf(types);
   const fields = [
-    ...new Set([...types.flatMap((t) => (t.position ? [t.position.lat, t.position.lng] : [])), IGNITION, SPEED, SOC, VOLTAGE, CURRENT, LOAD, ...alarms.map((a) => a.name)]),
+    ...new Set([...types.flatMap((t) => (t.position ? [t.position.lat, t.position.lng] : [])), IGNITION, SPEED, SOC, VOLTAGE, CURRENT, LOAD, BMS_ID, BATTERY_ID, ...alarms.map((a) => a.name)]),
   ];
   const dictionary = dictionaryOf(types);
   const wireId = new Map(dictionary.map((n, i) => [n, i]));
@@ -59,12 +62,14 @@ export function deriveSchemaOf(types: readonly RecordTypeSpec[]): DeriveSchema {
       voltage: at(VOLTAGE),
       current: at(CURRENT),
       load: at(LOAD),
+      bmsId: at(BMS_ID),
+      batteryId: at(BATTERY_ID),
       alarms: typeAlarms,
       alarmSlots: Int32Array.from(typeAlarms, (a) => a.slot),
       alarmBits: Int32Array.from(typeAlarms, (a) => 1 << a.bit),
     };
   });
-  for (const name of [IGNITION, SPEED, SOC, VOLTAGE, CURRENT, LOAD]) {
+  for (const name of [IGNITION, SPEED, SOC, VOLTAGE, CURRENT, LOAD, BMS_ID, BATTERY_ID]) {
     if (!plans.some((p) => p.fields.includes(name))) throw new Error(`vehicle events: no record type declares ${name}`);
   }
   for (const p of plans) if (p.fields.length > MAX_VALUES) throw new Error(`vehicle events: type ${p.name} has ${p.fields.length} values derivation reads besides alarms; a record keeps ${MAX_VALUES} (StreamRecord)`);
@@ -134,6 +139,8 @@ export interface StreamPlan {
   voltage: number;
   current: number;
   load: number;
+  bmsId: number;
+  batteryId: number;
   alarms: readonly AlarmSlot[];
   /** The alarms' slots and their bits (1 << alarmBit), apart: read for every record (`recordOf`). */
   alarmSlots: Int32Array;
@@ -158,6 +165,8 @@ export interface StreamRecord {
   v1: number;
   v2: number;
   v3: number;
+  v4: number;
+  v5: number;
   alarmMask: number;
   alarmValues: number;
   /** A record of the same instant merged into it since it was stored (the store replaces it). */
@@ -166,7 +175,7 @@ export interface StreamRecord {
 
 /** Value `i` of a record (NaN where absent). */
 export function valueAt(r: StreamRecord, i: number): number {
-  return i === 0 ? r.v0 : i === 1 ? r.v1 : i === 2 ? r.v2 : i === 3 ? r.v3 : NaN;
+  return i === 0 ? r.v0 : i === 1 ? r.v1 : i === 2 ? r.v2 : i === 3 ? r.v3 : i === 4 ? r.v4 : i === 5 ? r.v5 : NaN;
 }
 
 export function setValue(r: StreamRecord, i: number, x: number): void {
@@ -174,15 +183,17 @@ export function setValue(r: StreamRecord, i: number, x: number): void {
   else if (i === 1) r.v1 = x;
   else if (i === 2) r.v2 = x;
   else if (i === 3) r.v3 = x;
+  else if (i === 4) r.v4 = x;
+  else if (i === 5) r.v5 = x;
   else throw new RangeError(`a stream's record keeps ${MAX_VALUES} values`);
 }
 
 /** A record of stream `streamId` at `time` with no value yet. */
 export function emptyRecord(streamId: number, time: number): StreamRecord {
   // Fractions first, so each value is a double field from the start (a record reused keeps its boxes).
-  const r = { stream: streamId, time: 0.5, v0: 0.5, v1: 0.5, v2: 0.5, v3: 0.5, alarmMask: 0, alarmValues: 0, merged: false };
+  const r = { stream: streamId, time: 0.5, v0: 0.5, v1: 0.5, v2: 0.5, v3: 0.5, v4: 0.5, v5: 0.5, alarmMask: 0, alarmValues: 0, merged: false };
   r.time = time;
-  r.v0 = r.v1 = r.v2 = r.v3 = NaN;
+  r.v0 = r.v1 = r.v2 = r.v3 = r.v4 = r.v5 = NaN;
   return r;
 }
 
@@ -199,7 +210,9 @@ export function recordOf(input: EventInput, plan: StreamPlan, into?: StreamRecor
   const v1 = n > 1 ? src[base + slots[1]!]! : NaN;
   const v2 = n > 2 ? src[base + slots[2]!]! : NaN;
   const v3 = n > 3 ? src[base + slots[3]!]! : NaN;
-  const any = v0 === v0 || v1 === v1 || v2 === v2 || v3 === v3;
+  const v4 = n > 4 ? src[base + slots[4]!]! : NaN;
+  const v5 = n > 5 ? src[base + slots[5]!]! : NaN;
+  const any = v0 === v0 || v1 === v1 || v2 === v2 || v3 === v3 || v4 === v4 || v5 === v5;
   let alarmMask = 0;
   let alarmValues = 0;
   const alarmSlots = plan.alarmSlots;
@@ -219,6 +232,8 @@ export function recordOf(input: EventInput, plan: StreamPlan, into?: StreamRecor
   r.v1 = v1;
   r.v2 = v2;
   r.v3 = v3;
+  r.v4 = v4;
+  r.v5 = v5;
   r.alarmMask = alarmMask;
   r.alarmValues = alarmValues;
   r.merged = false;

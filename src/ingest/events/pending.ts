@@ -66,6 +66,8 @@ export class PendingRecords {
     into.v1 = c[o + VALUES + 1]!;
     into.v2 = c[o + VALUES + 2]!;
     into.v3 = c[o + VALUES + 3]!;
+    into.v4 = c[o + VALUES + 4]!;
+    into.v5 = c[o + VALUES + 5]!;
     into.alarmMask = c[o + MASK]!;
     into.alarmValues = c[o + RAISED]!;
     into.merged = c[o + MERGED] === 1;
@@ -75,7 +77,7 @@ export class PendingRecords {
   /** Every pending record as an object of its own (tests, and a state rewritten whole). */
   records(): StreamRecord[] {
     const out: StreamRecord[] = [];
-    for (let i = 0; i < this.length; i++) out.push(this.read(i, { stream: 0, time: 0, v0: 0, v1: 0, v2: 0, v3: 0, alarmMask: 0, alarmValues: 0, merged: false }));
+    for (let i = 0; i < this.length; i++) out.push(this.read(i, { stream: 0, time: 0, v0: 0, v1: 0, v2: 0, v3: 0, v4: 0, v5: 0, alarmMask: 0, alarmValues: 0, merged: false }));
     return out;
   }
 
@@ -103,6 +105,8 @@ export class PendingRecords {
     c[o + VALUES + 1] = r.v1;
     c[o + VALUES + 2] = r.v2;
     c[o + VALUES + 3] = r.v3;
+    c[o + VALUES + 4] = r.v4;
+    c[o + VALUES + 5] = r.v5;
     c[o + MASK] = r.alarmMask;
     c[o + RAISED] = r.alarmValues;
     c[o + MERGED] = r.merged ? 1 : 0;

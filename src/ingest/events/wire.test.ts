@@ -145,11 +145,11 @@ describe('this release’s layout (version 3), pinned by a golden fixture', () =
     expect(outputs(goOn(read, true))).toEqual(outputs(goOn(s, true)));
   });
 
-  it('reads the state the release before wrote (0e08806, before stops, idling, overspeed, towing, geofences and soc low) exactly, the new slices fresh', () => {
+  it('reads the state the release before wrote (0e08806, before stops, idling, overspeed, towing, geofences, soc low and battery swaps) exactly, the new slices fresh', () => {
     const s = state();
     const golden = JSON.parse(readFileSync(new URL('../../formats/testdata/v3-state-0e08806.json', import.meta.url), 'utf8')) as { committed: string; pending: Array<{ streamId: number; members: string[] }> };
     const read = restore(Buffer.from(golden.committed, 'base64'), golden.pending.map((p) => ({ streamId: p.streamId, members: p.members.map((m) => Buffer.from(m, 'base64')) })));
-    const added = ['stops', 'idle', 'overspeed', 'towing', 'geofences', 'socLow'] as const;
+    const added = ['stops', 'idle', 'overspeed', 'towing', 'geofences', 'socLow', 'batterySwap'] as const;
     const fresh = newState();
     for (const k of added) expect(read[k], k).toEqual(fresh[k]);
     const before = { ...s };

@@ -30,6 +30,7 @@ export const EVENT_NAMES: readonly string[] = [
   'geofence_exited',
   'soc_low',
   'soc_recovered',
+  'battery_swapped',
   'silent',
   'back',
 ];
