@@ -58,7 +58,10 @@ describe('derived measurements', () => {
       { seconds: 120, kmh: 20, ign: 0 },
       { seconds: 60, kmh: 36, ign: 1 },
     ]);
-    parts.push(ingest(V, s, later.fixes, later.end, opts), flush(V, s, later.end + 60_000, opts));
+    // Parked with the ignition off (the route's third leg), the pack losing a point a minute: a drain.
+    const parkedFrom = T0 + 3_600_000 + 520_000;
+    const draining = Array.from({ length: 9 }, (_, k) => can(parkedFrom + 30_000 + k * 60_000, { soc: 80 - k }));
+    parts.push(ingest(V, s, [...later.fixes, ...draining], later.end, opts), flush(V, s, later.end + 60_000, opts));
     const entries: OutboxEntry[] = [
       ...parts.flatMap((d) => d.events.map((e) => ({ kind: 'event' as const, ...e }))),
       ...parts.flatMap((d) => d.trips.map((t) => ({ kind: 'trip' as const, ...t, gapEnded: 1 }))),
@@ -67,7 +70,7 @@ describe('derived measurements', () => {
     ];
     expect(new Set(entries.map((e) => e.kind))).toEqual(new Set(['event', 'trip', 'charging', 'stop']));
     const told = new Set(entries.flatMap((e) => (e.kind === 'event' ? [e.event] : [])));
-    for (const kind of ['overspeed_started', 'overspeed_ended', 'idle_started', 'idle_ended', 'moved_while_off', 'geofence_entered', 'battery_swapped', 'soc_low', 'soc_recovered']) expect(told, kind).toContain(kind);
+    for (const kind of ['overspeed_started', 'overspeed_ended', 'idle_started', 'idle_ended', 'moved_while_off', 'geofence_entered', 'battery_swapped', 'soc_low', 'soc_recovered', 'soc_drain_while_parked']) expect(told, kind).toContain(kind);
     expect(entries.some((e) => e.kind === 'trip' && e.startGeofence === 'City')).toBe(true);
     expect(entries.some((e) => e.kind === 'stop' && e.geofence === 'City')).toBe(true);
     expect(entries.some((e) => e.kind === 'event' && e.fields.late === 1)).toBe(true);

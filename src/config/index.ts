@@ -238,6 +238,9 @@ const env = z.object({
   /** Percent: a battery at or under SOC_LOW is low (soc_low), and recovered at or over SOC_RECOVERED (soc_recovered). */
   SOC_LOW: num(0, 100).default(20),
   SOC_RECOVERED: num(0, 100).default(30),
+  /** Percentage points: parked (ignition off, standing, not charging), a soc falling this much within SOC_DRAIN_WINDOW is soc_drain_while_parked. */
+  SOC_DRAIN_MIN: num(0.1, 100).default(5),
+  SOC_DRAIN_WINDOW: duration.default(6 * 3_600_000),
   /** on: where SPEED_LIMIT and a geofence's speed_limit both apply, the lowest (Traccar's preferLowest); off: the geofence's. */
   SPEED_LIMIT_PREFER_LOWEST: z.enum(['on', 'off']).default('on'),
   EVENTS_WEBHOOK_URL: webhookUrl.optional(),

@@ -38,7 +38,7 @@ export const VEHICLE_EVENTS: DerivedMeasurement = {
     {
       name: 'event',
       description:
-        '`alert_<flag>_raised` / `_cleared`, `ignition_on` / `_off`, `charging_started` / `_stopped`, `idle_started` / `_ended`, `overspeed_started` / `_ended`, `moved_while_off`, `geofence_entered` / `_exited`, `soc_low` / `soc_recovered`, `battery_swapped`, `silent`, `back`',
+        '`alert_<flag>_raised` / `_cleared`, `ignition_on` / `_off`, `charging_started` / `_stopped`, `idle_started` / `_ended`, `overspeed_started` / `_ended`, `moved_while_off`, `geofence_entered` / `_exited`, `soc_low` / `soc_recovered`, `battery_swapped`, `soc_drain_while_parked`, `silent`, `back`',
     },
     { name: 'geofence', description: 'geofence events: the geofence’s name' },
     { name: 'geofence_kind', description: 'geofence events: its kind (depot, charging, customer, restricted, other)' },
@@ -62,6 +62,9 @@ export const VEHICLE_EVENTS: DerivedMeasurement = {
     { name: 'bms_id_new', description: '`battery_swapped`: the BMS id after' },
     { name: 'bat_id_old', description: '`battery_swapped`: the first battery’s id before (when it changed)' },
     { name: 'bat_id_new', description: '`battery_swapped`: the first battery’s id after' },
+    { name: 'soc_from', unit: '%', description: '`soc_drain_while_parked`: the highest soc within SOC_DRAIN_WINDOW before' },
+    { name: 'soc_to', unit: '%', description: '`soc_drain_while_parked`: the soc that reached the fall' },
+    { name: 'over_s', unit: 's', description: '`soc_drain_while_parked`: since the soc last read `soc_from`' },
     { name: 'crossed', unit: '0/1', description: 'geofence events: 1 when a step between two fixes passed through it (neither fix inside)' },
     { name: 'energy_wh', unit: 'Wh', description: '`charging_stopped`: the energy charged' },
     { name: 'late', unit: '0/1', description: 'an alarm raised by a record too late for its window: 1' },

@@ -53,6 +53,7 @@ function historyLines(vehicleno: string): string[] {
     event('idle_started', 250, { value: 1, lat: 13.0321, lng: 77.6412 }),
     event('idle_ended', 242, { value: 0, lat: 13.0321, lng: 77.6412, duration_s: 480 }),
     event('soc_low', 150, { value: 1, soc: 19, battery_voltage: 47.9 }),
+    event('soc_drain_while_parked', 130, { value: 1, soc_from: 64, soc_to: 58, over_s: 7_200 }),
     event('battery_swapped', 140, { value: 1, bms_id_old: 410_233, bms_id_new: 733_019, soc: 96 }),
     event('moved_while_off', 200, { value: 1, distance_m: 420, lat: 13.0359, lng: 77.6412, parked_lat: 13.0321, parked_lng: 77.6412 }),
     formatLine('vehicle_events', { vehicleno, event: 'geofence_entered', geofence: 'Depot A', geofence_kind: 'depot' }, { value: 1, geofence_id: 1 }, at(238)),

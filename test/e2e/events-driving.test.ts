@@ -68,6 +68,9 @@ beforeAll(async () => {
   // Drive 1 min, park with the ignition off for 10 min, towed at 20 km/h for 3 min with it still off.
   await push(disordered(route('CW-TOWED', [{ seconds: 60, kmh: 36, ign: 1 }, { seconds: 600, kmh: 0, ign: 0 }, { seconds: 180, kmh: 20, ign: 0 }])));
   // A pack run down from 26 % to 16 % a point a minute, wandering 19–21 at the threshold, then charged to 36 %.
+  // Parked with the ignition off for 3 hours, a fix a minute; its pack losing a point every 20 minutes (the CAN in one bulk).
+  await push(Array.from({ length: 181 }, (_, j) => ({ vehicleno: 'CW-DRAIN', type: 'gps', data: { time: T0 + j * 60 * S, lat: 12.95, lng: 77.59, alti: 900, speed: 0, ignstatus: 0 } })));
+  await push(Array.from({ length: 181 }, (_, j) => ({ vehicleno: 'CW-DRAIN', type: 'can', data: { time: T0 + j * 60 * S + 500, soc: 70 - Math.floor(j / 20) } }) as unknown as Rec));
   // At 16 % its pack is swapped for a full one at a station (the BMS id changes).
   const socs = [26, 24, 22, 21, 20, 21, 19, 21, 20, 18, 16, 20, 25, 29, 30, 33, 36];
   await push(socs.map((soc, j) => ({ vehicleno: 'CW-LOW', type: 'can', data: { time: T0 + j * 60 * S, soc, battery_voltage: 48 + soc / 10, bms_id: j < 11 ? 410_233 : 733_019 } }) as unknown as Rec));
@@ -118,6 +121,11 @@ describe('where and how vehicles drive, shuffled and duplicated', () => {
       [T0 + 14 * 60 * S, 'soc_recovered', 30],
     ]);
     expect(rows[1]).toMatchObject({ bms_id_old: 410_233, bms_id_new: 733_019 });
+  });
+
+  it('parked with the ignition off, its charge falling 5 points: soc_drain_while_parked once', async () => {
+    const rows = await events('CW-DRAIN', 1);
+    expect(rows.map((r) => [r.time, r.event, r.soc_from, r.soc_to])).toEqual([[T0 + 100 * 60 * S + 500, 'soc_drain_while_parked', 70, 65]]);
   });
 
   it('towed with the ignition off: moved_while_off once, 300 m from where it parked, counted for the alert', async () => {

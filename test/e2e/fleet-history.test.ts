@@ -277,13 +277,18 @@ describe('the history queries of docs/analysts.md', () => {
       event(OTHER, 'soc_low', ago(30), { value: 1, soc: 19, battery_voltage: 47.9 }),
       event(OTHER, 'soc_recovered', ago(20), { value: 0, soc: 31 }),
       event(V, 'battery_swapped', ago(15), { value: 1, bms_id_old: 410_233, bms_id_new: 733_019, soc: 96 }),
+      event(OTHER, 'soc_drain_while_parked', ago(5), { value: 1, soc_from: 64, soc_to: 58, over_s: 7_200 }),
     ];
     const res = await fetch(`${inject('influxRawUrl')}/write?db=${docDb}&precision=ms`, { method: 'POST', body: lines.join('\n') });
     expect(res.status).toBe(204);
   });
 
-  it('are the thirteen questions the guide asks of the history', () => {
-    expect(queries).toHaveLength(13);
+  it('are the fourteen questions the guide asks of the history', () => {
+    expect(queries).toHaveLength(14);
+  });
+
+  it('charge drained while parked', async () => {
+    expect((await run(queries[13]!)).map((r) => [r.vehicleno, r.time, r.soc_from, r.soc_to, r.over_s])).toEqual([[OTHER, ago(5), 64, 58, 7_200]]);
   });
 
   it('battery swaps, with the ids before and after', async () => {

@@ -15,6 +15,7 @@ import { TOWING_SLICE, towingRecord, type TowingState } from './detectors/towing
 import { GEOFENCES_SLICE, geofencesRecord, type GeofencesState } from './detectors/geofences.js';
 import { SOC_LOW_SLICE, socLowRecord, type SocLowState } from './detectors/socLow.js';
 import { BATTERY_SWAP_SLICE, batterySwapRecord, type BatterySwapState } from './detectors/batterySwap.js';
+import { DRAIN_SLICE, drainRecord, type DrainState } from './detectors/drain.js';
 
 /**
  * Vehicle events: per vehicle, by record time, alarms raised and cleared, ignition on and off, trips and
@@ -49,6 +50,7 @@ export interface VehicleState {
   geofences: GeofencesState;
   socLow: SocLowState;
   batterySwap: BatterySwapState;
+  drain: DrainState;
 }
 
 /** The slices of a state, each under its frozen id (`wire.ts` stores them so). */
@@ -67,6 +69,7 @@ export const SLICES = {
   geofences: GEOFENCES_SLICE,
   socLow: SOC_LOW_SLICE,
   batterySwap: BATTERY_SWAP_SLICE,
+  drain: DRAIN_SLICE,
 } satisfies { [K in Exclude<keyof VehicleState, 'streams'>]: Slice<VehicleState[K]> };
 
 export function newState(): VehicleState {
@@ -88,6 +91,7 @@ export function newState(): VehicleState {
     geofences: SLICES.geofences.fresh(),
     socLow: SLICES.socLow.fresh(),
     batterySwap: SLICES.batterySwap.fresh(),
+    drain: SLICES.drain.fresh(),
   };
 }
 
@@ -261,6 +265,8 @@ function apply(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord)
   if (plan.bmsId >= 0 || plan.batteryId >= 0) batterySwapRecord(ctx, s.batterySwap, r, plan);
   if (plan.alarms.length > 0) alarmRecord(ctx, s.alarms, r, plan, s.soc.latest);
   if (charges) chargingRecord(ctx, s.charging, r, plan, s.soc, s.track);
+  // After charging: a record that starts a session is not a drain.
+  if (plan.soc >= 0 && plan.lat < 0) drainRecord(ctx, s.drain, r, plan, s.ignition, s.track, s.charging);
 }
 
 // ---- stable ids ---------------------------------------------------------------------------------

@@ -52,6 +52,8 @@ export function deriveOptions(cfg: Config): DeriveOptions {
     speedLimitPreferLowest: cfg.SPEED_LIMIT_PREFER_LOWEST === 'on',
     socLowPercent: cfg.SOC_LOW,
     socRecoveredPercent: cfg.SOC_RECOVERED,
+    socDrainMinPercent: cfg.SOC_DRAIN_MIN,
+    socDrainWindowMs: cfg.SOC_DRAIN_WINDOW,
     idleMs: cfg.EVENTS_WINDOW,
     maxPending: DEFAULT_DERIVE_OPTIONS.maxPending,
   };

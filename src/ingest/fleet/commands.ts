@@ -210,7 +210,7 @@ With --event and no --vehicle, that event of every vehicle (which vehicle was to
 ${RANGE_HELP}  --event <name>     only this event: alert_<flag>_raised, alert_<flag>_cleared, ignition_on, ignition_off,
                      charging_started, charging_stopped, idle_started, idle_ended, overspeed_started,
                      overspeed_ended, moved_while_off, geofence_entered, geofence_exited, soc_low,
-                     soc_recovered, battery_swapped, silent or back
+                     soc_recovered, battery_swapped, soc_drain_while_parked, silent or back
 
 Alarm flags: ${wrap(ALARM_FLAGS.join(', '), 100, '  ')}
 

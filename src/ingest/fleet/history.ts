@@ -31,6 +31,7 @@ export const EVENT_NAMES: readonly string[] = [
   'soc_low',
   'soc_recovered',
   'battery_swapped',
+  'soc_drain_while_parked',
   'silent',
   'back',
 ];

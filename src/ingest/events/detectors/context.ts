@@ -132,6 +132,9 @@ export interface DeriveOptions {
   /** A battery is low at or under socLowPercent, and recovered at or over socRecoveredPercent (hysteresis). */
   socLowPercent: number;
   socRecoveredPercent: number;
+  /** Parked (ignition off, standing, not charging), a soc falling this many points within socDrainWindowMs is a drain. */
+  socDrainMinPercent: number;
+  socDrainWindowMs: number;
   /** Where SPEED_LIMIT and geofences' limits both apply: the lowest (Traccar's preferLowest); else a geofence's overrides the fleet's. */
   speedLimitPreferLowest: boolean;
   /** A stream's pending records are all committed once nothing arrived for this long (wall time). */
@@ -160,6 +163,8 @@ export const DEFAULT_DERIVE_OPTIONS: Readonly<DeriveOptions> = Object.freeze({
   geofenceMinDwellMs: 60_000,
   socLowPercent: 20,
   socRecoveredPercent: 30,
+  socDrainMinPercent: 5,
+  socDrainWindowMs: 6 * 3_600_000,
   speedLimitPreferLowest: true,
   idleMs: 30_000,
   maxPending: 4096,

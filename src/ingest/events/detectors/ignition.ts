@@ -1,19 +1,33 @@
 import { SPEED, valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
-import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
+import { emitEvent, type Context, type Slice } from './context.js';
+import { zeros } from '../pending.js';
 
 /**
  * Ignition (Traccar's IgnitionEventHandler): `ignition_on` / `ignition_off` when a record's ignition
  * flips; a vehicle's first record emits `ignition_on` if at 1, nothing if at 0. Fields: the record's
- * position and speed.
+ * position and speed. Keeps the last FLIP_RING changes (the first value seen counts as one), so the CAN
+ * stream can ask whether the ignition was off at a record's time (`ignitionAt`).
  */
 export interface IgnitionState {
   /** 1 on, 0 off. */
   on: number;
+  /** +t switched on at t, -t off at t (the first value seen too): flipN of them, the next at flipAt. */
+  flips: number[];
+  flipN: number;
+  flipAt: number;
 }
+
+export const FLIP_RING = 8;
 
 export function ignitionRecord(ctx: Context, s: IgnitionState, r: StreamRecord, plan: StreamPlan): void {
   const ign = valueOf(r, plan.ignition);
-  if ((ign !== 0 && ign !== 1) || ign === s.on) return;
+  if (ign !== 0 && ign !== 1) return;
+  const first = s.flipN === 0;
+  if (ign === s.on && !first) return;
+  s.flips[s.flipAt] = ign === 1 ? r.time : -r.time;
+  s.flipAt = (s.flipAt + 1) % FLIP_RING;
+  if (s.flipN < FLIP_RING) s.flipN++;
+  if (ign === s.on) return; // a first record at 0: known off, nothing to tell
   s.on = ign;
   const f: Record<string, number> = {};
   const lat = valueOf(r, plan.lat);
@@ -27,4 +41,42 @@ export function ignitionRecord(ctx: Context, s: IgnitionState, r: StreamRecord, 
   emitEvent(ctx, ign === 1 ? 'ignition_on' : 'ignition_off', r.time, ign, f);
 }
 
-export const IGNITION_SLICE: Slice<IgnitionState> = flatSlice(3, 'ignition', ['on'], () => ({ on: 0 }));
+/**
+ * The ignition at `time` (1 on, 0 off; undefined: not known, no ignition seen by then): exact once the
+ * GPS stream has committed a record past `time`, else its latest; before the changes remembered, the
+ * state before the oldest.
+ */
+export function ignitionAt(s: IgnitionState, time: number): number | undefined {
+  let oldest: number | undefined;
+  for (let j = 1; j <= s.flipN; j++) {
+    const x = s.flips[(s.flipAt - j + FLIP_RING) % FLIP_RING]!;
+    if (Math.abs(x) <= time) return x > 0 ? 1 : 0;
+    oldest = x;
+  }
+  return oldest === undefined || s.flipN < FLIP_RING ? undefined : oldest > 0 ? 0 : 1;
+}
+
+export const IGNITION_SLICE: Slice<IgnitionState> = {
+  id: 3,
+  name: 'ignition',
+  fresh: () => ({ on: 0, flips: zeros(FLIP_RING), flipN: 0, flipAt: 0 }),
+  save(s, out, at) {
+    out[at] = s.on;
+    out[at + 1] = s.flipN;
+    out[at + 2] = s.flipAt;
+    for (let j = 0; j < FLIP_RING; j++) out[at + 3 + j] = s.flips[j]!;
+    return at + 3 + FLIP_RING;
+  },
+  load(x) {
+    const s = IGNITION_SLICE.fresh();
+    s.on = x(0) === 1 ? 1 : 0;
+    // Stored before the changes were kept: none known.
+    const n = x(1);
+    if (n === n) {
+      s.flipN = n;
+      s.flipAt = x(2);
+      for (let j = 0; j < FLIP_RING; j++) s.flips[j] = x(3 + j);
+    }
+    return s;
+  },
+};
