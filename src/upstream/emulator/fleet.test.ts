@@ -150,3 +150,28 @@ describe('what an analyst should find in the fleet', () => {
     expect(fleet.reportsAt(fleet.vehicles[1]!, 5_000)).toBe(true);
   });
 });
+
+describe('battery swaps', () => {
+  it('a third of the fleet gets another pack at each cycle’s charging segment: bms_id and bat_id_1 change there, and only there', () => {
+    let swappers = 0;
+    for (const v of fleet.vehicles) {
+      const ids = new Set<number>();
+      let changes = 0;
+      let last: number | undefined;
+      for (let t = NOW; t <= NOW + 7 * DAY; t += 30 * 60_000) {
+        const s = fleet.canStateAt(v, t);
+        ids.add(s.bms_id as number);
+        if (last !== undefined && s.bms_id !== last) {
+          changes++;
+          expect(fleet.activityAt(v, t)).toBe('charging');
+          expect(String(s.bms_id)).toHaveLength(6);
+          expect(String(s.bat_id_1)).toHaveLength(7);
+        }
+        last = s.bms_id as number;
+      }
+      if (changes > 0) swappers++;
+    }
+    expect(swappers).toBeGreaterThan(0);
+    expect(swappers).toBeLessThan(fleet.vehicles.length);
+  });
+});

@@ -42,6 +42,13 @@ const SALT_ALERT = 9;
 const SALT_ALERT_FLAG = 10;
 const SALT_IDLE = 11;
 const SALT_TOW = 12;
+const SALT_SWAP = 13;
+
+/**
+ * A third of the fleet runs on swapped packs (a leased-battery scheme): such a vehicle gets another pack
+ * (another bms_id and bat_id_1) at the start of each cycle's charging segment, at the depot's station.
+ */
+const SWAP_SHARE = 1 / 3;
 
 /** A quarter of drives begin with the ignition on and the vehicle standing this long (warming up, loading): idling. */
 const IDLE_START_MS = 6 * 60_000;
@@ -282,6 +289,19 @@ export class Fleet {
     };
   }
 
+  /**
+   * A pack id in `cycle`: the profile's, or for a vehicle on swapped packs one of the cycle's (a new pack
+   * from its charging segment on), so bms_id and bat_id_1 change at each swap.
+   */
+  private packOf(v: VehicleProfile, cycle: number, s: Segment, id: number): number {
+    if (unitAt(this.seed, v.index, SALT_SWAP) >= SWAP_SHARE) return id;
+    const swapped = s.activity === 'charging' ? cycle + 1 : cycle;
+    if (swapped === 0) return id;
+    // As many digits as the profile's: a BMS id of six, a battery id of seven.
+    const low = id >= 1_000_000 ? 1_000_000 : 100_000;
+    return low + (hash32(this.seed, v.index, swapped, id) % (9 * low));
+  }
+
   /** Whether a drive begins by idling IDLE_START_MS (a quarter of drives do). */
   private idlesFirst(v: VehicleProfile, s: Segment): boolean {
     return s.activity === 'driving' && unitAt(this.seed, v.index, s.startMs, SALT_IDLE) < IDLE_START_SHARE;
@@ -351,12 +371,12 @@ export class Fleet {
       charge_cycle: b.baseChargeCycles + Math.max(0, plan.cycle - this.cycleIndex(v, CHARGE_COUNT_EPOCH_MS)),
       chemistry: b.chemistry,
       load_status: activity === 'driving' ? 1 : activity === 'charging' ? 2 : 0,
-      bms_id: b.bmsId,
+      bms_id: this.packOf(v, plan.cycle, segment, b.bmsId),
       no_of_cells: b.cells,
       no_of_temperature_sensors: b.temperatureSensors,
     };
     b.batteryIds.forEach((id, i) => {
-      state[`bat_id_${i + 1}`] = id;
+      state[`bat_id_${i + 1}`] = i === 0 ? this.packOf(v, plan.cycle, segment, id) : id;
     });
     cells.forEach((c, i) => {
       state[`cell_voltage_${two(i + 1)}`] = c;
