@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { mulberry32 } from '../../upstream/emulator/prng.js';
 import { ALARM_FIELDS } from '../../telemetry/fields.js';
 import { DERIVE_FIELDS, eventId, flush, ingest, newState, pendingCount, sessionId, tripId, type DeriveOptions, type Derived, type DerivedEvent, type EventInput, type Trip } from './derive.js';
-import { MEAN_EARTH_RADIUS_M, haversineM } from './geo.js';
+import { MEAN_EARTH_RADIUS_M, haversineM } from '../../telemetry/geo.js';
 import { STREAMS } from './inputs.js';
 import { writeCommitted, writePending } from './wire.js';
 import { parseGeofences } from '../geofences/geofence.js';

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import booleanPointInPolygon from '@turf/boolean-point-in-polygon';
 import circle from '@turf/circle';
 import type { Feature, MultiPolygon, Point, Polygon } from 'geojson';
-import { haversineM } from '../events/geo.js';
+import { haversineM } from '../../telemetry/geo.js';
 
 /**
  * A geofence: a named area of the fleet's (a depot, a charging point, a customer, a restricted zone) as

@@ -3,7 +3,7 @@ import bbox from '@turf/bbox';
 import lineIntersect from '@turf/line-intersect';
 import { lineString } from '@turf/helpers';
 import type { Feature, MultiPolygon, Polygon } from 'geojson';
-import { haversineM } from '../events/geo.js';
+import { haversineM } from '../../telemetry/geo.js';
 import { areaOf, contains, holdsAt, type Geofence } from './geofence.js';
 
 /**

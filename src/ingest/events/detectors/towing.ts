@@ -1,4 +1,4 @@
-import { haversineM } from '../geo.js';
+import { haversineM } from '../../../telemetry/geo.js';
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
 import type { Step, TrackState } from './track.js';

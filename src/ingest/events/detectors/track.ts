@@ -1,4 +1,4 @@
-import { haversineM } from '../geo.js';
+import { haversineM } from '../../../telemetry/geo.js';
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { orNaN, type DeriveOptions, type Slice } from './context.js';
 import { zeros } from '../pending.js';

@@ -1,4 +1,4 @@
-/** Distances between fixes, for trips. */
+/** Distances between fixes: the track's steps (events), towing's and a circle geofence's radius. */
 
 /** The mean Earth radius (IUGG, (2a + b) / 3 of WGS 84), metres: the sphere haversine distances are on. */
 export const MEAN_EARTH_RADIUS_M = 6_371_008.8;
