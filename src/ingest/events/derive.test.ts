@@ -9,6 +9,7 @@ import { STREAMS } from './inputs.js';
 import { writeCommitted, writePending } from './wire.js';
 import { parseGeofences } from '../geofences/geofence.js';
 import { GeofenceLookup } from '../geofences/lookup.js';
+import { cases } from '../../../test/harness/short.js';
 import { can, collect, gps, named, OPTS, roundTrip, runOrdered, sorted, T0, V, type Named } from './events.testkit.js';
 
 /**
@@ -244,18 +245,18 @@ describe('exactly once, whatever order', () => {
         seen.alarms += ordered.events.filter((e) => e.event.startsWith('alert_')).length;
         seen.ignitions += ordered.events.filter((e) => e.event.startsWith('ignition_')).length;
       }),
-      { numRuns: 40 },
+      { numRuns: cases(40) },
     );
     // The histories exercised every kind of output.
-    expect(seen.trips).toBeGreaterThan(20);
-    expect(seen.sessions).toBeGreaterThan(10);
-    expect(seen.alarms).toBeGreaterThan(100);
-    expect(seen.ignitions).toBeGreaterThan(100);
-    expect(seen.stops).toBeGreaterThan(10);
-    expect(seen.idle).toBeGreaterThan(5);
-    expect(seen.overspeed).toBeGreaterThan(10);
-    expect(seen.towed).toBeGreaterThan(5);
-    expect(seen.geofences).toBeGreaterThan(20);
+    expect(seen.trips).toBeGreaterThan(cases(20));
+    expect(seen.sessions).toBeGreaterThan(cases(10));
+    expect(seen.alarms).toBeGreaterThan(cases(100));
+    expect(seen.ignitions).toBeGreaterThan(cases(100));
+    expect(seen.stops).toBeGreaterThan(cases(10));
+    expect(seen.idle).toBeGreaterThan(cases(5));
+    expect(seen.overspeed).toBeGreaterThan(cases(10));
+    expect(seen.towed).toBeGreaterThan(cases(5));
+    expect(seen.geofences).toBeGreaterThan(cases(20));
   });
 
   it('a CAN stream pushed in 60-s or 5-min bulks behind a realtime GPS stream derives what it would in step', () => {
@@ -276,10 +277,10 @@ describe('exactly once, whatever order', () => {
         sessions += ordered.sessions.length;
         alarms += ordered.events.filter((e) => e.event.startsWith('alert_')).length;
       }),
-      { numRuns: 30 },
+      { numRuns: cases(30) },
     );
-    expect(sessions).toBeGreaterThan(5);
-    expect(alarms).toBeGreaterThan(100);
+    expect(sessions).toBeGreaterThan(cases(5));
+    expect(alarms).toBeGreaterThan(cases(100));
   });
 
   it('a committed record delivered again is a duplicate while among its stream’s last 32 committed, then late', () => {

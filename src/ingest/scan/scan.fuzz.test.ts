@@ -11,6 +11,7 @@ import { rangeRules } from '../plausibility/rules.js';
 import { RecordSorter, type PushFacts } from '../receive/sort.js';
 import type { QuarantineOrigin } from '../queue/quarantine.js';
 import { mulberry32 } from '../../upstream/emulator/prng.js';
+import { cases } from '../../../test/harness/short.js';
 import { scanPush } from './scan.js';
 const CAN_FIELDS = fieldNames('can');
 const GPS_FIELDS = fieldNames('gps');
@@ -305,7 +306,7 @@ describe('the scanner (scan.ts) against the general path', () => {
     let records = 0;
     let declined = 0;
     let compared = 0;
-    for (let n = 0; n < 6_000; n++) {
+    for (let n = 0; n < cases(6_000); n++) {
       const rnd = mulberry32(n + 1);
       const hostile = n % 3 !== 0;
       const { text, shape } = push(rnd, hostile);
@@ -349,7 +350,7 @@ describe('the scanner (scan.ts) against the general path', () => {
     }
     // The benign third: plain records are read by the scanner, not handed over.
     expect(plain / records).toBeGreaterThan(0.9);
-    expect(declined).toBeGreaterThan(100);
-    expect(compared).toBeGreaterThan(100);
+    expect(declined).toBeGreaterThan(cases(100));
+    expect(compared).toBeGreaterThan(cases(100));
   });
 });
