@@ -83,6 +83,8 @@ export interface SoakReport {
     overspeeds: number;
     movedWhileOff: number;
     geofencesEntered: number;
+    batterySwaps: number;
+    socLow: number;
     late: number;
     duplicate: number;
   } | null;
@@ -281,6 +283,8 @@ export async function runSoak(opts: SoakOptions): Promise<{ report: SoakReport; 
             overspeeds: sum('telematics_vehicle_events_total', { event: 'overspeed_ended' }),
             movedWhileOff: sum('telematics_vehicle_events_total', { event: 'moved_while_off' }),
             geofencesEntered: sum('telematics_vehicle_events_total', { event: 'geofence_entered' }),
+            batterySwaps: sum('telematics_vehicle_events_total', { event: 'battery_swapped' }),
+            socLow: sum('telematics_vehicle_events_total', { event: 'soc_low' }),
             late: sum('telematics_vehicle_events_late_total'),
             duplicate: sum('telematics_vehicle_events_duplicate_total'),
           }
