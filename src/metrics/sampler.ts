@@ -32,3 +32,43 @@ export function sampleEvery(intervalMs: number, sample: () => Promise<void>, opt
   void tick();
   return { stop: () => clearInterval(timer) };
 }
+
+/**
+ * A value read from elsewhere (a registry in Redis: the geofences, the speed limits) and read again only
+ * when its version moves on, polled every `everyMs`. Until the first read, `empty`; while the source is
+ * away, the last value read holds (`onError` is told).
+ */
+export class VersionedWatch<T extends { readonly version: number }> {
+  private value: T;
+  private read = false;
+  private sampler: Sampler | undefined;
+
+  constructor(
+    private readonly source: { version(): Promise<number>; read(): Promise<T> },
+    empty: T,
+    private readonly onError?: (err: unknown) => void,
+    private readonly everyMs = 2_000,
+  ) {
+    this.value = empty;
+  }
+
+  get current(): T {
+    return this.value;
+  }
+
+  /** Reads the source if its version moved on; resolves once this view is its latest. */
+  async refresh(): Promise<void> {
+    if (this.read && (await this.source.version()) === this.value.version) return;
+    this.value = await this.source.read();
+    this.read = true;
+  }
+
+  start(): void {
+    this.sampler ??= sampleEvery(this.everyMs, () => this.refresh(), this.onError ? { onError: this.onError } : {});
+  }
+
+  stop(): void {
+    this.sampler?.stop();
+    this.sampler = undefined;
+  }
+}

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { RedisClient } from '../../redis/connect.js';
 import type { Logger } from '../../log/index.js';
-import { sampleEvery, type Sampler } from '../../metrics/sampler.js';
+import { VersionedWatch } from '../../metrics/sampler.js';
 import { GeofenceLookup } from './lookup.js';
 import { parseGeofences, type Geofence, type GeofenceInput } from './geofence.js';
 
@@ -118,40 +118,14 @@ export function parseGeofencesFile(path: string): GeofenceInput[] {
   }
 }
 
-/**
- * A worker's view of the registry: the lookup of its latest version, read again whenever the version
- * moves on (polled every WATCH_EVERY_MS). Until the first read, no geofences.
- */
-export class GeofenceWatch {
-  private lookup: GeofenceLookup = new GeofenceLookup([]);
-  private read = false;
-  private sampler: Sampler | undefined;
-
-  constructor(
-    private readonly registry: GeofenceRegistry,
-    private readonly log?: Logger,
-    private readonly everyMs = WATCH_EVERY_MS,
-  ) {}
-
-  get current(): GeofenceLookup {
-    return this.lookup;
-  }
-
-  /** Reads the registry if it moved on; resolves once this view is its latest. */
-  async refresh(): Promise<void> {
-    if (this.read && (await this.registry.version()) === this.lookup.version) return;
-    this.lookup = await this.registry.lookup();
-    this.read = true;
-  }
-
-  start(): void {
-    this.sampler ??= sampleEvery(this.everyMs, () => this.refresh(), {
-      onError: (err) => this.log?.warn({ err: (err as Error).message }, 'geofences: reading the registry failed; the last read ones hold meanwhile'),
-    });
-  }
-
-  stop(): void {
-    this.sampler?.stop();
-    this.sampler = undefined;
+/** A worker's view of the registry: the lookup of its latest version (an empty one until the first read). */
+export class GeofenceWatch extends VersionedWatch<GeofenceLookup> {
+  constructor(registry: GeofenceRegistry, log?: Logger, everyMs = WATCH_EVERY_MS) {
+    super(
+      { version: () => registry.version(), read: () => registry.lookup() },
+      new GeofenceLookup([]),
+      (err) => log?.warn({ err: (err as Error).message }, 'geofences: reading the registry failed; the last read ones hold meanwhile'),
+      everyMs,
+    );
   }
 }

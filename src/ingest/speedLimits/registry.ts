@@ -1,6 +1,6 @@
 import type { RedisClient } from '../../redis/connect.js';
 import type { Logger } from '../../log/index.js';
-import { sampleEvery, type Sampler } from '../../metrics/sampler.js';
+import { VersionedWatch } from '../../metrics/sampler.js';
 
 /**
  * Per-vehicle speed limits (a scooter capped at 25 km/h, a three-wheeler at 40), beside the fleet's
@@ -73,36 +73,14 @@ export class SpeedLimitRegistry {
   }
 }
 
-/** A worker's view of the limits: read again whenever their version moves on (polled every WATCH_EVERY_MS). */
-export class SpeedLimitWatch {
-  private limits = new SpeedLimits();
-  private read = false;
-  private sampler: Sampler | undefined;
-
-  constructor(
-    private readonly registry: SpeedLimitRegistry,
-    private readonly log?: Logger,
-    private readonly everyMs = WATCH_EVERY_MS,
-  ) {}
-
-  get current(): SpeedLimits {
-    return this.limits;
-  }
-
-  async refresh(): Promise<void> {
-    if (this.read && (await this.registry.version()) === this.limits.version) return;
-    this.limits = await this.registry.read();
-    this.read = true;
-  }
-
-  start(): void {
-    this.sampler ??= sampleEvery(this.everyMs, () => this.refresh(), {
-      onError: (err) => this.log?.warn({ err: (err as Error).message }, 'speed limits: reading the registry failed; the last read ones hold meanwhile'),
-    });
-  }
-
-  stop(): void {
-    this.sampler?.stop();
-    this.sampler = undefined;
+/** A worker's view of the limits, read again whenever their version moves on (none until the first read). */
+export class SpeedLimitWatch extends VersionedWatch<SpeedLimits> {
+  constructor(registry: SpeedLimitRegistry, log?: Logger, everyMs = WATCH_EVERY_MS) {
+    super(
+      { version: () => registry.version(), read: () => registry.read() },
+      new SpeedLimits(),
+      (err) => log?.warn({ err: (err as Error).message }, 'speed limits: reading the registry failed; the last read ones hold meanwhile'),
+      everyMs,
+    );
   }
 }

@@ -107,6 +107,9 @@ export function chargingRecord(ctx: Context, s: ChargingState, r: StreamRecord, 
   }
 }
 
+/** Whether a session is under way or may be starting (charging by current alone, not yet long enough). */
+export const chargingUnderWay = (s: ChargingState): boolean => s.phase !== NOT;
+
 /** A soc the CAN stream committed: the open session's, if it had none at its start. */
 export function chargingSoc(s: ChargingState, soc: number): void {
   if (s.phase !== NOT && s.startSoc !== s.startSoc) s.startSoc = soc;

@@ -1,6 +1,6 @@
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
-import type { ChargingState } from './charging.js';
+import { chargingUnderWay, type ChargingState } from './charging.js';
 import { ignitionAt, type IgnitionState } from './ignition.js';
 import { movingAt, type TrackState } from './track.js';
 
@@ -23,7 +23,7 @@ export interface DrainState {
 export function drainRecord(ctx: Context, s: DrainState, r: StreamRecord, plan: StreamPlan, ignition: IgnitionState, track: TrackState, charging: ChargingState): void {
   const soc = valueOf(r, plan.soc);
   if (soc === undefined) return;
-  const parked = ignitionAt(ignition, r.time) === 0 && !movingAt(track, r.time) && charging.phase === 0;
+  const parked = ignitionAt(ignition, r.time) === 0 && !movingAt(track, r.time) && !chargingUnderWay(charging);
   if (!parked) {
     s.maxSoc = s.maxAt = NaN;
     s.told = 0;
