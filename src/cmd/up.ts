@@ -4,7 +4,8 @@
  * (with its /api/v2/write front) when REDIS_URL / INFLUX_URL are not set, installing the
  * Debian packages first when run as root, then receiver and worker in one process; pushes a
  * sample and prints it as queried back from InfluxDB. Ctrl-C stops everything.
- * `npm run up -- --feed [records/s]` also keeps the emulator's push feed running against it; with
+ * `npm run up -- --feed [records/s]` also keeps the emulator's push feed running against it, and serves
+ * the emulator's operations as UPSTREAM_URL, so the feed's fuel history is synced (its thefts, refuels); with
  * `--sign` the demo sender signs every push (Standard Webhooks) and the service requires it;
  * `--influx-profile 3-core` (or `2`, `serverless`, `3-core-v3`: Core written through /api/v3/write_lp) has the private InfluxDB answer as that server does
  * (src/devstack/v2front.ts).
@@ -18,6 +19,7 @@ import { startRedis, type LocalRedis } from '../devstack/redis.js';
 import { influxQL, startInflux, type LocalInflux } from '../devstack/influxd.js';
 import { PROFILES, type InfluxProfile } from '../devstack/v2front.js';
 import { runFeed } from '../upstream/emulator/feed.js';
+import { startEmulator } from '../upstream/emulator/index.js';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -123,10 +125,11 @@ async function startReadyService(cfg: Config): Promise<RunningService> {
 }
 
 /** Ctrl-C (or SIGTERM) stops the feed, the service and the private servers; the signal returned aborts the feed. */
-function stopOnSignal(service: RunningService, servers: PrivateServers): AbortSignal {
+function stopOnSignal(service: RunningService, servers: PrivateServers, upstream?: { close(): Promise<void> }): AbortSignal {
   const feedAbort = new AbortController();
   const stopAll = async () => {
     feedAbort.abort();
+    await upstream?.close();
     await service.close();
     await stopServers(servers);
   };
@@ -196,7 +199,7 @@ function startFeedIfAsked(url: string, token: string | undefined, signingSecret:
   const feedAt = process.argv.indexOf('--feed');
   if (feedAt < 0) return;
   const rate = Number(process.argv[feedAt + 1] ?? '') || 50;
-  say(`\nemulator push feed: ${rate} records/s of ${FEED_VEHICLES} vehicles, bulk and realtime mixed; their depots are geofences, SPEED_LIMIT 50`);
+  say(`\nemulator push feed: ${rate} records/s of ${FEED_VEHICLES} vehicles, bulk and realtime mixed; their depots are geofences, SPEED_LIMIT 50; their fuel history synced from the emulator every FUEL_SYNC_INTERVAL`);
   void runFeed({ url, token, ...(signingSecret ? { signingSecret } : {}), mode: 'mixed', rate, durationMs: 7 * 86_400_000, vehicles: FEED_VEHICLES, seed: 1, signal, maxAttempts: 20 });
 }
 
@@ -204,15 +207,23 @@ async function main(): Promise<void> {
   const env: Env = { ...process.env };
   // With a feed, its events are there to be seen: the emulator's fleet passes 50 km/h now and then, and
   // starts and ends its drives at its depots (each a 300-m geofence).
+  // Its fuel history is synced from the emulator's operations too, the last day's first: its thefts and refuels.
+  let upstream: Awaited<ReturnType<typeof startEmulator>> | undefined;
   if (process.argv.includes('--feed')) {
     env.SPEED_LIMIT ??= '50';
     env.GEOFENCES_FILE ??= writeFeedDepots();
+    if (!env.UPSTREAM_URL) {
+      upstream = await startEmulator({ fleet: Fleet.create({ seed: 1, size: FEED_VEHICLES }) });
+      env.UPSTREAM_URL = upstream.url;
+      env.UPSTREAM_TOKEN = upstream.token;
+      env.FUEL_SYNC_INTERVAL ??= '1m';
+    }
   }
   const servers = await startPrivateServers(env);
   const demo = addDemoSender(env);
   const cfg = await loadConfigOrStop(env, servers);
   const service = await startReadyService(cfg);
-  const feedSignal = stopOnSignal(service, servers);
+  const feedSignal = stopOnSignal(service, servers, upstream);
 
   const token = demo.token ?? process.env.PUSH_TOKEN;
   const push = await pushSample(service.url, token, demo.signingSecret);

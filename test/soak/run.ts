@@ -106,7 +106,7 @@ function printFigures(r: SoakReport, out: { csv: string; svg: string }): void {
   const ev = r.vehicleEvents;
   if (ev)
     say(
-      `vehicle events derived: ${ev.events} in all (the counter's series summed), ${ev.trips} trips, ${ev.chargingSessions} charging sessions, ${ev.ignitionsOn} ignitions on, ${ev.stops} stops, ${ev.idling} idlings, ${ev.overspeeds} overspeeds, ${ev.movedWhileOff} moved while off, ${ev.geofencesEntered} geofences entered, ${ev.batterySwaps} battery swaps, ${ev.socLow} batteries low; ${ev.late} records late, ${ev.duplicate} seen twice`,
+      `vehicle events derived: ${ev.events} in all (the counter's series summed), ${ev.trips} trips, ${ev.chargingSessions} charging sessions, ${ev.ignitionsOn} ignitions on, ${ev.stops} stops, ${ev.idling} idlings, ${ev.overspeeds} overspeeds, ${ev.movedWhileOff} moved while off, ${ev.geofencesEntered} geofences entered, ${ev.batterySwaps} battery swaps, ${ev.socLow} batteries low, ${ev.socDrains} drains while parked, ${ev.fuelDrops} fuel drops, ${ev.refuels} refuels; ${ev.late} records late, ${ev.duplicate} seen twice`,
     );
   for (const t of r.targets) say(`target ${t.met === null ? 'n/a ' : t.met ? 'met ' : 'MISSED'} ${t.name}: ${t.detail}`);
   for (const c of r.checks) say(`check ${c.ok === null ? 'n/a ' : c.ok ? 'ok  ' : 'FAIL'} ${c.name}: ${c.detail}`);

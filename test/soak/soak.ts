@@ -10,6 +10,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { depotGeofences, Fleet } from '../../src/upstream/emulator/fleet.js';
+import { startEmulator } from '../../src/upstream/emulator/index.js';
 import { infoField, metricSum, MiB, processSample, scrape, type ProcessSample, type PromSample } from './sample.js';
 
 export interface SoakOptions {
@@ -85,6 +86,9 @@ export interface SoakReport {
     geofencesEntered: number;
     batterySwaps: number;
     socLow: number;
+    socDrains: number;
+    fuelDrops: number;
+    refuels: number;
     late: number;
     duplicate: number;
   } | null;
@@ -140,7 +144,10 @@ export async function runSoak(opts: SoakOptions): Promise<{ report: SoakReport; 
   // 50, so the soak shows geofence and overspeed events beside the rest (unless --env sets otherwise).
   const depots = join(mkdtempSync(join(tmpdir(), 'soak-')), 'depots.geojson');
   writeFileSync(depots, JSON.stringify(depotGeofences(Fleet.create({ seed: opts.seed, size: opts.vehicles }))));
-  const env = { SPEED_LIMIT: '50', GEOFENCES_FILE: depots, ...opts.env };
+  // The emulator's operations are the upstream the fuel sync reads: the fleet's last day of fuel history
+  // (thefts, refuels) is judged at the first run.
+  const upstream = await startEmulator({ fleet: Fleet.create({ seed: opts.seed, size: opts.vehicles }) });
+  const env = { SPEED_LIMIT: '50', GEOFENCES_FILE: depots, UPSTREAM_URL: upstream.url, UPSTREAM_TOKEN: upstream.token, FUEL_SYNC_INTERVAL: '1m', ...opts.env };
   const stack = await startStack(env);
   const redis = new Redis(stack.redis.url, { maxRetriesPerRequest: 1, lazyConnect: false });
   redis.on('error', () => {});
@@ -285,6 +292,9 @@ export async function runSoak(opts: SoakOptions): Promise<{ report: SoakReport; 
             geofencesEntered: sum('telematics_vehicle_events_total', { event: 'geofence_entered' }),
             batterySwaps: sum('telematics_vehicle_events_total', { event: 'battery_swapped' }),
             socLow: sum('telematics_vehicle_events_total', { event: 'soc_low' }),
+            socDrains: sum('telematics_vehicle_events_total', { event: 'soc_drain_while_parked' }),
+            fuelDrops: sum('telematics_vehicle_events_total', { event: 'fuel_drop' }),
+            refuels: sum('telematics_vehicle_events_total', { event: 'fuel_refuel' }),
             late: sum('telematics_vehicle_events_late_total'),
             duplicate: sum('telematics_vehicle_events_duplicate_total'),
           }
@@ -376,6 +386,7 @@ export async function runSoak(opts: SoakOptions): Promise<{ report: SoakReport; 
     await Promise.allSettled(background);
     redis.disconnect();
     await stack.stop();
+    await upstream.close();
   }
 }
 

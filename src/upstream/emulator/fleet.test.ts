@@ -23,7 +23,7 @@ describe('fleet trajectories', () => {
     expect(fleet.canStateAt(v, NOW)).toEqual(other.canStateAt(w, NOW));
   });
 
-  it('drains fuel only while driving, refuels to 100 % and never goes below the reserve', () => {
+  it('drains fuel while driving, or siphoned while parked, refuels to 100 % and never goes below the reserve', () => {
     for (const v of fleet.vehicles) {
       const readings = fleet.fuelReadings(v, NOW - 3 * DAY, NOW, false);
       let refuels = 0;
@@ -36,12 +36,41 @@ describe('fleet trajectories', () => {
           refuels += 1;
           expect(cur.value).toBe(100);
         }
-        if (cur.value < prev.value) {
-          expect(fleet.activityAt(v, prev.time + READING_INTERVAL_MS / 2)).toBe('driving');
+        if (cur.value < prev.value && fleet.activityAt(v, prev.time + READING_INTERVAL_MS / 2) !== 'driving') {
+          // A theft: parked, 15 % of the tank over the half hour, 2.5 % a reading.
+          expect(fleet.activityAt(v, prev.time + READING_INTERVAL_MS / 2)).toBe('parked');
+          expect(prev.value - cur.value).toBeCloseTo(2.5, 1);
         }
       }
       expect(refuels).toBeGreaterThan(0);
     }
+  });
+
+  it('now and then fuel is siphoned, or a parked pack drains, so that fuel_drop and soc_drain_while_parked have something to tell', () => {
+    let thefts = 0;
+    let drains = 0;
+    for (const v of fleet.vehicles) {
+      for (let t = NOW; t < NOW + 14 * DAY; t += 30 * 60_000) {
+        if (fleet.activityAt(v, t + 1) !== 'parked') continue;
+        const fuel = fleet.fuelReadings(v, t, t + 30 * 60_000, false);
+        const fell = fuel[0]!.value - fuel[fuel.length - 1]!.value;
+        const soc = [fleet.canStateAt(v, t).soc!, fleet.canStateAt(v, t + 30 * 60_000 - 1).soc!];
+        if (fell > 0) {
+          thefts++;
+          expect(fell).toBeCloseTo(15, 1);
+          // The pack is not the tank: a theft leaves the charge as it was.
+          expect(soc[0]).toBe(soc[1]);
+        }
+        if (soc[0]! - soc[1]! > 0) {
+          drains++;
+          expect(soc[0]! - soc[1]!).toBeGreaterThanOrEqual(7);
+          expect(fleet.gpsAt(v, t + 15 * 60_000).ignstatus).toBe(0);
+          expect(fell).toBe(0);
+        }
+      }
+    }
+    expect(thefts).toBeGreaterThan(0);
+    expect(drains).toBeGreaterThan(0);
   });
 
   it('moves plausibly: under 75 km/h, ignition on exactly while driving (idling included), moving with it off only when towed', () => {

@@ -43,6 +43,17 @@ const SALT_ALERT_FLAG = 10;
 const SALT_IDLE = 11;
 const SALT_TOW = 12;
 const SALT_SWAP = 13;
+const SALT_THEFT = 14;
+
+/**
+ * One parked segment in fifty has THEFT_PERCENT of the tank siphoned over its half hour (a fuel_drop),
+ * and one in fifty the pack drains DRAIN_POINTS of charge (soc_drain_while_parked); neither next to a
+ * refuel, nor in a tow, nor below the reserve.
+ */
+const THEFT_SHARE = 0.02;
+const THEFT_PERCENT = 15;
+const DRAIN_SHARE = 0.02;
+const DRAIN_POINTS = 8;
 
 /**
  * A third of the fleet runs on swapped packs (a leased-battery scheme): such a vehicle gets another pack
@@ -107,6 +118,9 @@ interface Segment {
   /** Fuel in percent of the tank at the start and end of the segment. */
   fuelStart: number;
   fuelEnd: number;
+  /** The battery's state of charge (%) at the start and end of the segment (a charging segment ends at the next cycle's full). */
+  socStart: number;
+  socEnd: number;
 }
 
 /**
@@ -117,14 +131,12 @@ interface Segment {
 interface CyclePlan {
   startMs: number;
   cycle: number;
-  /** Per segment: activity, from lat, from lng, to lat, to lng, distance km, fuel start, fuel end. */
+  /** Per segment: activity, from lat, from lng, to lat, to lng, distance km, fuel start, fuel end, soc start, soc end. */
   packed: Float64Array;
-  socFull: number;
-  socNextFull: number;
 }
 
 const ACTIVITIES: readonly Activity[] = ['parked', 'driving', 'charging'];
-const SEGMENT_STRIDE = 8;
+const SEGMENT_STRIDE = 10;
 
 function segmentOf(plan: CyclePlan, k: number): Segment | undefined {
   const p = plan.packed;
@@ -138,6 +150,8 @@ function segmentOf(plan: CyclePlan, k: number): Segment | undefined {
     distanceKm: p[o + 5]!,
     fuelStart: p[o + 6]!,
     fuelEnd: p[o + 7]!,
+    socStart: p[o + 8]!,
+    socEnd: p[o + 9]!,
   };
 }
 
@@ -329,13 +343,8 @@ export class Fleet {
     const { plan, segment, frac } = this.locate(v, t);
     const b = v.battery;
     const activity = segment.activity;
-    const fuel = segment.fuelStart + (segment.fuelEnd - segment.fuelStart) * frac;
-    // The battery follows the day's driving (as the fuel does) and is recharged at the depot.
-    let soc = plan.socFull - 0.8 * (100 - fuel);
-    if (activity === 'charging') {
-      const from = plan.socFull - 0.8 * (100 - segment.fuelStart);
-      soc = from + (plan.socNextFull - from) * frac;
-    }
+    // The battery follows the day's driving (as the fuel does), now and then drains while parked, and is recharged at the depot.
+    const soc = segment.socStart + (segment.socEnd - segment.socStart) * frac;
     const socInt = Math.round(soc);
     const load = activity === 'driving' ? -0.03 : activity === 'charging' ? 0.05 : 0;
     const cells: number[] = [];
@@ -432,6 +441,7 @@ function buildPlan(seed: number, v: VehicleProfile, cycle: number): CyclePlan {
   const percentPerKm = (v.litresPerKm / v.tankLitres) * 100;
   let pos = v.depot;
   let fuel = 100; // refuelled to full at the start of every cycle
+  let soc = socFullAt(seed, v, cycle);
   const packed = new Float64Array(n * SEGMENT_STRIDE);
   for (let k = 0; k < n; k++) {
     const segStart = startMs + k * SEGMENT_MS;
@@ -461,18 +471,26 @@ function buildPlan(seed: number, v: VehicleProfile, cycle: number): CyclePlan {
       }
     }
     const km = activity === 'driving' ? distanceKm(pos, to) : 0;
-    const fuelEnd = fuel - km * percentPerKm;
-    packed.set([ACTIVITIES.indexOf(activity), pos.lat, pos.lng, to.lat, to.lng, km, fuel, fuelEnd], k * SEGMENT_STRIDE);
+    let fuelEnd = fuel - km * percentPerKm;
+    let socEnd = soc - 0.8 * km * percentPerKm;
+    // Parked, neither next to a refuel nor towed: now and then fuel is siphoned, or the pack drains (a fault).
+    if (activity === 'parked' && k > 1 && k < n - 2 && unitAt(seed, v.index, segStart, SALT_TOW) >= TOW_SHARE) {
+      const u = unitAt(seed, v.index, cycle, k, SALT_THEFT);
+      if (u < THEFT_SHARE && fuel - THEFT_PERCENT >= RESERVE_PERCENT) fuelEnd = fuel - THEFT_PERCENT;
+      else if (u >= 1 - DRAIN_SHARE && soc - DRAIN_POINTS >= 20) socEnd = soc - DRAIN_POINTS;
+    }
+    if (activity === 'charging') socEnd = socFullAt(seed, v, cycle + 1);
+    packed.set([ACTIVITIES.indexOf(activity), pos.lat, pos.lng, to.lat, to.lng, km, fuel, fuelEnd, soc, socEnd], k * SEGMENT_STRIDE);
     pos = to;
     fuel = fuelEnd;
+    soc = socEnd;
   }
-  return {
-    startMs,
-    cycle,
-    packed,
-    socFull: 90 + 10 * unitAt(seed, v.index, cycle, SALT_SOC),
-    socNextFull: 90 + 10 * unitAt(seed, v.index, cycle + 1, SALT_SOC),
-  };
+  return { startMs, cycle, packed };
+}
+
+/** The state of charge a cycle starts with, charged at the depot: 90 to 100 %. */
+function socFullAt(seed: number, v: VehicleProfile, cycle: number): number {
+  return 90 + 10 * unitAt(seed, v.index, cycle, SALT_SOC);
 }
 
 function makeVehicle(seed: number, index: number, taken: ReadonlySet<string>): VehicleProfile {
