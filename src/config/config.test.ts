@@ -57,6 +57,18 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ PUSH_AUTH: 'none', SOC_LOW: '25', SOC_RECOVERED: '25' })).toThrow(/SOC_RECOVERED: must be above SOC_LOW \(25\)/);
   });
 
+  it('fuel thresholds: litres or percent of the tank, in one unit the sync pulls; the fleet’s zone an IANA name', () => {
+    const up = { PUSH_AUTH: 'none', UPSTREAM_URL: 'http://127.0.0.1:9', UPSTREAM_TOKEN: 't' };
+    expect(loadConfig({ ...up, FUEL_UNITS: 'percent', FUEL_DROP_MIN: '8%', FUEL_REFUEL_MIN: '10 %' })).toMatchObject({ FUEL_DROP_MIN: { amount: 8, unit: 'percent' }, FUEL_REFUEL_MIN: { amount: 10, unit: 'percent' } });
+    expect(loadConfig({ PUSH_AUTH: 'none' })).toMatchObject({ FUEL_DROP_MIN: { amount: 5, unit: 'litres' }, FLEET_TIMEZONE: 'UTC' });
+    expect(() => loadConfig({ ...up, FUEL_DROP_MIN: '8%' })).toThrow(/FUEL_REFUEL_MIN: must be in the unit of FUEL_DROP_MIN/);
+    expect(() => loadConfig({ ...up, FUEL_DROP_MIN: '8%', FUEL_REFUEL_MIN: '8%' })).toThrow(/FUEL_DROP_MIN: in percent, which FUEL_UNITS \(litres\) does not sync/);
+    expect(() => loadConfig({ PUSH_AUTH: 'none', FUEL_DROP_MIN: '5 gallons' })).toThrow(/FUEL_DROP_MIN: expected litres such as 5l/);
+    expect(() => loadConfig({ PUSH_AUTH: 'none', FUEL_DROP_MIN: '0l' })).toThrow(/FUEL_DROP_MIN.*must be above 0/);
+    expect(loadConfig({ PUSH_AUTH: 'none', FLEET_TIMEZONE: 'Europe/Berlin' }).FLEET_TIMEZONE).toBe('Europe/Berlin');
+    expect(() => loadConfig({ PUSH_AUTH: 'none', FLEET_TIMEZONE: 'Mars/Olympus' })).toThrow(/FLEET_TIMEZONE: expected an IANA time zone name/);
+  });
+
   it('a tool needs no push token but must be pointed at its Redis', () => {
     expect(() => loadConfig({}, 'tool')).toThrow(/^invalid configuration:\n  - REDIS_URL: set it to the Redis the service uses; this tool does not assume one$/);
     expect(loadConfig({ REDIS_URL: 'redis://127.0.0.1:7000' }, 'tool').REDIS_URL).toBe('redis://127.0.0.1:7000');

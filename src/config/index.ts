@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { IANAZone } from 'luxon';
 import { DURATION_HINT, parseDuration } from './duration.js';
 import { parseSenders, type Sender } from './senders.js';
 import { SECRET_SETTINGS, withoutCredentials } from './secrets.js';
@@ -53,6 +54,18 @@ const num = (min: number, max: number) =>
     .regex(/^\d+(\.\d+)?$/, 'expected a number such as 100 or 0.5')
     .transform(Number)
     .pipe(z.number().min(min).max(max));
+
+/** A fuel amount with its unit: `5l` litres, `8%` percent of the tank (the two units the fuel history has). */
+export interface FuelAmount {
+  amount: number;
+  unit: 'litres' | 'percent';
+}
+const fuelAmount = z
+  .string()
+  .trim()
+  .regex(/^\d+(\.\d+)?\s*(l|%)$/i, 'expected litres such as 5l or a percentage of the tank such as 8%')
+  .transform((v): FuelAmount => ({ amount: parseFloat(v), unit: /%$/.test(v) ? 'percent' : 'litres' }))
+  .pipe(z.object({ amount: z.number().positive('must be above 0'), unit: z.enum(['litres', 'percent']) }));
 
 /** Where events are posted: http(s) only, since a receiver must be reachable by fetch. */
 const webhookUrl = z
@@ -182,6 +195,19 @@ const env = z.object({
   FUEL_SYNC_INTERVAL: duration.default(15 * 60_000),
   FUEL_SYNC_LOOKBACK: duration.default(24 * 3_600_000),
   FUEL_UNITS: list.pipe(z.array(z.enum(['litres', 'percent'])).min(1, 'name litres, percent or both')).default(['litres']),
+  /** A fall of the synced fuel level this large within FUEL_CHANGE_WINDOW is fuel_drop: `5l` (litres) or `8%` (percent of the tank). */
+  FUEL_DROP_MIN: fuelAmount.default({ amount: 5, unit: 'litres' }),
+  /** A rise this large within FUEL_CHANGE_WINDOW is fuel_refuel, in the same unit as FUEL_DROP_MIN. */
+  FUEL_REFUEL_MIN: fuelAmount.default({ amount: 5, unit: 'litres' }),
+  FUEL_CHANGE_WINDOW: duration.default(30 * 60_000),
+  /** off: a drop or refuel during which the vehicle moved (GPS speed over MOTION_SPEED) is not told (sloshing, consumption). */
+  FUEL_CHANGES_WHILE_MOVING: z.enum(['on', 'off']).default('off'),
+  /** The fleet's time zone (IANA name): the days of `telematics-fleet summary`, the daily panel and queries. */
+  FLEET_TIMEZONE: z
+    .string()
+    .trim()
+    .refine((v) => IANAZone.isValidZone(v), 'expected an IANA time zone name such as Asia/Kolkata or Europe/Berlin')
+    .default('UTC'),
 
   TIME_MAX_AHEAD: duration.default(15 * 60_000),
   TIME_MAX_AGE: duration.default(90 * 86_400_000),
@@ -303,6 +329,10 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   if (beyond.length > 0) problems.push(`WORKER_PARTITIONS: ${beyond.join(', ')} not below QUEUE_PARTITIONS (${cfg.QUEUE_PARTITIONS}); partitions are numbered from 0`);
   if (cfg.UPSTREAM_URL && !cfg.UPSTREAM_TOKEN) problems.push('UPSTREAM_TOKEN: required when UPSTREAM_URL is set');
   if (cfg.RETRY_MAX_DELAY < cfg.RETRY_BASE_DELAY) problems.push('RETRY_MAX_DELAY: must not be below RETRY_BASE_DELAY');
+  if (cfg.FUEL_REFUEL_MIN.unit !== cfg.FUEL_DROP_MIN.unit) problems.push('FUEL_REFUEL_MIN: must be in the unit of FUEL_DROP_MIN (l or %): fuel changes are judged on one history');
+  else if (cfg.UPSTREAM_URL && !cfg.FUEL_UNITS.includes(cfg.FUEL_DROP_MIN.unit)) {
+    problems.push(`FUEL_DROP_MIN: in ${cfg.FUEL_DROP_MIN.unit}, which FUEL_UNITS (${cfg.FUEL_UNITS.join(', ')}) does not sync; add it there or give the thresholds in ${cfg.FUEL_UNITS[0] === 'litres' ? 'l' : '%'}`);
+  }
   if (cfg.SOC_RECOVERED <= cfg.SOC_LOW) problems.push(`SOC_RECOVERED: must be above SOC_LOW (${cfg.SOC_LOW}), or a battery at the threshold flaps between low and recovered`);
   if (cfg.EVENTS_WEBHOOK_URL && !cfg.EVENTS_WEBHOOK_SECRET) {
     problems.push('EVENTS_WEBHOOK_SECRET: required when EVENTS_WEBHOOK_URL is set (whsec_<base64>, shared with the receiver, which verifies each delivery)');

@@ -30,18 +30,19 @@ const soc = (which: string): DerivedField => ({ name: `soc_${which}`, unit: '%',
 
 export const VEHICLE_EVENTS: DerivedMeasurement = {
   name: 'vehicle_events',
-  writer: 'src/ingest/events (detectors), src/ingest/fleet (silent, back)',
-  description: 'one point a transition: an alarm raised or cleared, ignition on or off, charging started or stopped, idling, overspeed, moved while off, a vehicle silent or back',
+  writer: 'src/ingest/events (detectors), src/ingest/fleet (silent, back), src/ingest/sync (fuel_drop, fuel_refuel)',
+  description: 'one point a transition: an alarm raised or cleared, ignition on or off, charging started or stopped, idling, overspeed, moved while off, a battery low, swapped or drained, fuel dropped or refuelled, a vehicle silent or back',
   time: 'the record time of the transition',
   tags: [
     vehicleno,
     {
       name: 'event',
       description:
-        '`alert_<flag>_raised` / `_cleared`, `ignition_on` / `_off`, `charging_started` / `_stopped`, `idle_started` / `_ended`, `overspeed_started` / `_ended`, `moved_while_off`, `geofence_entered` / `_exited`, `soc_low` / `soc_recovered`, `battery_swapped`, `soc_drain_while_parked`, `silent`, `back`',
+        '`alert_<flag>_raised` / `_cleared`, `ignition_on` / `_off`, `charging_started` / `_stopped`, `idle_started` / `_ended`, `overspeed_started` / `_ended`, `moved_while_off`, `geofence_entered` / `_exited`, `soc_low` / `soc_recovered`, `battery_swapped`, `soc_drain_while_parked`, `fuel_drop` / `fuel_refuel`, `silent`, `back`',
     },
     { name: 'geofence', description: 'geofence events: the geofence’s name' },
     { name: 'geofence_kind', description: 'geofence events: its kind (depot, charging, customer, restricted, other)' },
+    { name: 'unit', description: '`fuel_drop` / `fuel_refuel`: the unit of the fuel history judged (litres, percent), as in measurement fuel' },
   ],
   fields: [
     { name: 'value', unit: '0/1', description: '1 raised, on, started, silent; 0 cleared, off, stopped, back' },
@@ -64,7 +65,10 @@ export const VEHICLE_EVENTS: DerivedMeasurement = {
     { name: 'bat_id_new', description: '`battery_swapped`: the first battery’s id after' },
     { name: 'soc_from', unit: '%', description: '`soc_drain_while_parked`: the highest soc within SOC_DRAIN_WINDOW before' },
     { name: 'soc_to', unit: '%', description: '`soc_drain_while_parked`: the soc that reached the fall' },
-    { name: 'over_s', unit: 's', description: '`soc_drain_while_parked`: since the soc last read `soc_from`' },
+    { name: 'over_s', unit: 's', description: '`soc_drain_while_parked`: since the soc last read `soc_from`; fuel events: from the level before to the level after' },
+    { name: 'fuel_before', unit: 'l or %', description: '`fuel_drop` / `fuel_refuel`: the level before (the highest, lowest, within FUEL_CHANGE_WINDOW)' },
+    { name: 'fuel_after', unit: 'l or %', description: '`fuel_drop` / `fuel_refuel`: the level it fell to, rose to' },
+    { name: 'fuel_amount', unit: 'l or %', description: '`fuel_drop` / `fuel_refuel`: how much, in `unit`' },
     { name: 'crossed', unit: '0/1', description: 'geofence events: 1 when a step between two fixes passed through it (neither fix inside)' },
     { name: 'energy_wh', unit: 'Wh', description: '`charging_stopped`: the energy charged' },
     { name: 'late', unit: '0/1', description: 'an alarm raised by a record too late for its window: 1' },

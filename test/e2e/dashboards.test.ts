@@ -18,12 +18,15 @@ import { Rng } from '../../src/upstream/emulator/prng.js';
 import { formatLine } from '../../src/telemetry/lineProtocol.js';
 import { startTestService, waitUntil, type TestService } from '../harness/service.js';
 import { bullKey, keysOf } from '../../src/ingest/queue/keys.js';
+import { localDays } from '../../src/ingest/fleet/days.js';
 
 const HOUR = 3_600_000;
 const STEP = 5 * 60_000;
 const NOW = Math.floor(Date.now() / STEP) * STEP;
 const FROM = NOW - 6 * HOUR;
 const SEED = 11;
+/** What the dashboard's time zone variable is set to: one with a half-hour offset, so a day is not UTC's. */
+const ZONE = 'Asia/Kolkata';
 const SIZE = 8;
 /** The last vehicle stops reporting three hours ago: longer than a one-hour range, shorter than six. */
 const SILENT = { index: SIZE - 1, fromMs: NOW - 3 * HOUR };
@@ -55,6 +58,7 @@ function historyLines(vehicleno: string): string[] {
     event('soc_low', 150, { value: 1, soc: 19, battery_voltage: 47.9 }),
     event('soc_drain_while_parked', 130, { value: 1, soc_from: 64, soc_to: 58, over_s: 7_200 }),
     event('battery_swapped', 140, { value: 1, bms_id_old: 410_233, bms_id_new: 733_019, soc: 96 }),
+    formatLine('vehicle_events', { vehicleno, event: 'fuel_drop', unit: 'litres' }, { value: 1, fuel_before: 40, fuel_after: 31, fuel_amount: 9, over_s: 900 }, at(100)),
     event('moved_while_off', 200, { value: 1, distance_m: 420, lat: 13.0359, lng: 77.6412, parked_lat: 13.0321, parked_lng: 77.6412 }),
     formatLine('vehicle_events', { vehicleno, event: 'geofence_entered', geofence: 'Depot A', geofence_kind: 'depot' }, { value: 1, geofence_id: 1 }, at(238)),
     formatLine('vehicle_events', { vehicleno, event: 'geofence_exited', geofence: 'Depot A', geofence_kind: 'depot' }, { value: 0, geofence_id: 1 }, at(58)),
@@ -136,7 +140,7 @@ interface Target {
 interface Dashboard {
   title: string;
   panels: Array<{ title: string; datasource: { type: string }; targets: Target[] }>;
-  templating: { list: Array<{ name: string; query: string; allValue?: string }> };
+  templating: { list: Array<{ name: string; type: string; query: string; allValue?: string }> };
 }
 const dashboards = readdirSync('deploy/grafana/dashboards')
   .map((f) => JSON.parse(readFileSync(`deploy/grafana/dashboards/${f}`, 'utf8')) as Dashboard)
@@ -149,7 +153,8 @@ function substitute(q: string, vehicle: string): string {
     .replaceAll('$timeFilter', `time >= ${FROM}ms and time <= ${Date.now()}ms`)
     .replaceAll('$__interval_ms', String(STEP))
     .replaceAll('$__interval', '5m')
-    .replaceAll('$vehicle', vehicle);
+    .replaceAll('$vehicle', vehicle)
+    .replaceAll('$fleet_timezone', ZONE);
 }
 const plates = fleet.vehicles.map((v) => v.vehicleno);
 const regexOf = (values: string[]) => `(${values.map((v) => v.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&')).join('|')})`;
@@ -157,7 +162,7 @@ const selections: Record<string, string> = { all: '.*', two: regexOf(plates.slic
 
 describe.each(dashboards.map((d) => [d.title, d] as const))('%s', (_title, dash) => {
   it('answers every template variable, with the fleet’s vehicles', async () => {
-    for (const v of dash.templating.list) {
+    for (const v of dash.templating.list.filter((x) => x.type === 'query')) {
       const rows = await svc.query(v.query);
       expect(rows.map((r) => r.value).sort()).toEqual([...plates].sort());
     }
@@ -201,6 +206,28 @@ describe('the derived history panels, for one vehicle', () => {
 
   it('counts the alarms raised in the range, not the cleared ones', async () => {
     expect(await svc.query(panel('Alarms raised (range)'))).toEqual([{ time: FROM, 'alarms raised': 2 }]);
+  });
+
+  it('cuts the trips and charging sessions into the fleet’s local days', async () => {
+    const dash = fleetDash().panels.find((p) => p.title.startsWith('Days per vehicle'))!;
+    const [trips, charging] = await Promise.all(dash.targets.map((t) => svc.query(substitute(t.query, regexOf([DOC_PLATE])))));
+    // Which of the two trips (5 h and 1 h ago) and two sessions (3 h and 30 min ago) share a Kolkata day depends on the hour the test runs.
+    const dayOf = (t: number) => localDays(t, t, ZONE)[0]!.start;
+    const byDay = <T,>(xs: Array<[number, T]>) => [...new Set(xs.map(([t]) => dayOf(t)))].sort((a, b) => a - b).map((d) => [d, xs.filter(([t]) => dayOf(t) === d).map(([, x]) => x)] as const);
+    expect(trips).toEqual(
+      byDay<[number, number, number]>([[at(300), [42_500, 3600, 480]], [at(60), [5_250, 900, 0]]]).map(([d, ts]) => ({
+        time: d,
+        vehicleno: DOC_PLATE,
+        trips: ts.length,
+        km: ts.reduce((n, t) => n + t[0], 0) / 1000,
+        driving: ts.reduce((n, t) => n + t[1], 0),
+        idling: ts.some((t) => t[2] > 0) ? ts.reduce((n, t) => n + t[2], 0) : null,
+        'over the limit': ts.some((t) => t[2] > 0) ? 45 : null,
+      })),
+    );
+    expect(charging).toEqual(
+      byDay<number | null>([[at(180), 12_400], [at(30), null]]).map(([d, es]) => ({ time: d, vehicleno: DOC_PLATE, 'charging sessions': es.length, 'energy Wh': es.some((e) => e !== null) ? es.reduce<number>((n, e) => n + (e ?? 0), 0) : null })),
+    );
   });
 
   it('lists the trips that started in the range, in km, with the state of charge where known', async () => {

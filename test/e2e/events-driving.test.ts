@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../harness/service.js';
+import { disordered } from '../harness/disorder.js';
 
 const S = 1000;
 const HOUR = 3_600_000;
@@ -28,25 +29,6 @@ function route(v: string, legs: readonly Leg[]): Rec[] {
     for (let j = 0; j < leg.seconds; j++, t += S) {
       out.push({ vehicleno: v, type: 'gps', data: { time: t, lat, lng: 77.59, alti: 900, speed: leg.kmh, ignstatus: leg.ign } });
       lat += north(leg.kmh / 3.6);
-    }
-  }
-  return out;
-}
-
-/** Shuffled within blocks of 20 s of record time (inside the 30-s window), one record in 20 sent twice; deterministic. */
-function disordered(rs: Rec[]): Rec[] {
-  let seed = rs.length;
-  const rnd = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
-  const out: Rec[] = [];
-  for (let i = 0; i < rs.length; i += 20) {
-    const block = rs.slice(i, i + 20);
-    for (let j = block.length - 1; j > 0; j--) {
-      const k = Math.floor(rnd() * (j + 1));
-      [block[j], block[k]] = [block[k]!, block[j]!];
-    }
-    for (const r of block) {
-      out.push(r);
-      if (rnd() < 0.05) out.push(r);
     }
   }
   return out;

@@ -13,6 +13,7 @@ import { formatLine } from '../../src/telemetry/lineProtocol.js';
 import { influxQuery } from '../harness/influx.js';
 import { captureIO } from '../harness/io.js';
 import { uniqueName } from '../harness/service.js';
+import { localDays } from '../../src/ingest/fleet/days.js';
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;
@@ -278,13 +279,46 @@ describe('the history queries of docs/analysts.md', () => {
       event(OTHER, 'soc_recovered', ago(20), { value: 0, soc: 31 }),
       event(V, 'battery_swapped', ago(15), { value: 1, bms_id_old: 410_233, bms_id_new: 733_019, soc: 96 }),
       event(OTHER, 'soc_drain_while_parked', ago(5), { value: 1, soc_from: 64, soc_to: 58, over_s: 7_200 }),
+      formatLine('vehicle_events', { vehicleno: OTHER, event: 'fuel_drop', unit: 'litres' }, { value: 1, fuel_before: 40, fuel_after: 31, fuel_amount: 9, over_s: 900 }, ago(25)),
+      formatLine('vehicle_events', { vehicleno: OTHER, event: 'fuel_refuel', unit: 'litres' }, { value: 1, fuel_before: 31, fuel_after: 60, fuel_amount: 29, over_s: 300 }, ago(12)),
     ];
     const res = await fetch(`${inject('influxRawUrl')}/write?db=${docDb}&precision=ms`, { method: 'POST', body: lines.join('\n') });
     expect(res.status).toBe(204);
   });
 
-  it('are the fourteen questions the guide asks of the history', () => {
-    expect(queries).toHaveLength(14);
+  it('are the seventeen questions the guide asks of the history', () => {
+    expect(queries).toHaveLength(17);
+  });
+
+  it('fuel drops and refuels, with the levels before and after', async () => {
+    expect((await run(queries[14]!)).map((r) => [r.vehicleno, r.time, r.event, r.fuel_before, r.fuel_after, r.fuel_amount, r.unit, r.over_s])).toEqual([
+      [OTHER, ago(25), 'fuel_drop', 40, 31, 9, 'litres', 900],
+      [OTHER, ago(12), 'fuel_refuel', 31, 60, 29, 'litres', 300],
+    ]);
+  });
+
+  it('a vehicle’s days in the fleet’s zone: trips and charging cut at local midnight, as the summary cuts them', async () => {
+    // The guide's days are Kolkata's; which trips share a day follows from where local midnight falls now.
+    const days = localDays(ago(7 * 24 * 60), now, 'Asia/Kolkata');
+    const trips = [
+      { time: ago(300), distance_m: 18_000, duration_s: 2400, idle_s: 0 },
+      { time: ago(120), distance_m: 12_500, duration_s: 1800, idle_s: 0 },
+      { time: ago(80), distance_m: 9_000, duration_s: 1200, idle_s: 360 },
+      { time: ago(2 * 24 * 60), distance_m: 99_000, duration_s: 1800, idle_s: 0 },
+    ];
+    const want = days
+      .map((d) => ({ d, ts: trips.filter((t) => t.time >= d.start && t.time < d.end) }))
+      .filter(({ ts }) => ts.length > 0)
+      .map(({ d, ts }) => [d.start, ts.length, ts.reduce((n, t) => n + t.distance_m, 0) / 1000, ts.reduce((n, t) => n + t.duration_s, 0) / 3600, ts.reduce((n, t) => n + t.idle_s, 0) / 3600]);
+    const got = (await run(queries[15]!)).map((r) => [r.time, r.trips, r.km, r.driving_h, r.idle_h ?? 0]);
+    expect(got.map((g) => g.map((x) => (typeof x === 'number' ? Number(x.toFixed(9)) : x)))).toEqual(want.map((g) => g.map((x) => Number(x.toFixed(9)))));
+    // Sessions: three days ago (with its energy) and today's without.
+    const sessions = [{ time: ago(3 * 24 * 60), energy_wh: 15_000 }, { time: ago(200), energy_wh: null }];
+    const wantSessions = days
+      .map((d) => ({ d, ss: sessions.filter((x) => x.time >= d.start && x.time < d.end) }))
+      .filter(({ ss }) => ss.length > 0)
+      .map(({ d, ss }) => [d.start, ss.length, ss.some((x) => x.energy_wh !== null) ? ss.reduce((n, x) => n + (x.energy_wh ?? 0), 0) : null]);
+    expect((await run(queries[16]!)).map((r) => [r.time, r.sessions, r.energy_wh])).toEqual(wantSessions);
   });
 
   it('charge drained while parked', async () => {

@@ -3,7 +3,11 @@ import { Redis } from 'ioredis';
 import { inject } from 'vitest';
 import { startEmulator } from '../../src/upstream/emulator/index.js';
 import { UpstreamClient } from '../../src/upstream/client/index.js';
-import { syncFuel } from '../../src/ingest/sync/fuel.js';
+import { fuelChanges, syncFuel } from '../../src/ingest/sync/fuel.js';
+import { Lines } from '../../src/ingest/write/lines.js';
+import { formatLine } from '../../src/telemetry/lineProtocol.js';
+import { pointOf } from '../../src/ingest/events/outbox.js';
+import { loadConfig } from '../../src/config/index.js';
 import { InfluxSink } from '../../src/ingest/write/influx.js';
 import { influxQuery } from '../harness/influx.js';
 import { startTestService, uniqueName, waitUntil, type TestService } from '../harness/service.js';
@@ -45,7 +49,7 @@ it('pulls each vehicle’s fuel history into measurement fuel once; a second run
 
   const first = await syncFuel(opts);
   const want1 = await expected(clock - 6 * HOUR, clock);
-  expect(first).toEqual({ vehicles: 3, readings: want1.length, failed: [] });
+  expect(first).toEqual({ vehicles: 3, readings: want1.length, changes: 0, whileMoving: 0, failed: [] });
   expect(want1.length).toBe(3 * 2 * 73); // a reading every 5 minutes over 6 hours, both ends included, per vehicle and unit
   expect(sorted(await stored())).toEqual(sorted(want1));
 
@@ -54,7 +58,7 @@ it('pulls each vehicle’s fuel history into measurement fuel once; a second run
   const second = await syncFuel(opts);
   const fresh = (await expected(before + 1, clock)).length;
   expect(fresh).toBe(3 * 2 * 12);
-  expect(second).toEqual({ vehicles: 3, readings: fresh, failed: [] });
+  expect(second).toEqual({ vehicles: 3, readings: fresh, changes: 0, whileMoving: 0, failed: [] });
   expect(sorted(await stored())).toEqual(sorted(await expected(clock - 7 * HOUR, clock)));
 
   const third = await syncFuel(opts);
@@ -92,5 +96,67 @@ it('runs on a schedule in the worker when UPSTREAM_URL is set', async () => {
     expect(new Set(rows.map((r) => r.unit))).toEqual(new Set(['litres']));
   } finally {
     await svc?.close();
+  }
+});
+
+it('tells a theft and a refuel once, not a drop while driving, through a failed delivery and ranges read again', async () => {
+  const db = uniqueName('fuelchg');
+  await influxQuery(db, `CREATE DATABASE "${db}"`);
+  const MIN = 60_000;
+  const t0 = Date.UTC(2026, 10, 21, 0, 0, 0);
+  // One vehicle's scripted litres, a reading every 5 minutes for 6 hours: parked at 40 l; at 1 h siphoned to
+  // 32 l in 10 minutes; at 3 h refuelled to 60 l; at 4 h 8 l less over 10 minutes while it drives.
+  const level = (t: number) => {
+    const m = (t - t0) / MIN;
+    if (m < 60) return 40;
+    if (m < 70) return 40 - 4 * ((m - 55) / 5);
+    if (m < 180) return 32;
+    if (m < 240) return 60;
+    if (m < 250) return 60 - 4 * ((m - 235) / 5);
+    return 52;
+  };
+  const scripted = await startEmulator({ seed: 4, vehicles: 1, now: () => clock });
+  const v = scripted.fleet.vehicles[0]!;
+  scripted.fleet.fuelReadings = (_v, from, to) => {
+    const out = [];
+    for (let t = Math.ceil(from / (5 * MIN)) * 5 * MIN; t <= to; t += 5 * MIN) if (t >= t0) out.push({ time: t, value: level(t) });
+    return out;
+  };
+  try {
+    const sink = new InfluxSink({ url: inject('influxUrl'), token: inject('influxToken'), org: '', bucket: db, timeoutMs: 5_000 });
+    // The drive at 4 h, as the record path stored it.
+    await sink.write(Lines.of([235, 240, 245].map((m) => formatLine('gps', { vehicleno: v.vehicleno }, { lat: 12.9, lng: 77.6, speed: 32 }, t0 + m * MIN))));
+    let failing = true;
+    const cfg = loadConfig({ PUSH_AUTH: 'none', INFLUX_URL: inject('influxUrl'), INFLUX_TOKEN: inject('influxToken'), INFLUX_BUCKET: db });
+    const changes = fuelChanges(cfg, async (events) => {
+      if (failing) throw new Error('webhook queue unreachable');
+      await sink.write(Lines.of(events.map((e) => pointOf({ kind: 'event', ...e }))));
+    });
+    const client = new UpstreamClient({ baseUrl: scripted.url, token: scripted.token });
+    const opts = { client, sink, redis, watermarkKey: `${db}:wm`, units: ['litres'] as const, lookbackMs: 2 * HOUR, maxRangeMs: HOUR, changes };
+
+    // Two hours in: the theft ended, but its delivery fails, so nothing is remembered.
+    clock = t0 + 2 * HOUR;
+    expect((await syncFuel({ ...opts, now: () => clock })).failed).toEqual([{ vehicleno: v.vehicleno, error: 'webhook queue unreachable' }]);
+    failing = false;
+    const run1 = await syncFuel({ ...opts, now: () => clock });
+    expect([run1.changes, run1.whileMoving, run1.failed]).toEqual([1, 0, []]);
+    // A release that does not judge fuel changes reads the next two hours and moves the watermark on.
+    clock = t0 + 4 * HOUR;
+    const { changes: _, ...previousRelease } = opts;
+    await syncFuel({ ...previousRelease, now: () => clock });
+    // This one reads them again from its own progress; and then to the end, twice.
+    clock = t0 + 6 * HOUR;
+    const run2 = await syncFuel({ ...opts, now: () => clock });
+    expect([run2.changes, run2.whileMoving]).toEqual([1, 1]);
+    expect((await syncFuel({ ...opts, now: () => clock })).changes).toBe(0);
+
+    const rows = await influxQuery(db, `SELECT event, unit, value, fuel_before, fuel_after, fuel_amount, over_s FROM vehicle_events WHERE vehicleno = '${v.vehicleno}'`);
+    expect(rows).toEqual([
+      { time: t0 + 55 * MIN, event: 'fuel_drop', unit: 'litres', value: 1, fuel_before: 40, fuel_after: 32, fuel_amount: 8, over_s: 600 },
+      { time: t0 + 175 * MIN, event: 'fuel_refuel', unit: 'litres', value: 1, fuel_before: 32, fuel_after: 60, fuel_amount: 28, over_s: 300 },
+    ]);
+  } finally {
+    await scripted.close();
   }
 });

@@ -25,8 +25,11 @@ export interface RunningEvents {
   /** The fields derivation reads: a worker hands their values in each written record. */
   pick: FieldPick;
   record(partition: number, writtenRecords: readonly WrittenRecord[]): Promise<void>;
-  /** Silent / back (the fleet status job's changes): straight to InfluxDB and the webhook. */
-  status(events: readonly DerivedEvent[]): Promise<void>;
+  /**
+   * Events derived beside the streams, by scheduled runs that remember their own progress (the fleet
+   * status job's silent / back, the fuel sync's drops and refuels): straight to InfluxDB and the webhook.
+   */
+  tell(events: readonly DerivedEvent[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -151,7 +154,7 @@ export function startEvents(
   return {
     pick: DERIVE_PICK,
     record: (partition, writtenRecords) => store.record(partition, writtenRecords),
-    async status(events) {
+    async tell(events) {
       if (events.length === 0) return;
       const entries: OutboxEntry[] = events.map((e) => ({ kind: 'event', ...e }));
       await sink.write(Lines.of(entries.map(pointOf)));

@@ -14,6 +14,8 @@ import { span } from '../plausibility/judge.js';
 import { GEOFENCES_COMMAND } from '../geofences/commands.js';
 import { SPEED_LIMIT_COMMAND } from '../speedLimits/commands.js';
 import { fleetStateFor, type FleetState, type VehicleSeen } from './state.js';
+import { localDays, type DaySummary } from './days.js';
+import { DateTime } from 'luxon';
 import {
   ALARM_FLAGS,
   decimal,
@@ -24,6 +26,8 @@ import {
   InfluxError,
   influxSelect,
   influxTarget,
+  fleetTimezone,
+  readDays,
   socSpan,
   toCharging,
   toEvent,
@@ -210,7 +214,8 @@ With --event and no --vehicle, that event of every vehicle (which vehicle was to
 ${RANGE_HELP}  --event <name>     only this event: alert_<flag>_raised, alert_<flag>_cleared, ignition_on, ignition_off,
                      charging_started, charging_stopped, idle_started, idle_ended, overspeed_started,
                      overspeed_ended, moved_while_off, geofence_entered, geofence_exited, soc_low,
-                     soc_recovered, battery_swapped, soc_drain_while_parked, silent or back
+                     soc_recovered, battery_swapped, soc_drain_while_parked, fuel_drop, fuel_refuel,
+                     silent or back
 
 Alarm flags: ${wrap(ALARM_FLAGS.join(', '), 100, '  ')}
 
@@ -310,18 +315,97 @@ ${HISTORY_SETTINGS_HELP}`,
   ],
 });
 
+/** A `--from` / `--to` day: a local date (YYYY-MM-DD, in the fleet's zone) or any time parseTime takes. */
+function dayBound(value: string, flag: string, zone: string, now: number): number {
+  if (/^\d{4}-\d{2}-\d{2}$/.test(value.trim())) {
+    const d = DateTime.fromISO(value.trim(), { zone });
+    if (!d.isValid) throw new UsageError(`${flag}: "${value}" is no date`, 'summary');
+    return d.toMillis();
+  }
+  return parseTime(value, flag, 'summary', now);
+}
+
+/** At most this many days in one summary: a quarter. */
+const MAX_DAYS = 92;
+
+const summary: Command = {
+  name: 'summary',
+  summary: "a vehicle's days in the fleet's time zone: distance, driving, idling, stops, charge, alarms, first and last report",
+  help: `Usage: telematics-fleet summary --vehicle <plate> [--from <day>] [--to <day>] [--tz <zone>] [--json]
+
+The vehicle's local days, midnight to midnight in FLEET_TIMEZONE (23 or 25 hours when the clocks change),
+from the history the workers derive (trips, stops, charging, vehicle_events) and its GPS fixes: trips,
+km and driving time, idling (from idle_ended), stops, state of charge the trips used (percentage points),
+charging sessions and the energy they charged (Wh), overspeeds, alarms raised, fuel drops and refuels,
+and the day's first and last report (GPS fix), in local time.
+Each counts to the day its point is stamped in: a trip, stop or session to the day it started (a trip
+across midnight is the day it set off), an event to the day it happened (an idle to the day it ended).
+
+  --vehicle <plate>  the vehicle (required)
+  --from <day>       the first day (default: 6 days before --to); YYYY-MM-DD in the fleet's zone, or
+                     any date --since takes elsewhere (the day holding it)
+  --to <day>         the last day, included (default: today)
+  --tz <zone>        an IANA time zone instead of FLEET_TIMEZONE
+  --json             one JSON array instead of the table (times epoch ms)
+
+${HISTORY_SETTINGS_HELP}  FLEET_TIMEZONE (default UTC), as for the service.
+`,
+  async run(args, io) {
+    const { values, positionals } = parse(this.name, args, { vehicle: { type: 'string' }, from: { type: 'string' }, to: { type: 'string' }, tz: { type: 'string' }, json: { type: 'boolean' } });
+    if (values.help) return showHelp(io, this.help);
+    noPositionals(positionals, this.name);
+    const vehicle = values.vehicle;
+    if (!vehicle) throw new UsageError('missing --vehicle <plate>', this.name);
+    const zone = values.tz ?? fleetTimezone(io.env);
+    if (!DateTime.now().setZone(zone).isValid) throw new UsageError(`--tz: "${zone}" is no IANA time zone (Asia/Kolkata, Europe/Berlin…)`, this.name);
+    const now = Date.now();
+    const to = values.to === undefined ? now : dayBound(values.to, '--to', zone, now);
+    const from = values.from === undefined ? DateTime.fromMillis(to, { zone }).minus({ days: 6 }).toMillis() : dayBound(values.from, '--from', zone, now);
+    if (from > to) throw new UsageError('--from is after --to', this.name);
+    const days = localDays(from, to, zone);
+    if (days.length > MAX_DAYS) throw new UsageError(`--from to --to is ${days.length} days; at most ${MAX_DAYS} at a time`, this.name);
+    const rows = await readDays(influxTarget(io.env), vehicle, days);
+    if (values.json) {
+      line(io, JSON.stringify(rows.map((r) => ({ vehicleno: vehicle, timezone: zone, ...r }))));
+      return EXIT.ok;
+    }
+    const local = (t: number | null) => (t === null ? '-' : DateTime.fromMillis(t, { zone }).toFormat('HH:mm'));
+    line(io, `${vehicle}, days in ${zone}`);
+    io.stdout.write(
+      table<DaySummary>(rows, [
+        { header: 'DAY', value: (r) => r.day },
+        { header: 'TRIPS', value: (r) => String(r.trips), align: 'right' },
+        { header: 'KM', value: (r) => (r.distance_m / 1000).toFixed(1), align: 'right' },
+        { header: 'DRIVING', value: (r) => hms(r.driving_s), align: 'right' },
+        { header: 'IDLE', value: (r) => hms(r.idle_s), align: 'right' },
+        { header: 'STOPS', value: (r) => String(r.stops), align: 'right' },
+        { header: 'SOC USED', value: (r) => decimal(r.soc_used, 1), align: 'right' },
+        { header: 'CHARGES', value: (r) => String(r.charging_sessions), align: 'right' },
+        { header: 'WH', value: (r) => decimal(r.energy_charged_wh, 0), align: 'right' },
+        { header: 'OVERSPEEDS', value: (r) => String(r.overspeeds), align: 'right' },
+        { header: 'ALARMS', value: (r) => String(r.alarms), align: 'right' },
+        { header: 'FUEL -/+', value: (r) => `${r.fuel_drops}/${r.refuels}` },
+        { header: 'FIRST', value: (r) => local(r.first_report) },
+        { header: 'LAST', value: (r) => local(r.last_report) },
+      ]),
+    );
+    return EXIT.ok;
+  },
+};
+
 /** InfluxDB's errors first (the history commands'), then the Redis tools' (the rest). */
 const classify: ErrorClassifier = (e) => (e instanceof InfluxError ? { code: e.code, message: `InfluxDB: ${e.message}` } : classifyToolError(e));
 
 export const FLEET: Program = {
   name: 'telematics-fleet',
-  commands: [status, silent, events, trips, stops, charging, GEOFENCES_COMMAND, SPEED_LIMIT_COMMAND],
+  commands: [status, silent, events, trips, stops, charging, summary, GEOFENCES_COMMAND, SPEED_LIMIT_COMMAND],
   classify,
   help: (commands) => `Usage: telematics-fleet <command> [options]
 
 Which vehicles report and which went silent, from each vehicle's last-seen time (its newest record that
 passed the plausibility rules), kept by the service's workers (status, silent: Redis). And each vehicle's
-history the workers derive from its records: events, trips, stops and charging sessions (InfluxDB).
+history the workers derive from its records: events, trips, stops and charging sessions, and its days
+(InfluxDB).
 And the geofences and per-vehicle speed limits the workers judge the vehicles' fixes by (geofences,
 speed-limit: Redis).
 
@@ -330,7 +414,7 @@ ${commands}
 
 status and silent:
 ${SETTINGS_HELP}
-events, trips, stops and charging:
+events, trips, stops, charging and summary:
 ${HISTORY_SETTINGS_HELP}
 Exit status:
   0  done

@@ -2,12 +2,14 @@
  * The read side of the derived history (issue #28): a vehicle's events, trips, charging sessions and stops
  * as the service writes them to InfluxDB (`vehicle_events`, `trips`, `charging`, `stops`), read with InfluxQL over
  * the v1-compatible query API (`GET /query`), which InfluxDB 1.x, 2.x (through a DBRP mapping) and 3.x
- * all serve. For `telematics-fleet events|trips|charging|stops`.
+ * all serve. For `telematics-fleet events|trips|charging|stops|summary`.
  */
 import { EXIT } from '../../cli/exit.js';
-import { ConfigError, loadConfig } from '../../config/index.js';
+import { ConfigError, loadConfig, type Config } from '../../config/index.js';
 import { ALARM_FIELDS } from '../../telemetry/fields.js';
 import { CHARGING, STOPS, TRIPS, VEHICLE_EVENTS } from '../../telemetry/derivedMeasurements.js';
+import { GPS } from '../../telemetry/vehicleData.js';
+import { summarizeDays, type DaySummary, type LocalDay } from './days.js';
 
 export const HISTORY_MEASUREMENTS = { events: VEHICLE_EVENTS.name, trips: TRIPS.name, charging: CHARGING.name, stops: STOPS.name } as const;
 
@@ -32,6 +34,8 @@ export const EVENT_NAMES: readonly string[] = [
   'soc_recovered',
   'battery_swapped',
   'soc_drain_while_parked',
+  'fuel_drop',
+  'fuel_refuel',
   'silent',
   'back',
 ];
@@ -47,7 +51,7 @@ export function quoteIdent(s: string): string {
 }
 
 /** A time bound as an RFC 3339 literal, which every InfluxQL version compares `time` with. */
-const timeLiteral = (ms: number): string => quoteString(new Date(ms).toISOString());
+export const timeLiteral = (ms: number): string => quoteString(new Date(ms).toISOString());
 
 export interface HistoryQuery {
   /** One vehicle; undefined: every vehicle (`events --event`, to find which vehicle was told). */
@@ -79,7 +83,7 @@ export interface InfluxTarget {
   timeoutMs: number;
 }
 
-const INFLUX_KEYS = ['INFLUX_URL', 'INFLUX_TOKEN', 'INFLUX_BUCKET', 'INFLUX_TIMEOUT'] as const;
+const INFLUX_KEYS = ['INFLUX_URL', 'INFLUX_TOKEN', 'INFLUX_BUCKET', 'INFLUX_TIMEOUT', 'FLEET_TIMEZONE'] as const;
 
 /**
  * The InfluxDB settings, checked by the service's own schema. INFLUX_URL must be given: a tool reads
@@ -87,10 +91,23 @@ const INFLUX_KEYS = ['INFLUX_URL', 'INFLUX_TOKEN', 'INFLUX_BUCKET', 'INFLUX_TIME
  * PUSH_AUTH=none, since the service's other requirements (push tokens, Redis) are not this tool's.
  */
 export function influxTarget(env: Readonly<Record<string, string | undefined>>): InfluxTarget {
+  return influxTargetOf(historyConfig(env));
+}
+
+/** FLEET_TIMEZONE, checked as the service checks it (an IANA name), for the days of `summary`. */
+export function fleetTimezone(env: Readonly<Record<string, string | undefined>>): string {
+  return historyConfig(env).FLEET_TIMEZONE;
+}
+
+function historyConfig(env: Readonly<Record<string, string | undefined>>): Config {
   if (!env.INFLUX_URL?.trim()) throw new ConfigError(['INFLUX_URL: set it to the InfluxDB the service writes to; this tool does not assume one']);
   const picked: Record<string, string | undefined> = { PUSH_AUTH: 'none' };
   for (const k of INFLUX_KEYS) picked[k] = env[k];
-  const cfg = loadConfig(picked);
+  return loadConfig(picked);
+}
+
+/** Where a service process reads back what it wrote. */
+export function influxTargetOf(cfg: Pick<Config, 'INFLUX_URL' | 'INFLUX_TOKEN' | 'INFLUX_BUCKET' | 'INFLUX_TIMEOUT'>): InfluxTarget {
   // A bucket may name a retention policy (`db/rp`), as the service's writes through /api/v2/write take it.
   const [db, rp] = cfg.INFLUX_BUCKET.split('/', 2);
   return { url: cfg.INFLUX_URL.replace(/\/+$/, ''), token: cfg.INFLUX_TOKEN, db: db!, ...(rp ? { rp } : {}), timeoutMs: cfg.INFLUX_TIMEOUT };
@@ -212,7 +229,7 @@ export interface ChargingRow {
 
 const num = (v: InfluxRow[string] | undefined): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 const text = (v: InfluxRow[string] | undefined): string | null => (typeof v === 'string' && v !== '' ? v : null);
-const TAGS = new Set(['time', 'vehicleno', 'event', 'geofence', 'geofence_kind']);
+const TAGS = new Set(['time', 'vehicleno', 'event', 'geofence', 'geofence_kind', 'unit']);
 
 export function toEvent(r: InfluxRow): VehicleEvent {
   const fields: Record<string, number> = {};
@@ -273,4 +290,39 @@ export function socSpan(start: number | null, end: number | null): string {
   if (start === null && end === null) return '-';
   const pct = (n: number | null) => (n === null ? '?' : decimal(n, 1));
   return `${pct(start)}→${pct(end)}`;
+}
+
+/**
+ * One vehicle's derived history over `days` (the local days of `days.ts`), and each day's first and
+ * last GPS fix, read with InfluxQL over the same API as the rest: every InfluxDB version answers it,
+ * and the days are cut here, by the fleet's time zone, so they do not depend on a server's `tz()`.
+ */
+export async function readDays(target: InfluxTarget, vehicle: string, days: readonly LocalDay[]): Promise<DaySummary[]> {
+  if (days.length === 0) return [];
+  const where = `"vehicleno" = ${quoteString(vehicle)} AND time >= ${timeLiteral(days[0]!.start)} AND time < ${timeLiteral(days[days.length - 1]!.end)}`;
+  const select = (measurement: string, fields: string[], more = '') => influxSelect(target, `SELECT ${fields.map(quoteIdent).join(', ')} FROM ${quoteIdent(measurement)} WHERE ${where}${more}`);
+  // `value` is in every event's point: InfluxQL returns a row only where a selected field is present.
+  const counted = ['idle_ended', 'overspeed_started', 'fuel_drop', 'fuel_refuel'].map((e) => `"event" = ${quoteString(e)}`).join(' OR ');
+  const [trips, stops, charging, events] = await Promise.all([
+    select(TRIPS.name, ['duration_s', 'distance_m', 'soc_start', 'soc_end', 'overspeed_s']),
+    select(STOPS.name, ['duration_s']),
+    select(CHARGING.name, ['duration_s', 'energy_wh']),
+    select(VEHICLE_EVENTS.name, ['event', 'value', 'duration_s'], ` AND (${counted} OR "event" =~ /^alert_.+_raised$/)`),
+  ]);
+  const reports = new Map<string, { first: number; last: number }>();
+  await Promise.all(
+    days.map(async (d) => {
+      const day = `"vehicleno" = ${quoteString(vehicle)} AND time >= ${timeLiteral(d.start)} AND time < ${timeLiteral(d.end)}`;
+      const [first] = await influxSelect(target, `SELECT first("lat") FROM ${quoteIdent(GPS.measurement)} WHERE ${day}`);
+      const [last] = await influxSelect(target, `SELECT last("lat") FROM ${quoteIdent(GPS.measurement)} WHERE ${day}`);
+      if (first && last) reports.set(d.day, { first: Number(first.time), last: Number(last.time) });
+    }),
+  );
+  return summarizeDays(days, {
+    trips: trips.map((r) => ({ time: Number(r.time), duration_s: num(r.duration_s), distance_m: num(r.distance_m), soc_start: num(r.soc_start), soc_end: num(r.soc_end), overspeed_s: num(r.overspeed_s) })),
+    stops: stops.map((r) => ({ time: Number(r.time), duration_s: num(r.duration_s) })),
+    charging: charging.map((r) => ({ time: Number(r.time), energy_wh: num(r.energy_wh) })),
+    events: events.map((r) => ({ time: Number(r.time), event: String(r.event ?? ''), duration_s: num(r.duration_s) })),
+    reports,
+  });
 }

@@ -3,7 +3,7 @@ import type { Config } from '../../config/index.js';
 import type { Logger } from '../../log/index.js';
 import type { Metrics } from '../../metrics/index.js';
 import { UpstreamClient } from '../../upstream/client/index.js';
-import { syncFuel } from '../sync/fuel.js';
+import { fuelChanges, syncFuel } from '../sync/fuel.js';
 import { startWorker, type RunningWorker } from '../worker/index.js';
 import { StateUpdateBatches } from '../worker/batches.js';
 import { untilAccessible } from '../../redis/access.js';
@@ -93,7 +93,7 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
     const status = await scheduleRuns(
       redis,
       { queue: keys.fleetQueue, job: 'fleet-status', intervalMs: cfg.FLEET_STATUS_INTERVAL, skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK },
-      async () => ({ summary: { ...(await writeStatusChanges(fleet, sink, cfg.SILENT_AFTER, Date.now(), events?.status)) } }),
+      async () => ({ summary: { ...(await writeStatusChanges(fleet, sink, cfg.SILENT_AFTER, Date.now(), events?.tell)) } }),
       log,
     );
     closers.unshift(() => status.close());
@@ -108,6 +108,7 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
           units: cfg.FUEL_UNITS,
           lookbackMs: cfg.FUEL_SYNC_LOOKBACK,
           maxRangeMs: FUEL_MAX_RANGE_MS,
+          ...(events ? { changes: fuelChanges(cfg, events.tell) } : {}),
         });
       const fuel = await scheduleRuns(
         redis,
@@ -115,7 +116,7 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
         async () => {
           const r = await run();
           const failed = r.failed.length > 0 ? `fuel sync failed for ${r.failed.map((f) => `${f.vehicleno}: ${f.error}`).join('; ')}` : undefined;
-          return { summary: { vehicles: r.vehicles, readings: r.readings, failed: r.failed.length }, ...(failed ? { failed } : {}) };
+          return { summary: { vehicles: r.vehicles, readings: r.readings, changes: r.changes, whileMoving: r.whileMoving, failed: r.failed.length }, ...(failed ? { failed } : {}) };
         },
         log,
       );

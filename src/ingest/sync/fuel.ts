@@ -4,6 +4,11 @@ import type { FuelUnit, UpstreamClient } from '../../upstream/client/index.js';
 import { formatLine } from '../../telemetry/lineProtocol.js';
 import { FUEL } from '../../telemetry/derivedMeasurements.js';
 import type { PointSink } from '../write/sink.js';
+import type { Config } from '../../config/index.js';
+import { influxSelect, influxTargetOf, quoteString, timeLiteral } from '../fleet/history.js';
+import { GPS } from '../../telemetry/vehicleData.js';
+import type { DerivedEvent } from '../events/detectors/context.js';
+import { freshFuelState, fuelEvent, judgeFuel, type FuelChangeOptions, type FuelChangeState } from '../events/detectors/fuel.js';
 
 /**
  * Fuel is not in the push feed: this input pulls it. For every vehicle the upstream lists, it
@@ -23,28 +28,74 @@ export interface FuelSyncOptions {
   /** Longest range asked for in one call (upstreams bound it). */
   maxRangeMs: number;
   now?: () => number;
+  /** Fuel drops and refuels (`../events/detectors/fuel.ts`), judged on one unit's history; absent: not judged. */
+  changes?: FuelChangesOptions;
+}
+
+export interface FuelChangesOptions extends FuelChangeOptions {
+  unit: FuelUnit;
+  /** Whether the vehicle moved between two times (GPS speed over MOTION_SPEED); absent: changes while moving are told too. */
+  moved?: (vehicleno: string, from: number, to: number) => Promise<boolean>;
+  /** Delivers events (InfluxDB, webhook) before the progress that derived them is remembered: at least once, the same event each time. */
+  tell: (events: readonly DerivedEvent[]) => Promise<void>;
 }
 
 export interface FuelSyncResult {
   vehicles: number;
   readings: number;
+  /** fuel_drop / fuel_refuel told, and those not told because the vehicle moved meanwhile. */
+  changes: number;
+  whileMoving: number;
   failed: Array<{ vehicleno: string; error: string }>;
+}
+
+/** The watermark hash's field of a vehicle's fuel changes progress (JSON of FuelChangeState), beside its unit's watermark. */
+export function changesField(vehicleno: string, unit: FuelUnit): string {
+  return `${vehicleno}|${unit}|changes`;
 }
 
 export function fuelLine(vehicleno: string, unit: FuelUnit, time: number, value: number): string {
   return formatLine(FUEL.name, { unit, vehicleno }, { value }, time);
 }
 
+/**
+ * The service's fuel changes: judged on FUEL_DROP_MIN's unit, and, with FUEL_CHANGES_WHILE_MOVING=off,
+ * not told when a GPS fix stored for the vehicle between the change's first and last reading went over
+ * MOTION_SPEED (read back from InfluxDB, so what a vehicle sends later than the sync reads is not seen).
+ */
+export function fuelChanges(cfg: Config, tell: FuelChangesOptions['tell']): FuelChangesOptions {
+  const target = influxTargetOf(cfg);
+  const moved = async (vehicleno: string, from: number, to: number): Promise<boolean> => {
+    const q = `SELECT max("speed") FROM "${GPS.measurement}" WHERE "vehicleno" = ${quoteString(vehicleno)} AND time >= ${timeLiteral(from)} AND time <= ${timeLiteral(to)}`;
+    const [row] = await influxSelect(target, q);
+    return typeof row?.max === 'number' && row.max > cfg.MOTION_SPEED;
+  };
+  return {
+    unit: cfg.FUEL_DROP_MIN.unit,
+    dropMin: cfg.FUEL_DROP_MIN.amount,
+    refuelMin: cfg.FUEL_REFUEL_MIN.amount,
+    windowMs: cfg.FUEL_CHANGE_WINDOW,
+    ...(cfg.FUEL_CHANGES_WHILE_MOVING === 'off' ? { moved } : {}),
+    tell,
+  };
+}
+
 export async function syncFuel(opts: FuelSyncOptions): Promise<FuelSyncResult> {
   const now = (opts.now ?? Date.now)();
   const vehicles = await opts.client.listVehicles();
-  const result: FuelSyncResult = { vehicles: vehicles.length, readings: 0, failed: [] };
+  const result: FuelSyncResult = { vehicles: vehicles.length, readings: 0, changes: 0, whileMoving: 0, failed: [] };
   for (const { vehicleno } of vehicles) {
     for (const unit of opts.units) {
       const field = `${vehicleno}|${unit}`;
+      const judged = opts.changes?.unit === unit ? opts.changes : undefined;
       try {
-        const mark = await opts.redis.hget(opts.watermarkKey, field);
-        let from = mark === null ? now - opts.lookbackMs : Number(mark) + 1;
+        const [mark, saved] = await opts.redis.hmget(opts.watermarkKey, field, changesField(vehicleno, unit));
+        let state: FuelChangeState | undefined;
+        if (judged) state = saved ? (JSON.parse(saved) as FuelChangeState) : { ...freshFuelState(), last: mark === null ? now - opts.lookbackMs - 1 : Number(mark) };
+        let newest = mark === null ? -Infinity : Number(mark);
+        // A release that does not judge fuel changes may have moved the watermark past them: read again from their progress.
+        let from = (mark === null ? now - opts.lookbackMs : Number(mark) + 1);
+        if (state && state.last + 1 < from) from = state.last + 1;
         while (from <= now) {
           const to = Math.min(now, from + opts.maxRangeMs);
           const readings = await opts.client.getFuelHistory({ vehicleno, from, to, inLitres: unit === 'litres' });
@@ -53,9 +104,22 @@ export async function syncFuel(opts: FuelSyncOptions): Promise<FuelSyncResult> {
             await opts.sink.write(Lines.of(fresh.map((r) => fuelLine(vehicleno, unit, r.time, r.value))));
             result.readings += fresh.length;
           }
-          // Only after the store has them: a crash before this line reads the same range again.
-          const newest = fresh.reduce((m, r) => Math.max(m, r.time), mark === null ? -Infinity : Number(mark));
-          if (Number.isFinite(newest)) await opts.redis.hset(opts.watermarkKey, field, String(newest));
+          newest = fresh.reduce((m, r) => Math.max(m, r.time), newest);
+          const progress = [field, String(newest)];
+          if (judged && state) {
+            const ended = judgeFuel(state, fresh, judged, to);
+            const told = [];
+            for (const c of ended) {
+              if (judged.moved && (await judged.moved(vehicleno, c.fromAt, c.toAt))) result.whileMoving++;
+              else told.push(fuelEvent(vehicleno, unit, c));
+            }
+            if (told.length > 0) await judged.tell(told);
+            result.changes += told.length;
+            progress.push(changesField(vehicleno, unit), JSON.stringify(state));
+          }
+          // Only after the store has the points and the events: a crash before this line reads the same
+          // range again, from the progress before it, and tells the same events.
+          if (Number.isFinite(newest)) await opts.redis.hset(opts.watermarkKey, ...progress);
           from = to + 1;
         }
       } catch (err) {
