@@ -15,7 +15,7 @@ import { GEOFENCES_COMMAND } from '../geofences/commands.js';
 import { SPEED_LIMIT_COMMAND } from '../speedLimits/commands.js';
 import { fleetStateFor, type FleetState, type VehicleSeen } from './state.js';
 import { localDays, type DaySummary } from './days.js';
-import { DateTime } from 'luxon';
+import { DateTime, IANAZone } from 'luxon';
 import {
   ALARM_FLAGS,
   decimal,
@@ -357,7 +357,7 @@ ${HISTORY_SETTINGS_HELP}  FLEET_TIMEZONE (default UTC), as for the service.
     const vehicle = values.vehicle;
     if (!vehicle) throw new UsageError('missing --vehicle <plate>', this.name);
     const zone = values.tz ?? fleetTimezone(io.env);
-    if (!DateTime.now().setZone(zone).isValid) throw new UsageError(`--tz: "${zone}" is no IANA time zone (Asia/Kolkata, Europe/Berlin…)`, this.name);
+    if (!IANAZone.isValidZone(zone)) throw new UsageError(`--tz: "${zone}" is no IANA time zone (Asia/Kolkata, Europe/Berlin…)`, this.name);
     const now = Date.now();
     const to = values.to === undefined ? now : dayBound(values.to, '--to', zone, now);
     const from = values.from === undefined ? DateTime.fromMillis(to, { zone }).minus({ days: 6 }).toMillis() : dayBound(values.from, '--from', zone, now);

@@ -8,7 +8,7 @@ import type { Config } from '../../config/index.js';
 import { influxSelect, influxTargetOf, quoteString, timeLiteral } from '../fleet/history.js';
 import { GPS } from '../../telemetry/vehicleData.js';
 import type { DerivedEvent } from '../events/detectors/context.js';
-import { freshFuelState, fuelEvent, judgeFuel, type FuelChangeOptions, type FuelChangeState } from '../events/detectors/fuel.js';
+import { freshFuelState, fuelEvent, judgeFuel, type FuelChange, type FuelChangeOptions, type FuelChangeState } from '../events/detectors/fuel.js';
 
 /**
  * Fuel is not in the push feed: this input pulls it. For every vehicle the upstream lists, it
@@ -80,6 +80,17 @@ export function fuelChanges(cfg: Config, tell: FuelChangesOptions['tell']): Fuel
   };
 }
 
+/** Tells the changes a range ended, but those during which the vehicle moved (counted instead). */
+async function tellChanges(c: FuelChangesOptions, vehicleno: string, unit: FuelUnit, ended: readonly FuelChange[], result: FuelSyncResult): Promise<void> {
+  const told: DerivedEvent[] = [];
+  for (const change of ended) {
+    if (c.moved && (await c.moved(vehicleno, change.fromAt, change.toAt))) result.whileMoving++;
+    else told.push(fuelEvent(vehicleno, unit, change));
+  }
+  if (told.length > 0) await c.tell(told);
+  result.changes += told.length;
+}
+
 export async function syncFuel(opts: FuelSyncOptions): Promise<FuelSyncResult> {
   const now = (opts.now ?? Date.now)();
   const vehicles = await opts.client.listVehicles();
@@ -94,7 +105,7 @@ export async function syncFuel(opts: FuelSyncOptions): Promise<FuelSyncResult> {
         if (judged) state = saved ? (JSON.parse(saved) as FuelChangeState) : { ...freshFuelState(), last: mark === null ? now - opts.lookbackMs - 1 : Number(mark) };
         let newest = mark === null ? -Infinity : Number(mark);
         // A release that does not judge fuel changes may have moved the watermark past them: read again from their progress.
-        let from = (mark === null ? now - opts.lookbackMs : Number(mark) + 1);
+        let from = mark === null ? now - opts.lookbackMs : Number(mark) + 1;
         if (state && state.last + 1 < from) from = state.last + 1;
         while (from <= now) {
           const to = Math.min(now, from + opts.maxRangeMs);
@@ -107,14 +118,7 @@ export async function syncFuel(opts: FuelSyncOptions): Promise<FuelSyncResult> {
           newest = fresh.reduce((m, r) => Math.max(m, r.time), newest);
           const progress = [field, String(newest)];
           if (judged && state) {
-            const ended = judgeFuel(state, fresh, judged, to);
-            const told = [];
-            for (const c of ended) {
-              if (judged.moved && (await judged.moved(vehicleno, c.fromAt, c.toAt))) result.whileMoving++;
-              else told.push(fuelEvent(vehicleno, unit, c));
-            }
-            if (told.length > 0) await judged.tell(told);
-            result.changes += told.length;
+            await tellChanges(judged, vehicleno, unit, judgeFuel(state, fresh, judged, to), result);
             progress.push(changesField(vehicleno, unit), JSON.stringify(state));
           }
           // Only after the store has the points and the events: a crash before this line reads the same
