@@ -24,6 +24,13 @@ describe('charge draining while parked', () => {
     expect(d.events[0]!.fields).toEqual({ soc_from: 80, soc_to: 75, over_s: (150 - 29) * 60 });
   });
 
+  it('an older high leaving the window never hides a fall from a lower one', () => {
+    // 80 at minute 0, 79 to minute 360, 74 from 361: at 361 the 80 has left the 6-hour window, the 79 of minute 360 has not.
+    const d = runOrdered(parked(400, 0, (j) => (j === 0 ? 80 : j <= 360 ? 79 : 74)));
+    expect(eventTimes(d)).toEqual([['soc_drain_while_parked', T0 + 361 * MIN + 500]]);
+    expect(d.events[0]!.fields).toEqual({ soc_from: 79, soc_to: 74, over_s: 60 });
+  });
+
   it('not with the ignition on, not while charging, not slower than the window allows', () => {
     expect(runOrdered(parked(240, 1, (j) => 80 - Math.floor(j / 30))).events.filter((e) => e.event.startsWith('soc_drain'))).toEqual([]);
     expect(runOrdered(parked(240, 0, (j) => 80 - Math.floor(j / 30), { load_status: 2 })).events.filter((e) => e.event.startsWith('soc_drain'))).toEqual([]);

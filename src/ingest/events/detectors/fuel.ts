@@ -1,4 +1,5 @@
 import type { DerivedEvent } from './context.js';
+import { WindowedExtreme } from './windowed.js';
 
 /**
  * Fuel drops (a theft, a leak) and refuels, judged on the fuel history the sync pulls
@@ -40,13 +41,16 @@ export interface FuelChange {
 export interface FuelChangeState {
   /** The newest reading judged: the next are judged from after it. */
   last: number;
-  /** The readings within the window before `last` ([time, level], oldest first): what a change is measured from. */
+  /**
+   * The readings within the window before `last` that can still be its highest or lowest ([time, level],
+   * oldest first, `windowed.ts`): what a change is measured from.
+   */
   recent: Array<[number, number]>;
   /** A change under way. */
   open?: FuelChange;
 }
 
-/** More readings than this within a window keep only the newest (a reading a second over 30 min is 1800). */
+/** Levels held at most, each way (windowed.ts). */
 const MAX_RECENT = 2048;
 /** Levels are decimals: a fall of 40.3 − 35.3 is 4.999…, which is the 5 it reads as. */
 const EPSILON = 1e-9;
@@ -66,6 +70,7 @@ export function judgeFuel(s: FuelChangeState, readings: readonly FuelReading[], 
   for (const r of readings) if (r.time > s.last && Number.isFinite(r.value)) byTime.set(r.time, r.value);
   const times = [...byTime.keys()].sort((a, b) => a - b);
   const ended: FuelChange[] = [];
+  const w = extremesOf(s.recent);
   for (const t of times) {
     const v = byTime.get(t)!;
     const open = s.open;
@@ -74,45 +79,60 @@ export function judgeFuel(s: FuelChangeState, readings: readonly FuelReading[], 
       if (further && t - open.toAt <= o.windowMs) {
         open.to = v;
         open.toAt = t;
-        remember(s, t, v);
+        remember(w, t, v);
         s.last = t;
         continue;
       }
-      close(s, ended);
+      close(s, w, ended);
     }
-    begin(s, t, v, o);
-    remember(s, t, v);
+    begin(s, w, t, v, o);
+    remember(w, t, v);
     s.last = t;
   }
-  if (s.open && until - s.open.toAt > o.windowMs) close(s, ended);
+  if (s.open && until - s.open.toAt > o.windowMs) close(s, w, ended);
+  s.recent = entriesOf(w);
   return ended;
 }
 
-function close(s: FuelChangeState, ended: FuelChange[]): void {
+interface Extremes {
+  high: WindowedExtreme;
+  low: WindowedExtreme;
+}
+
+/** The highest and lowest of stored readings (a release before kept every reading: the same extremes). */
+function extremesOf(recent: ReadonlyArray<readonly [number, number]>): Extremes {
+  const w = { high: new WindowedExtreme('highest', MAX_RECENT), low: new WindowedExtreme('lowest', MAX_RECENT) };
+  for (const [t, v] of recent) remember(w, t, v);
+  return w;
+}
+
+/** What is stored of them: the readings either holds, once each, oldest first. */
+function entriesOf(w: Extremes): Array<[number, number]> {
+  const byTime = new Map<number, number>([...w.high.entries(), ...w.low.entries()]);
+  return [...byTime.entries()].sort((a, b) => a[0] - b[0]);
+}
+
+function close(s: FuelChangeState, w: Extremes, ended: FuelChange[]): void {
   const open = s.open!;
   ended.push(open);
   delete s.open;
-  s.recent = [[open.toAt, open.to]];
+  w.high.clear();
+  w.low.clear();
+  remember(w, open.toAt, open.to);
 }
 
-function remember(s: FuelChangeState, t: number, v: number): void {
-  s.recent.push([t, v]);
-  if (s.recent.length > MAX_RECENT) s.recent.splice(0, s.recent.length - MAX_RECENT);
+function remember(w: Extremes, t: number, v: number): void {
+  w.high.push(t, v);
+  w.low.push(t, v);
 }
 
-function begin(s: FuelChangeState, t: number, v: number, o: FuelChangeOptions): void {
-  let k = 0;
-  while (k < s.recent.length && s.recent[k]![0] < t - o.windowMs) k++;
-  if (k > 0) s.recent.splice(0, k);
-  let high: [number, number] | undefined;
-  let low: [number, number] | undefined;
-  // Of equal levels the latest: a level that stood still before it fell began to fall at its last reading.
-  for (const r of s.recent) {
-    if (!high || r[1] >= high[1]) high = r;
-    if (!low || r[1] <= low[1]) low = r;
-  }
-  if (high && high[1] - v >= o.dropMin - EPSILON) s.open = { event: 'fuel_drop', fromAt: high[0], from: high[1], toAt: t, to: v };
-  else if (low && v - low[1] >= o.refuelMin - EPSILON) s.open = { event: 'fuel_refuel', fromAt: low[0], from: low[1], toAt: t, to: v };
+function begin(s: FuelChangeState, w: Extremes, t: number, v: number, o: FuelChangeOptions): void {
+  w.high.expire(t - o.windowMs);
+  w.low.expire(t - o.windowMs);
+  const high = w.high.value;
+  const low = w.low.value;
+  if (high !== undefined && high - v >= o.dropMin - EPSILON) s.open = { event: 'fuel_drop', fromAt: w.high.time!, from: high, toAt: t, to: v };
+  else if (low !== undefined && v - low >= o.refuelMin - EPSILON) s.open = { event: 'fuel_refuel', fromAt: w.low.time!, from: low, toAt: t, to: v };
 }
 
 /** The change as a vehicle event: `fuel_before`, `fuel_after`, `fuel_amount` (in `unit`, its tag), `over_s`. */
