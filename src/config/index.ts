@@ -228,8 +228,20 @@ const env = z.object({
   EVENTS: z.enum(['on', 'off']).default('on'),
   /** The reorder window, in record time: records arriving this much out of order still derive events in order. */
   EVENTS_WINDOW: duration.default(30_000),
-  /** How long a finished trip waits for a lagging CAN stream to pass its end (for its soc there), in GPS record time. */
+  /**
+   * How long one stream waits for the other to pass a time it reads there (a finished trip for the CAN
+   * stream's soc at its end, charging and the drain for the GPS track): in the waiting stream's record
+   * time, or wall time since the other last sent. Read before, it is corrected once the other passes.
+   */
   EVENTS_MAX_SKEW: duration.default(600_000),
+  /** How late (record time, behind the vehicle's newest) a record may come and still correct what was told; older ones are stored and counted as too late. */
+  EVENTS_HORIZON: duration.default(24 * 3_600_000),
+  /** A vehicle's state is kept as a checkpoint each time its records cross into a new interval of this length: a correction replays from the last one before its late record. */
+  EVENTS_CHECKPOINT_INTERVAL: duration.default(3_600_000),
+  /** How long after a late record its vehicle's correction runs (late records coming meanwhile join it; InfluxDB must show a written record by then). */
+  EVENTS_CORRECTION_DELAY: duration.default(5_000),
+  /** How long a job's derivation waits for jobs of its partition accepted before it whose writes are still under way (then it goes first; theirs correct what they change). */
+  EVENTS_ORDER_WAIT: duration.default(10_000),
   /** A trip is kept when it lasts this long OR covers TRIP_MIN_DISTANCE (Traccar's minimalTripDuration and its default). */
   TRIP_MIN_DURATION: duration.default(300_000),
   /** Metres (Traccar's minimalTripDistance and its default). */

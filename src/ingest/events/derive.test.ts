@@ -10,7 +10,7 @@ import { writeCommitted, writePending } from './wire.js';
 import { parseGeofences } from '../geofences/geofence.js';
 import { GeofenceLookup } from '../geofences/lookup.js';
 import { cases } from '../../../test/harness/short.js';
-import { can, collect, gps, named, OPTS, roundTrip, runOrdered, sorted, T0, V, type Named } from './events.testkit.js';
+import { can, collect, gps, history, HISTORY_OPTS, named, OPTS, quiet, roundTrip, runOrdered, sorted, T0, V, type Named } from './events.testkit.js';
 
 /**
  * The derivation as a whole: the detectors fed in order from per-type streams, exactly once whatever
@@ -71,92 +71,6 @@ describe('a drive', () => {
 
 // ---- exactly once, whatever order --------------------------------------------------------------
 
-/**
- * A vehicle's day in miniature from a seed: parked, drives (with jumps and ignition flickers, some over
- * the speed limit of `HISTORY_OPTS`), idling (standing with the ignition on), towed (moving with it
- * off), charges (each after a parked spell, as a vehicle stops before it is plugged in), alarm flaps; gps
- * and CAN about 1/s each.
- */
-function history(seed: number): EventInput[] {
-  const rnd = mulberry32(seed);
-  const out: EventInput[] = [];
-  let lat = 12.97;
-  let lng = 77.59;
-  let soc = 30 + Math.floor(rnd() * 50);
-  const flags = ALARM_FIELDS.map(() => 0);
-  let base = T0 + Math.floor(rnd() * 1000);
-  const segments = 6 + Math.floor(rnd() * 8);
-  const kinds: Array<'parked' | 'drive' | 'charge' | 'idle' | 'towed'> = [];
-  for (let g = 0; g < segments; g++) {
-    const kind = (['parked', 'drive', 'drive', 'charge', 'parked', 'drive', 'drive', 'charge', 'idle', 'towed'] as const)[Math.floor(rnd() * 10)]!;
-    if (kind === 'charge' && kinds.at(-1) !== 'parked') kinds.push('parked');
-    kinds.push(kind);
-  }
-  for (const kind of kinds) {
-    const seconds = kind === 'parked' ? 40 + Math.floor(rnd() * 230) : 20 + Math.floor(rnd() * 250);
-    const bearing = rnd() * 2 * Math.PI;
-    const speed = 10 + rnd() * 80;
-    for (let j = 0; j < seconds; j++, base += 1000) {
-      const tg = base + Math.floor(rnd() * 1000);
-      const tc = rnd() < 0.1 ? tg : base + Math.floor(rnd() * 1000); // sometimes at the same instant
-      if (kind === 'drive' || kind === 'towed') {
-        const km = speed / 3600;
-        lat += (km * Math.cos(bearing)) / 111.32;
-        lng += (km * Math.sin(bearing)) / (111.32 * Math.cos((lat * Math.PI) / 180));
-      }
-      const ign = (kind === 'drive' && !(rnd() < 0.01)) || kind === 'idle' ? 1 : 0;
-      const moving = kind === 'drive' || kind === 'towed';
-      if (rnd() < 0.01) out.push(gps(tg, lat + 0.5, lng, 0, ign)); // a jump
-      else if (rnd() < 0.97) out.push(gps(tg, Math.round(lat * 1e6) / 1e6, Math.round(lng * 1e6) / 1e6, moving ? Math.round(speed * 10) / 10 : 0, ign));
-      if (kind === 'charge' && rnd() < 0.1) soc = Math.min(100, soc + 1);
-      if (kind === 'drive' && rnd() < 0.05) soc = Math.max(0, soc - 1);
-      if (rnd() < 0.03) {
-        const i = Math.floor(rnd() * flags.length);
-        flags[i] = 1 - flags[i]!;
-      }
-      const f: Record<string, number> = {};
-      if (rnd() < 0.8) f.soc = soc;
-      if (rnd() < 0.8) f.battery_voltage = Math.round((48 + soc / 10 + rnd()) * 100) / 100;
-      if (rnd() < 0.8) f.current = Math.round((kind === 'charge' ? 30 + rnd() * 5 : kind === 'drive' ? -20 - rnd() * 20 : -0.4) * 100) / 100;
-      if (rnd() < 0.7) f.load_status = kind === 'charge' ? 2 : kind === 'drive' ? 1 : 0;
-      ALARM_FIELDS.forEach((a, i) => {
-        if (flags[i] === 1 || rnd() < 0.2) f[a] = flags[i]!;
-      });
-      if (rnd() < 0.05) f.cell_voltage_01 = 3.3; // a field derivation does not read
-      if (f.soc === undefined && f.current === undefined && f.load_status === undefined) f.soc = soc; // as the emulator: never a record of nothing
-      if (rnd() < 0.95) out.push(can(tc, f));
-    }
-  }
-  return sorted(out);
-}
-
-/** The histories' settings: their segments last minutes, so the detectors' minimums are scaled to them. */
-const HISTORY_GEOFENCES = parseGeofences({
-  type: 'FeatureCollection',
-  features: [
-    // Where every history starts, a small one beside it, and a ring of zones around (some crossed between fixes).
-    { type: 'Feature', properties: { name: 'home', kind: 'depot', radius_m: 1_500 }, geometry: { type: 'Point', coordinates: [77.59, 12.97] } },
-    { type: 'Feature', properties: { name: 'kiosk', kind: 'charging', radius_m: 60 }, geometry: { type: 'Point', coordinates: [77.6, 12.975] } },
-    ...Array.from({ length: 12 }, (_, k) => ({
-      type: 'Feature',
-      properties: { name: `zone ${k}`, kind: 'customer', radius_m: 150 + 50 * (k % 4), ...(k % 3 === 0 ? { speed_limit: 40 } : {}) },
-      geometry: { type: 'Point', coordinates: [77.59 + 0.03 * Math.sin(k), 12.97 + 0.03 * Math.cos(k)] },
-    })),
-  ],
-}).map((g, i) => ({ ...g, id: i + 1, from: 0 }));
-const HISTORY_OPTS = {
-  ...OPTS,
-  tripMinDurationMs: 60_000,
-  tripMinDistanceM: 100,
-  stopMinDurationMs: 60_000,
-  idleMinDurationMs: 30_000,
-  speedLimitKmh: 60,
-  overspeedMinDurationMs: 5_000,
-  towMinDistanceM: 300,
-  geofenceMinDwellMs: 20_000,
-  geofences: { current: new GeofenceLookup(HISTORY_GEOFENCES) },
-};
-
 interface Delivery {
   derived: Derived & { trips: Trip[] };
   copies: number;
@@ -201,7 +115,7 @@ function deliver(records: readonly EventInput[], seed: number, opts: DeriveOptio
     // Round trips through the bytes store.ts keeps (the committed part and each pending record).
     if (rnd() < 0.1) s = roundTrip(s);
   }
-  parts.push(flush(V, s, now + opts.idleMs, opts));
+  parts.push(flush(V, s, now + quiet(opts), opts));
   expect(pendingCount(s)).toBe(0);
   return { derived: collect(parts), copies };
 }

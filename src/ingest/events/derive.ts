@@ -1,13 +1,14 @@
 import { createHash } from 'node:crypto';
-import { emptyRecord, STREAMS, recordOf, type EventInput, type StreamPlan, type StreamRecord } from './inputs.js';
+import { emptyRecord, SOC_STREAM, STREAMS, recordOf, TRACK_STREAM, valueOf, type EventInput, type StreamPlan, type StreamRecord } from './inputs.js';
 import { addRecord, committed, dropCommitted, due, newStream, type Stream } from './streams.js';
 import { emptyDerived, DEFAULT_DERIVE_OPTIONS, type ChargingSession, type Context, type Derived, type DeriveOptions, type DerivedEvent, type Slice, type Stop, type Trip } from './detectors/context.js';
-import { fixOf, TRACK, trackFix, type Step, type TrackState } from './detectors/track.js';
+import { fixOf, motionChanged, motionCovers, motionSettledThrough, movingAt, TRACK, trackFix, type Step, type TrackState } from './detectors/track.js';
 import { noteSoc, SOC, type SocState } from './detectors/soc.js';
-import { alarmLateRecord, alarmRecord, ALARMS_SLICE, type AlarmsState } from './detectors/alarms.js';
-import { IGNITION_SLICE, ignitionRecord, type IgnitionState } from './detectors/ignition.js';
+import { alarmRecord, ALARMS_SLICE, type AlarmsState } from './detectors/alarms.js';
+import { ignitionAt, ignitionChanged, ignitionCovers, IGNITION_SLICE, ignitionRecord, type IgnitionState } from './detectors/ignition.js';
 import { FINISHED_TRIPS_SLICE, tripGap, tripRecord, TRIPS_SLICE, tripSocIdle, tripSocProgress, type FinishedTrips, type TripsState } from './detectors/trips.js';
 import { chargingGap, chargingRecord, chargingSoc, CHARGING_SLICE, type ChargingState } from './detectors/charging.js';
+import { awaitPassed, correctFrom, LATE_SLICE, notePremature, streamLate, type LateState } from './corrections/state.js';
 import { STOPS_SLICE, stopsRecord, type StopsState } from './detectors/stops.js';
 import { IDLE_SLICE, idleGap, idleRecord, type IdleState } from './detectors/idle.js';
 import { OVERSPEED_SLICE, overspeedGap, overspeedRecord, type OverspeedState } from './detectors/overspeed.js';
@@ -51,6 +52,7 @@ export interface VehicleState {
   socLow: SocLowState;
   batterySwap: BatterySwapState;
   drain: DrainState;
+  late: LateState;
 }
 
 /** The slices of a state, each under its frozen id (`wire.ts` stores them so). */
@@ -70,6 +72,7 @@ export const SLICES = {
   socLow: SOC_LOW_SLICE,
   batterySwap: BATTERY_SWAP_SLICE,
   drain: DRAIN_SLICE,
+  late: LATE_SLICE,
 } satisfies { [K in Exclude<keyof VehicleState, 'streams'>]: Slice<VehicleState[K]> };
 
 export function newState(): VehicleState {
@@ -92,6 +95,7 @@ export function newState(): VehicleState {
     socLow: SLICES.socLow.fresh(),
     batterySwap: SLICES.batterySwap.fresh(),
     drain: SLICES.drain.fresh(),
+    late: SLICES.late.fresh(),
   };
 }
 
@@ -103,18 +107,23 @@ export function pendingCount(s: VehicleState): number {
 }
 
 /**
- * The wall time since which a vehicle holds pending records nothing has been added to (the oldest of its
- * streams' last arrivals among those with pending records), or undefined when it holds none: a store
- * sweeps the vehicle with `flush` once that is idleMs ago.
+ * When a store should next sweep the vehicle with `flush`, less idleMs (a store sweeps it once this is
+ * idleMs ago), or undefined when nothing waits for wall time: pending records wait for their stream to
+ * fall idle (idleMs after its last arrival); finished trips wait for the soc's stream, and records held
+ * for the track wait for it, each at most EVENTS_MAX_SKEW after the other stream last sent.
  */
-export function pendingSince(s: VehicleState): number | undefined {
+export function pendingSince(s: VehicleState, opts: DeriveOptions = DEFAULT_DERIVE_OPTIONS): number | undefined {
   let since: number | undefined;
-  const waiting = s.finishedTrips.length > 0;
+  const at = (t: number) => {
+    const x = Number.isFinite(t) ? t : 0;
+    if (since === undefined || x < since) since = x;
+  };
   for (const stream of s.streams) {
-    // A finished trip waiting for the soc stream keeps the vehicle swept, so it is told once that stream falls idle.
-    if (stream === undefined || (stream.pending.length === 0 && !waiting) || stream.lastArrivalMs === -Infinity) continue;
-    if (since === undefined || stream.lastArrivalMs < since) since = stream.lastArrivalMs;
+    if (stream === undefined) continue;
+    if (stream.pending.length > 0 && stream.lastArrivalMs !== -Infinity) at(stream.lastArrivalMs);
+    if (stream.held.length > 0) at(s.streams[TRACK_STREAM]!.lastArrivalMs + opts.maxSkewMs - opts.idleMs);
   }
+  if (s.finishedTrips.length > 0) at(s.streams[SOC_STREAM]!.lastArrivalMs + opts.maxSkewMs - opts.idleMs);
   return since;
 }
 
@@ -138,7 +147,8 @@ export function ingest(
   /** Given, told the records this call put in pending buffers. */
   into?: AddedRecords,
 ): Derived {
-  const ctx = contextOf(vehicleno, opts);
+  const ctx = begin(vehicleno, s, opts);
+  const tooLateThrough = Math.max(s.late.firstCut, cutOf(s) - opts.horizonMs);
   for (const input of inputs) {
     const plan = STREAMS.get(input.type);
     // Times are integer epoch ms (validation makes them so); the store scores records by them exactly.
@@ -149,40 +159,86 @@ export function ingest(
     if (taken === 'added' || taken === 'merged') into?.push(plan.streamId, r.time);
     else if (taken === 'duplicate') ctx.out.duplicates++;
     else {
+      // Late: what was told is corrected from it (corrections/), unless it is older than the horizon.
       ctx.out.late++;
-      alarmLateRecord(ctx, s.alarms, r, plan, s.soc.latest);
+      if (r.time > tooLateThrough) correctFrom(s.late, r.time);
+      else {
+        ctx.out.tooLate++;
+        ctx.out.tooLateFirst ??= { type: plan.name, time: r.time };
+      }
     }
   }
   commitDue(ctx, s, nowMs, false);
-  return ctx.out;
+  return end(ctx, s);
 }
 
 /**
- * The record arriving, and the one being committed: each read into its object, reused (records are kept
- * as columns, pending.ts; no detector keeps a record).
+ * The record arriving, the one being committed, and one a waiting stream releases: each read into its
+ * object, reused (records are kept as columns, pending.ts; no detector keeps a record).
  */
 const ARRIVING: StreamRecord = emptyRecord(0, 0);
 const COMMITTING: StreamRecord = emptyRecord(0, 0);
+const RELEASING: StreamRecord = emptyRecord(0, 0);
 
 /** The call's context, reused (calls never nest): only its outputs are new. */
-const CTX: Context = { vehicleno: '', opts: DEFAULT_DERIVE_OPTIONS, out: emptyDerived() };
-function contextOf(vehicleno: string, opts: DeriveOptions): Context {
+const CTX: Context = { vehicleno: '', opts: DEFAULT_DERIVE_OPTIONS, out: emptyDerived(), late: SLICES.late.fresh() };
+
+/**
+ * A call begins: its context, and, for a state whose corrections have not begun (a new vehicle, or one a
+ * release without them wrote last), their beginning: the state as it is is epoch 0's checkpoint.
+ */
+function begin(vehicleno: string, s: VehicleState, opts: DeriveOptions): Context {
   CTX.vehicleno = vehicleno;
   CTX.opts = opts;
   CTX.out = emptyDerived();
+  CTX.late = s.late;
+  for (const stream of s.streams) if (stream !== undefined) stream.heldNew = 0;
+  if (s.late.epoch !== s.late.epoch) {
+    const cut = cutOf(s);
+    s.late.epoch = 0;
+    s.late.firstCut = cut;
+    s.late.bucket = Math.floor(cut / opts.checkpointIntervalMs);
+    // Records a release without waiting streams committed were taken by every detector.
+    for (const plan of WAITING) streamLate(s.late, plan.streamId).waitedThrough = s.streams[plan.streamId]!.watermark;
+    CTX.out.reset = true;
+  }
   return CTX;
+}
+
+/** The last record time a vehicle's streams committed, of any stream (-Infinity: none): a checkpoint's cut. */
+export function cutOf(s: VehicleState): number {
+  let cut = -Infinity;
+  for (const stream of s.streams) if (stream !== undefined && stream.watermark > cut) cut = stream.watermark;
+  return cut;
+}
+
+/**
+ * A call ends: premature reads the other stream has now passed are checked (a correction is due where
+ * they took it wrongly), and a checkpoint is taken when the vehicle's records crossed into a new
+ * checkpoint interval. The call's outputs are told in the epoch before it.
+ */
+function end(ctx: Context, s: VehicleState): Derived {
+  awaitPassed(s.late, TRACK_STREAM, settledThrough(ctx, s), (from, to, assumed) => assumedHeld(s, from, to, assumed));
+  awaitPassed(s.late, SOC_STREAM, s.soc.through, () => false);
+  ctx.out.epoch = s.late.epoch;
+  const cut = cutOf(s);
+  const bucket = Math.floor(cut / ctx.opts.checkpointIntervalMs);
+  if (cut > -Infinity && bucket > s.late.bucket) {
+    s.late.epoch++;
+    s.late.bucket = bucket;
+    ctx.out.checkpoint = { epoch: s.late.epoch, cut };
+  }
+  return ctx.out;
 }
 
 /** For a vehicle whose streams stopped sending: a stream nothing was added to for idleMs of wall time commits all it holds. */
 export function flush(vehicleno: string, s: VehicleState, nowMs: number, opts: DeriveOptions = DEFAULT_DERIVE_OPTIONS): Derived {
-  const ctx = contextOf(vehicleno, opts);
+  const ctx = begin(vehicleno, s, opts);
   commitDue(ctx, s, nowMs, true);
-  // A finished trip waiting for the soc stream waits no longer once that stream is idle with nothing pending.
-  for (const plan of ORDER) {
-    const stream = s.streams[plan.streamId]!;
-    if (plan.soc >= 0 && stream.pending.length === 0 && nowMs - stream.lastArrivalMs >= opts.idleMs) tripSocIdle(ctx, s.finishedTrips, s.soc);
-  }
-  return ctx.out;
+  // A finished trip waiting for the soc's stream waits no longer once that stream sent nothing for EVENTS_MAX_SKEW.
+  const socs = s.streams[SOC_STREAM]!;
+  if (socs.pending.length === 0 && nowMs - socs.lastArrivalMs >= opts.maxSkewMs) tripSocIdle(ctx, s.finishedTrips, s.soc);
+  return end(ctx, s);
 }
 
 /** Per stream of ORDER, during a commit: how many records are due, and how many are done (reused: commits never nest). */
@@ -191,7 +247,8 @@ const DONE: number[] = [];
 
 /**
  * Commits what every stream has due, all streams' records merged in time order; at one instant, in ORDER
- * (types without a position first, so a reading taken as ignition flips counts as at it).
+ * (types without a position first, so a reading taken as ignition flips counts as at it). Then records
+ * held for the track that the wall clock or their own stream's lead lets go (`release`).
  */
 function commitDue(ctx: Context, s: VehicleState, nowMs: number, idle: boolean): void {
   let any = false;
@@ -204,8 +261,7 @@ function commitDue(ctx: Context, s: VehicleState, nowMs: number, idle: boolean):
     any = true;
     ctx.out.forced += Math.max(0, stream.pending.length - ctx.opts.maxPending);
   }
-  if (!any) return;
-  for (;;) {
+  while (any) {
     let next = -1;
     let time = Infinity;
     for (let k = 0; k < ORDER.length; k++) {
@@ -223,16 +279,19 @@ function commitDue(ctx: Context, s: VehicleState, nowMs: number, idle: boolean):
     committed(stream, r.time);
     apply(ctx, s, plan, r);
   }
-  for (let k = 0; k < ORDER.length; k++) if (DUE[k]! > 0) dropCommitted(s.streams[ORDER[k]!.streamId]!, DUE[k]!);
+  if (any) for (let k = 0; k < ORDER.length; k++) if (DUE[k]! > 0) dropCommitted(s.streams[ORDER[k]!.streamId]!, DUE[k]!);
+  release(ctx, s, nowMs, true);
 }
 
 /** Streams in the order their records go at one instant. */
 const ORDER: readonly StreamPlan[] = [...STREAMS.values()].sort((a, b) => Number(a.lat >= 0) - Number(b.lat >= 0) || a.streamId - b.streamId);
+/** Streams some of whose detectors wait for the track (StreamPlan.waits). */
+const WAITING: readonly StreamPlan[] = ORDER.filter((p) => p.waits);
 
 /** The fixes one record confirmed (reused: apply is never re-entered). */
 const STEPS: Step[] = [];
 
-/** One committed record through the detectors that read its type's fields. */
+/** One committed record through the detectors that read its type's fields (those that wait for the track, once it has passed it). */
 function apply(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord): void {
   if (plan.lat >= 0 || plan.ignition >= 0) {
     // Idling and overspeed before the trips: what a gap or an ignition-off ends counts in the open trip.
@@ -252,21 +311,93 @@ function apply(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord)
     // After the trips: an ignition-off fix is confirmed by the trip's end, and is where the vehicle parked.
     towingRecord(ctx, s.towing, s.track, r, plan, steps);
     ignitionRecord(ctx, s.ignition, r, plan);
+    // The track moved on: what waited for it to pass may go.
+    if (plan.streamId === TRACK_STREAM) release(ctx, s, 0, false);
   }
-  const charges = plan.load >= 0 || plan.current >= 0;
-  if (charges) chargingGap(ctx, s.charging, r.time, s.soc);
   if (plan.soc >= 0) {
-    const before = s.soc.latest;
     noteSoc(s.soc, r, plan);
     socLowRecord(ctx, s.socLow, r, plan);
-    if (!Object.is(before, s.soc.latest)) chargingSoc(s.charging, s.soc.latest);
     tripSocProgress(ctx, s.trips, s.finishedTrips, s.soc);
   }
   if (plan.bmsId >= 0 || plan.batteryId >= 0) batterySwapRecord(ctx, s.batterySwap, r, plan);
   if (plan.alarms.length > 0) alarmRecord(ctx, s.alarms, r, plan, s.soc.latest);
-  if (charges) chargingRecord(ctx, s.charging, r, plan, s.soc, s.track);
+  if (plan.waits) {
+    const stream = s.streams[plan.streamId]!;
+    if (stream.held.length === 0 && r.time <= settledThrough(ctx, s)) applyWaiting(ctx, s, plan, r, false);
+    else {
+      stream.held.insert(stream.held.length, r);
+      stream.heldNew++;
+    }
+  }
+}
+
+/**
+ * **Waits.** Charging reads whether the vehicle moved at a CAN record's time, and the drain whether it
+ * stood parked: both the track's, which is final only once the GPS stream has passed that time (a
+ * fix it still holds unconfirmed may yet change it, `motionSettledThrough`). So their records wait
+ * (`Stream.held`) until the track has passed them, whatever the two streams' lag: the same records in
+ * the same order as in-order delivery. They wait at most EVENTS_MAX_SKEW (of their own stream's time, or
+ * of wall time without a GPS record) and not at all for a vehicle that never sent one; taken so, what
+ * they took the track to be is checked once it passes there, and corrected if it was otherwise.
+ */
+function release(ctx: Context, s: VehicleState, nowMs: number, final: boolean): void {
+  for (const plan of WAITING) {
+    const stream = s.streams[plan.streamId]!;
+    while (stream.held.length > 0) {
+      const t = stream.held.timeAt(0);
+      let premature = false;
+      if (t > settledThrough(ctx, s)) {
+        if (!final) break;
+        const track = s.streams[TRACK_STREAM]!;
+        const absent = track.newest === -Infinity;
+        const silent = track.pending.length === 0 && nowMs - track.lastArrivalMs >= ctx.opts.maxSkewMs;
+        if (!(absent || silent || stream.newest - t > ctx.opts.maxSkewMs)) break;
+        premature = true;
+      }
+      const r = stream.held.read(0, RELEASING);
+      stream.held.dropFirst(1);
+      applyWaiting(ctx, s, plan, r, premature);
+    }
+    if (stream.heldNew > stream.held.length) stream.heldNew = stream.held.length;
+  }
+}
+
+/** The time through which the track is final (its stream committed, and no fix it holds may still change its motion there). */
+function settledThrough(ctx: Context, s: VehicleState): number {
+  return motionSettledThrough(s.track, s.streams[TRACK_STREAM]!.watermark, ctx.opts);
+}
+
+/** What a premature read took the track to be at `t`: moving (bit 0) and the ignition (0 off, 1 on, 2 not known) above it. */
+function assumption(s: VehicleState, t: number): number {
+  return (movingAt(s.track, t) ? 1 : 0) | ((ignitionAt(s.ignition, t) ?? 2) << 1);
+}
+
+/** Whether the track, now passed, was what premature reads from `from` to `to` took it to be. */
+function assumedHeld(s: VehicleState, from: number, to: number, assumed: number): boolean {
+  return (
+    motionCovers(s.track, from) &&
+    ignitionCovers(s.ignition, from) &&
+    assumption(s, from) === assumed &&
+    !motionChanged(s.track, from, to) &&
+    !ignitionChanged(s.ignition, from, to)
+  );
+}
+
+/** A record of a waiting stream through the detectors that waited for the track: charging, then the drain. */
+function applyWaiting(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord, premature: boolean): void {
+  streamLate(s.late, plan.streamId).waitedThrough = r.time;
+  const charges = plan.load >= 0 || plan.current >= 0;
+  // Whether this record reads the track: the drain reads it for a soc, charging for a current without load_status.
+  const reads = valueOf(r, plan.soc) !== undefined || (valueOf(r, plan.load) === undefined && valueOf(r, plan.current) !== undefined);
+  if (reads) {
+    if (premature) notePremature(s.late, TRACK_STREAM, r.time, r.time, assumption(s, r.time));
+    else if (!motionCovers(s.track, r.time) || !ignitionCovers(s.ignition, r.time)) correctFrom(s.late, r.time);
+  }
+  if (charges) chargingGap(ctx, s.charging, r.time);
+  if (plan.soc >= 0) chargingSoc(s.charging, r, plan);
+  if (charges) chargingRecord(ctx, s.charging, r, plan, s.track);
   // After charging: a record that starts a session is not a drain.
-  if (plan.soc >= 0 && plan.lat < 0) drainRecord(ctx, s.drain, r, plan, s.ignition, s.track, s.charging);
+  if (plan.soc >= 0) drainRecord(ctx, s.drain, r, plan, s.ignition, s.track, s.charging);
 }
 
 // ---- stable ids ---------------------------------------------------------------------------------

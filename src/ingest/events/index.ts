@@ -9,6 +9,7 @@ import type { FieldPick, WrittenRecord } from '../../telemetry/record.js';
 import type { RedisKeys } from '../queue/keys.js';
 import type { PointSink } from '../write/sink.js';
 import { DEFAULT_DERIVE_OPTIONS, DERIVE_PICK, type Derived, type DeriveOptions, type DerivedEvent } from './derive.js';
+import { emptyDerived } from './detectors/context.js';
 import { webhookPayloadOf, pointOf, startDispatch, type OutboxEntry } from './outbox.js';
 import { Lines } from '../write/lines.js';
 import { VehicleEvents } from './store.js';
@@ -58,6 +59,8 @@ export function deriveOptions(cfg: Config): DeriveOptions {
     socDrainMinPercent: cfg.SOC_DRAIN_MIN,
     socDrainWindowMs: cfg.SOC_DRAIN_WINDOW,
     idleMs: cfg.EVENTS_WINDOW,
+    horizonMs: cfg.EVENTS_HORIZON,
+    checkpointIntervalMs: cfg.EVENTS_CHECKPOINT_INTERVAL,
     maxPending: DEFAULT_DERIVE_OPTIONS.maxPending,
   };
 }
@@ -159,7 +162,7 @@ export function startEvents(
       const entries: OutboxEntry[] = events.map((e) => ({ kind: 'event', ...e }));
       await sink.write(Lines.of(entries.map(pointOf)));
       await webhook?.(entries.map(webhookPayloadOf));
-      counted(metrics, [{ events: [...events], trips: [], sessions: [], stops: [], late: 0, duplicates: 0, forced: 0 }]);
+      counted(metrics, [{ ...emptyDerived(), events }]);
     },
     async close() {
       geofences.stop();

@@ -29,6 +29,9 @@ export interface DeriveSchema {
   /** By type name, and by stream id. */
   streams: ReadonlyMap<string, StreamPlan>;
   byStreamId: ReadonlyMap<number, StreamPlan>;
+  /** The stream of the track (a position and the ignition), and the stream of the soc. */
+  track: StreamPlan;
+  soc: StreamPlan;
 }
 
 /** The derivation's view of some record types (the service's: RECORD_TYPES; a test's fixture schema may add to them). */
@@ -67,6 +70,8 @@ export function deriveSchemaOf(types: readonly RecordTypeSpec[]): DeriveSchema {
       alarms: typeAlarms,
       alarmSlots: Int32Array.from(typeAlarms, (a) => a.slot),
       alarmBits: Int32Array.from(typeAlarms, (a) => 1 << a.bit),
+      // Charging (current, load) and the drain (soc) of a stream without a position read where the track stood and moved.
+      waits: !t.position && (declared.has(CURRENT) || declared.has(LOAD) || declared.has(SOC)),
     };
   });
   for (const name of [IGNITION, SPEED, SOC, VOLTAGE, CURRENT, LOAD, BMS_ID, BATTERY_ID]) {
@@ -76,7 +81,11 @@ export function deriveSchemaOf(types: readonly RecordTypeSpec[]): DeriveSchema {
   // A trip is measured on its type's own fixes, so ignition must come with a position.
   for (const p of plans) if (p.ignition >= 0 && p.lat < 0) throw new Error(`vehicle events: type ${p.name} has ignition but no position`);
   if (new Set(plans.map((p) => p.streamId)).size !== plans.length) throw new Error('vehicle events: two types share a stream id');
-  return { fields, streams: new Map(plans.map((p) => [p.name, p])), byStreamId: new Map(plans.map((p) => [p.streamId, p])) };
+  // One track (the stream with a position and the ignition) and one stream of the soc: what each reads of the other.
+  const tracks = plans.filter((p) => p.lat >= 0 && p.ignition >= 0);
+  const socs = plans.filter((p) => p.soc >= 0 && p.lat < 0);
+  if (tracks.length !== 1 || socs.length !== 1) throw new Error('vehicle events: expected one type with a position and ignition, and one with the soc and no position');
+  return { fields, streams: new Map(plans.map((p) => [p.name, p])), byStreamId: new Map(plans.map((p) => [p.streamId, p])), track: tracks[0]!, soc: socs[0]! };
 }
 
 /** The service's schema as derivation reads it. */
@@ -145,11 +154,19 @@ export interface StreamPlan {
   /** The alarms' slots and their bits (1 << alarmBit), apart: read for every record (`recordOf`). */
   alarmSlots: Int32Array;
   alarmBits: Int32Array;
+  /**
+   * Whether some of its detectors read the track's stream at its records' times (charging, the drain):
+   * those take its records once the track has passed them (derive.ts, "waits").
+   */
+  waits: boolean;
 }
 
 /** Every type's stream, by type name, and by stream id. */
 export const STREAMS: ReadonlyMap<string, StreamPlan> = DERIVE_SCHEMA.streams;
 export const STREAM_BY_ID: ReadonlyMap<number, StreamPlan> = DERIVE_SCHEMA.byStreamId;
+/** The track's stream id (what the waiting detectors wait for) and the soc's (what finished trips wait for). */
+export const TRACK_STREAM: number = DERIVE_SCHEMA.track.streamId;
+export const SOC_STREAM: number = DERIVE_SCHEMA.soc.streamId;
 
 /**
  * A record of a stream: its time, its values (`v0`…: `StreamPlan.fields`, NaN where absent; read and set

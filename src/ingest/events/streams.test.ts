@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { flush, ingest, newState, type Derived, type EventInput } from './derive.js';
-import { can, collect, eventTimes, gps, north, OPTS, T0, V } from './events.testkit.js';
+import { can, collect, eventTimes, gps, north, OPTS, quiet, T0, V } from './events.testkit.js';
 
 /** Each record type its own ordered stream: as a fleet's data really arrives. */
 
@@ -14,7 +14,7 @@ function play(deliveries: ReadonlyArray<readonly [number, readonly EventInput[]]
     now = at;
     parts.push(ingest(V, s, records, at));
   }
-  parts.push(flush(V, s, now + OPTS.idleMs));
+  parts.push(flush(V, s, now + quiet(OPTS)));
   return collect(parts);
 }
 

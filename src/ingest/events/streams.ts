@@ -40,6 +40,12 @@ export interface Stream {
   ring: number[];
   ringN: number;
   ringAt: number;
+  /**
+   * Committed records the detectors that wait for another stream have not taken yet (derive.ts, "waits"),
+   * oldest first; `heldNew` of them (the last) were added by the call under way (a store writes those).
+   */
+  held: PendingRecords;
+  heldNew: number;
 }
 
 export interface StreamOptions {
@@ -49,7 +55,18 @@ export interface StreamOptions {
 }
 
 export function newStream(streamId: number): Stream {
-  return { pending: new PendingRecords(streamId), newest: -Infinity, newestArrivalMs: -Infinity, lastArrivalMs: -Infinity, watermark: -Infinity, ring: zeros(RING), ringN: 0, ringAt: 0 };
+  return {
+    pending: new PendingRecords(streamId),
+    newest: -Infinity,
+    newestArrivalMs: -Infinity,
+    lastArrivalMs: -Infinity,
+    watermark: -Infinity,
+    ring: zeros(RING),
+    ringN: 0,
+    ringAt: 0,
+    held: new PendingRecords(streamId),
+    heldNew: 0,
+  };
 }
 
 /** What became of a record handed to a stream. */

@@ -40,8 +40,12 @@ let streamSections = 0;
 let doubles = 0;
 let preparedHead = '';
 
-/** Gathers the committed part of `s` after `head` (latin1 text, e.g. a version); returns its size in bytes. */
-export function prepareCommitted(s: VehicleState, head = ''): number {
+/**
+ * Gathers the committed part of `s` after `head` (latin1 text, e.g. a version); returns its size in bytes.
+ * Without `rings`, each stream's ring of committed times is left out (a checkpoint: a replay from it
+ * commits records after its watermarks only, so nothing there is a duplicate of what the ring held).
+ */
+export function prepareCommitted(s: VehicleState, head = '', rings = true): number {
   let at = 0;
   sectionCount = 0;
   streamSections = 0;
@@ -54,12 +58,13 @@ export function prepareCommitted(s: VehicleState, head = ''): number {
     gathered[at + 1] = st.newestArrivalMs;
     gathered[at + 2] = st.lastArrivalMs;
     gathered[at + 3] = st.watermark;
-    gathered[at + 4] = st.ringAt;
-    for (let j = 0; j < st.ringN; j++) gathered[at + STREAM_HEAD + j] = st.ring[j]!;
+    const ringN = rings ? st.ringN : 0;
+    gathered[at + 4] = rings ? st.ringAt : 0;
+    for (let j = 0; j < ringN; j++) gathered[at + STREAM_HEAD + j] = st.ring[j]!;
     sectionHead[2 * sectionCount] = streamId;
-    sectionHead[2 * sectionCount + 1] = STREAM_HEAD + st.ringN;
+    sectionHead[2 * sectionCount + 1] = STREAM_HEAD + ringN;
     sectionCount++;
-    at += STREAM_HEAD + st.ringN;
+    at += STREAM_HEAD + ringN;
     streamSections++;
   }
   for (const k of SLICE_KEYS) {
@@ -95,6 +100,19 @@ export function writeCommitted(s: VehicleState, head = ''): Buffer {
   writePrepared(out, 0);
   return out;
 }
+
+/** A checkpoint of `s` (corrections/): its committed part without the rings of committed times. */
+export function writeCheckpoint(s: VehicleState): Buffer {
+  const out = Buffer.allocUnsafe(prepareCommitted(s, '', false));
+  writePrepared(out, 0);
+  return out;
+}
+
+/**
+ * A stream's records held for the track (`Stream.held`) are stored as the pending records of a stream
+ * of their own, this far above the stream's id: a release that does not know it skips it.
+ */
+export const HELD = 128;
 
 /** The most bytes `writePendingAt` writes for a record of `plan`. */
 export const pendingMax = (plan: StreamPlan): number => 10 + plan.fields.length * 10 + plan.alarms.length * 2;
@@ -181,10 +199,14 @@ export function restore(committed: Buffer | undefined, pending: readonly StoredP
   for (const id of plans.keys()) s.streams[id] = newStream(id);
   if (committed !== undefined) readCommitted(s, committed, plans);
   for (const p of pending) {
-    const plan = plans.get(p.streamId);
-    const stream = s.streams[p.streamId];
+    const held = p.streamId >= HELD;
+    const id = held ? p.streamId - HELD : p.streamId;
+    const plan = plans.get(id);
+    const stream = s.streams[id];
     if (plan === undefined || stream === undefined) continue;
-    stream.pending = PendingRecords.of(plan.streamId, p.members.map((m) => readPending(plan, m)));
+    const records = PendingRecords.of(plan.streamId, p.members.map((m) => readPending(plan, m)));
+    if (held) stream.held = records;
+    else stream.pending = records;
   }
   return s;
 }

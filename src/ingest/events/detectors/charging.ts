@@ -1,7 +1,6 @@
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { readings } from './alarms.js';
 import { emitEvent, emitSession, flatSlice, type ChargingSession, type Context, type Slice } from './context.js';
-import type { SocState } from './soc.js';
 import { movingAt, standingAt, type TrackState } from './track.js';
 import { geofenceNamesAt } from './geofences.js';
 
@@ -13,7 +12,7 @@ import { geofenceNamesAt } from './geofences.js';
  * - Without it (the spec omits what a vehicle does not send), the current decides, and only for a
  *   vehicle standing still: charging when it has the charging sign (CHARGING_CURRENT_SIGN) and at least
  *   CHARGING_MIN_CURRENT, the GPS track says the vehicle was not moving at the record's time (`movingAt`:
- *   exact when the GPS stream has passed that time, its latest state while it has not), and it has
+ *   its records wait until the GPS stream has passed that time, derive.ts "waits"), and it has
  *   lasted CHARGING_MIN_DURATION: regenerative braking's bursts of positive current while driving are
  *   no session. Such a session is told once it has lasted that long, stamped at its first record.
  * - A record with neither says nothing (it neither starts nor stops a session).
@@ -41,6 +40,8 @@ export interface ChargingState {
   /** Where the vehicle stood as the session started (`standingAt`; NaN: not known). */
   startLat: number;
   startLng: number;
+  /** The soc of the last record it took that carried one (NaN: none): its records wait, so the soc stream's own may be ahead. */
+  soc: number;
 }
 
 const NOT = 0;
@@ -48,14 +49,22 @@ const CANDIDATE = 1;
 const SESSION = 2;
 
 /** Before a CAN record: a gap since the last charging record longer than TRIP_MAX_GAP ends the session there. */
-export function chargingGap(ctx: Context, s: ChargingState, time: number, soc: SocState): void {
+export function chargingGap(ctx: Context, s: ChargingState, time: number): void {
   if (s.phase === NOT || time - s.lastTime <= ctx.opts.tripMaxGapMs) return;
-  if (s.phase === SESSION) stop(ctx, s, s.lastTime, soc.latest === soc.latest ? { soc: soc.latest } : {});
+  if (s.phase === SESSION) stop(ctx, s, s.lastTime, s.soc === s.soc ? { soc: s.soc } : {});
   s.phase = NOT;
 }
 
+/** A CAN record's soc, before the record itself (`chargingRecord`): the open session's, if it had none at its start. */
+export function chargingSoc(s: ChargingState, r: StreamRecord, plan: StreamPlan): void {
+  const soc = valueOf(r, plan.soc);
+  if (soc === undefined) return;
+  s.soc = soc;
+  if (s.phase !== NOT && s.startSoc !== s.startSoc) s.startSoc = soc;
+}
+
 /** A CAN record, in order (its soc already noted); the track tells whether the vehicle moved at its time. */
-export function chargingRecord(ctx: Context, s: ChargingState, r: StreamRecord, plan: StreamPlan, soc: SocState, track: TrackState): void {
+export function chargingRecord(ctx: Context, s: ChargingState, r: StreamRecord, plan: StreamPlan, track: TrackState): void {
   const o = ctx.opts;
   const load = valueOf(r, plan.load);
   const current = valueOf(r, plan.current);
@@ -67,7 +76,7 @@ export function chargingRecord(ctx: Context, s: ChargingState, r: StreamRecord, 
   } else return;
   if (!charging) {
     if (s.phase === SESSION) {
-      const f = readings(r, plan, soc.latest);
+      const f = readings(r, plan, s.soc);
       stop(ctx, s, r.time, f);
     }
     s.phase = NOT;
@@ -78,7 +87,7 @@ export function chargingRecord(ctx: Context, s: ChargingState, r: StreamRecord, 
   if (s.phase === NOT) {
     s.phase = CANDIDATE;
     s.start = r.time;
-    s.startSoc = soc.latest;
+    s.startSoc = s.soc;
     s.startVoltage = v ?? NaN;
     s.startCurrent = current ?? NaN;
     s.energyWh = 0;
@@ -110,11 +119,6 @@ export function chargingRecord(ctx: Context, s: ChargingState, r: StreamRecord, 
 /** Whether a session is under way or may be starting (charging by current alone, not yet long enough). */
 export const chargingUnderWay = (s: ChargingState): boolean => s.phase !== NOT;
 
-/** A soc the CAN stream committed: the open session's, if it had none at its start. */
-export function chargingSoc(s: ChargingState, soc: number): void {
-  if (s.phase !== NOT && s.startSoc !== s.startSoc) s.startSoc = soc;
-}
-
 function stop(ctx: Context, s: ChargingState, at: number, fields: Record<string, number>): void {
   const durationS = (at - s.start) / 1000;
   fields.durationS = durationS;
@@ -133,6 +137,6 @@ function stop(ctx: Context, s: ChargingState, at: number, fields: Record<string,
 export const CHARGING_SLICE: Slice<ChargingState> = flatSlice(
   5,
   'charging',
-  ['phase', 'start', 'startSoc', 'startVoltage', 'startCurrent', 'energyWh', 'integrated', 'powerTime', 'power', 'lastTime', 'startLat', 'startLng'],
-  () => ({ phase: NOT, start: NaN, startSoc: NaN, startVoltage: NaN, startCurrent: NaN, energyWh: 0, integrated: 0, powerTime: NaN, power: NaN, lastTime: -Infinity, startLat: NaN, startLng: NaN }),
+  ['phase', 'start', 'startSoc', 'startVoltage', 'startCurrent', 'energyWh', 'integrated', 'powerTime', 'power', 'lastTime', 'startLat', 'startLng', 'soc'],
+  () => ({ phase: NOT, start: NaN, startSoc: NaN, startVoltage: NaN, startCurrent: NaN, energyWh: 0, integrated: 0, powerTime: NaN, power: NaN, lastTime: -Infinity, startLat: NaN, startLng: NaN, soc: NaN }),
 );

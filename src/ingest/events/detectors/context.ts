@@ -1,4 +1,5 @@
 import type { GeofenceLookup } from '../../geofences/lookup.js';
+import type { LateState } from '../corrections/state.js';
 import type { SpeedLimits } from '../../speedLimits/registry.js';
 
 /**
@@ -83,12 +84,29 @@ export interface Derived {
   trips: readonly Trip[];
   sessions: readonly ChargingSession[];
   stops: readonly Stop[];
-  /** Records older than their stream's watermark, not recently committed (they change nothing, but for a raised alarm: told late). */
+  /** Records older than their stream's watermark, not recently committed: a correction is due from the earliest (`../corrections/`). */
   late: number;
+  /** Of those, records older than EVENTS_HORIZON (or than the vehicle's first checkpoint): stored, but changing no output. */
+  tooLate: number;
+  /** The first of them, for the log. */
+  tooLateFirst?: { type: string; time: number };
   /** Records already pending with the same values, or among the last committed. */
   duplicates: number;
   /** Records committed early because their stream's pending buffer was full (maxPending): their order is no longer guaranteed. */
   forced: number;
+  /** The epoch its outputs are told in (NaN: before the vehicle's first checkpoint). */
+  epoch: number;
+  /**
+   * A checkpoint the call took at its end (`../corrections/`): the state after it starts this epoch, cut at
+   * this time (the last record its streams committed, of any stream). A store keeps the state's bytes.
+   */
+  checkpoint?: { epoch: number; cut: number };
+  /**
+   * The call began the state's corrections afresh (a new vehicle, or a state a release without them
+   * wrote): the state before it is epoch 0's checkpoint, cut at `firstCut` of the state's `late`, and a
+   * store drops what it kept for the vehicle's corrections before.
+   */
+  reset: boolean;
 }
 
 export interface DeriveOptions {
@@ -139,6 +157,10 @@ export interface DeriveOptions {
   speedLimitPreferLowest: boolean;
   /** A stream's pending records are all committed once nothing arrived for this long (wall time). */
   idleMs: number;
+  /** How late (record time, behind the vehicle's newest) a record may come and still correct what was told (EVENTS_HORIZON). */
+  horizonMs: number;
+  /** A checkpoint is kept each time the vehicle's records cross into a new interval of this length (EVENTS_CHECKPOINT_INTERVAL). */
+  checkpointIntervalMs: number;
   /** Pending records a stream keeps at most; beyond, the oldest are committed early and counted as forced. */
   maxPending: number;
 }
@@ -167,19 +189,23 @@ export const DEFAULT_DERIVE_OPTIONS: Readonly<DeriveOptions> = Object.freeze({
   socDrainWindowMs: 6 * 3_600_000,
   speedLimitPreferLowest: true,
   idleMs: 30_000,
+  horizonMs: 24 * 3_600_000,
+  checkpointIntervalMs: 3_600_000,
   maxPending: 4096,
 });
 
-/** A derivation call in progress: whose records, the options, and where outputs go. */
+/** A derivation call in progress: whose records, the options, where outputs go, and what is late. */
 export interface Context {
   vehicleno: string;
   opts: DeriveOptions;
   out: Derived;
+  /** The vehicle's corrections (premature reads are noted there). */
+  late: LateState;
 }
 
 // Most calls derive nothing: their outputs share these empty lists, and a list is made at its first output.
 const NONE: readonly never[] = Object.freeze([]);
-export const emptyDerived = (): Derived => ({ events: NONE, trips: NONE, sessions: NONE, stops: NONE, late: 0, duplicates: 0, forced: 0 });
+export const emptyDerived = (): Derived => ({ events: NONE, trips: NONE, sessions: NONE, stops: NONE, late: 0, tooLate: 0, duplicates: 0, forced: 0, epoch: NaN, reset: false });
 /** `list` to add to: the call's own, made at its first output (the shared empty one is never written). */
 const own = <T>(list: readonly T[]): T[] => (list === NONE ? [] : (list as T[]));
 

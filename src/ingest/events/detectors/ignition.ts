@@ -56,6 +56,21 @@ export function ignitionAt(s: IgnitionState, time: number): number | undefined {
   return oldest === undefined || s.flipN < FLIP_RING ? undefined : oldest > 0 ? 0 : 1;
 }
 
+/** Whether the history of changes reaches back to `time`. */
+export function ignitionCovers(s: IgnitionState, time: number): boolean {
+  return s.flipN < FLIP_RING || Math.abs(s.flips[s.flipAt % FLIP_RING]!) <= time;
+}
+
+/** Whether the ignition changed after `from` up to `to` (by the history, which must cover `from`). */
+export function ignitionChanged(s: IgnitionState, from: number, to: number): boolean {
+  for (let j = 1; j <= s.flipN; j++) {
+    const t = Math.abs(s.flips[(s.flipAt - j + FLIP_RING) % FLIP_RING]!);
+    if (t <= from) return false;
+    if (t <= to) return true;
+  }
+  return false;
+}
+
 export const IGNITION_SLICE: Slice<IgnitionState> = {
   id: 3,
   name: 'ignition',

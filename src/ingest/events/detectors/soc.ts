@@ -48,6 +48,11 @@ export function socAtOrBefore(s: SocState, time: number): number | undefined {
   return s.changesN === SOC_RING ? oldest : undefined;
 }
 
+/** Whether the changes remembered reach back to `time` (`socAtOrBefore` is exact there). */
+export function socCovers(s: SocState, time: number): boolean {
+  return s.changesN < SOC_RING || s.changes[2 * (s.changesAt % SOC_RING)]! <= time;
+}
+
 /** The first soc after `after` and at or before `until`; undefined when none is remembered. */
 export function socFirstAfter(s: SocState, after: number, until: number): number | undefined {
   let first: number | undefined;

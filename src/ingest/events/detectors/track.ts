@@ -209,6 +209,34 @@ export function standingAt(s: TrackState, time: number): { lat: number; lng: num
   return undefined;
 }
 
+/**
+ * The time through which the motion history is final: the track's stream has committed records up to
+ * `watermark`, and a fix it holds unconfirmed (or aside as an outlier) may yet note a change at its own time.
+ */
+export function motionSettledThrough(s: TrackState, watermark: number, o: DeriveOptions): number {
+  let through = watermark;
+  const r = s.rejected;
+  if (r !== undefined && r.speed === r.speed) through = Math.min(through, r.time - 1);
+  const c = s.candidate;
+  if (c !== undefined && c.speed === c.speed && (s.motionN === 0 || (c.speed > o.motionSpeedKmh ? 1 : 0) !== s.moving)) through = Math.min(through, c.time - 1);
+  return through;
+}
+
+/** Whether the motion history reaches back to `time` (its oldest change remembered is at or before it, or none was forgotten). */
+export function motionCovers(s: TrackState, time: number): boolean {
+  return s.motionN < MOTION_RING || Math.abs(s.motion[s.motionAt % MOTION_RING]!) <= time;
+}
+
+/** Whether the motion changed after `from` up to `to` (by the history, which must cover `from`). */
+export function motionChanged(s: TrackState, from: number, to: number): boolean {
+  for (let j = 1; j <= s.motionN; j++) {
+    const t = Math.abs(s.motion[(s.motionAt - j + MOTION_RING) % MOTION_RING]!);
+    if (t <= from) return false;
+    if (t <= to) return true;
+  }
+  return false;
+}
+
 /** Whether the vehicle was moving at `time`, by the motion history (its latest state for a time past it). */
 export function movingAt(s: TrackState, time: number): boolean {
   let oldest = 0;

@@ -1,6 +1,8 @@
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitTrip, flatSlice, type Context, type Slice, type Trip } from './context.js';
-import { socAtOrBefore, socFirstAfter, type SocState } from './soc.js';
+import { socAtOrBefore, socCovers, socFirstAfter, type SocState } from './soc.js';
+import { SOC_STREAM } from '../inputs.js';
+import { correctFrom, notePremature } from '../corrections/state.js';
 import { settleTrack, type Step, type TrackState } from './track.js';
 import { geofenceNamesAt } from './geofences.js';
 
@@ -21,8 +23,10 @@ import { geofenceNamesAt } from './geofences.js';
  * - soc at the start and end: the CAN stream's (`soc.ts`), read once that stream has passed the time,
  *   so a CAN stream minutes behind the GPS stream gives the same as one in step: a finished trip waits
  *   for it (MAX_WAITING at most: one more tells the oldest), and is told with the latest soc known when
- *   the GPS stream is EVENTS_MAX_SKEW past its end or the CAN stream falls idle with nothing pending.
- *   Without any soc before the start, the first within the trip.
+ *   the GPS stream is EVENTS_MAX_SKEW past its end or the CAN stream has sent nothing for EVENTS_MAX_SKEW
+ *   with nothing pending. Told so before the CAN stream passed it, it is corrected once that stream
+ *   passes its end (`../corrections/`), as it is when the CAN stream ran so far ahead that the soc's
+ *   history no longer reaches back to it. Without any soc before the start, the first within the trip.
  */
 export interface TripsState extends TripSoFar {
   /** 1 while a trip is open. */
@@ -107,8 +111,10 @@ export function tripAddTime(s: TripsState, what: 'idleMs' | 'overspeedMs', ms: n
  * the first within the trip (up to `until`, its end, or while it is open, any); NaN: none, and none to
  * come; undefined: not known yet.
  */
-function socStartOf(soc: SocState, start: number, until: number): number | undefined {
+function socStartOf(ctx: Context, soc: SocState, start: number, until: number): number | undefined {
   if (soc.through < start) return undefined;
+  // The CAN stream ran so far ahead that the soc's history no longer reaches the start: corrected.
+  if (!socCovers(soc, start)) correctFrom(ctx.late, start);
   const x = socAtOrBefore(soc, start) ?? socFirstAfter(soc, start, until);
   if (x !== undefined) return x;
   return soc.through >= until ? NaN : undefined;
@@ -117,7 +123,7 @@ function socStartOf(soc: SocState, start: number, until: number): number | undef
 /** After a CAN record, or a trip's start or end: what the CAN stream has now passed is read. */
 export function tripSocProgress(ctx: Context, s: TripsState, waiting: FinishedTrips, soc: SocState): void {
   if (s.socStartAt === s.socStartAt && s.open === 1) {
-    const x = socStartOf(soc, s.socStartAt, Infinity);
+    const x = socStartOf(ctx, soc, s.socStartAt, Infinity);
     if (x !== undefined) {
       s.socStart = x;
       s.socStartAt = NaN;
@@ -125,7 +131,7 @@ export function tripSocProgress(ctx: Context, s: TripsState, waiting: FinishedTr
   }
   for (const d of waiting) {
     if (d.socStartAt !== d.socStartAt) continue;
-    const x = socStartOf(soc, d.socStartAt, d.end);
+    const x = socStartOf(ctx, soc, d.socStartAt, d.end);
     if (x !== undefined) {
       d.socStart = x;
       d.socStartAt = NaN;
@@ -134,7 +140,7 @@ export function tripSocProgress(ctx: Context, s: TripsState, waiting: FinishedTr
   while (waiting.length > 0 && soc.through >= waiting[0]!.end) tell(ctx, waiting, soc);
 }
 
-/** The CAN stream fell idle with nothing pending: finished trips wait no longer. */
+/** The CAN stream sent nothing for EVENTS_MAX_SKEW and holds nothing pending: finished trips wait no longer. */
 export function tripSocIdle(ctx: Context, waiting: FinishedTrips, soc: SocState): void {
   while (waiting.length > 0) tell(ctx, waiting, soc);
 }
@@ -179,6 +185,9 @@ function end(ctx: Context, s: TripsState, waiting: FinishedTrips, at: number, so
 /** Tells the oldest finished trip, with the soc known now. */
 function tell(ctx: Context, waiting: FinishedTrips, soc: SocState): void {
   const d = waiting.shift()!;
+  // Told before the CAN stream passed its end (a soc that may yet come), or with a soc history that no longer reaches it: corrected.
+  if (soc.through < d.end) notePremature(ctx.late, SOC_STREAM, d.start, d.end, NaN);
+  else if (!socCovers(soc, d.end)) correctFrom(ctx.late, d.start);
   const t: Trip = {
     vehicleno: ctx.vehicleno,
     start: d.start,

@@ -1,0 +1,148 @@
+import { createHash } from 'node:crypto';
+import { eventId, sessionId, stopId, tripId } from '../derive.js';
+import type { OutboxEntry } from '../outbox.js';
+
+/**
+ * What was told of a vehicle, by output id (README.md beside this file): each output's epoch (the
+ * checkpoint interval it was derived in), its revision, a digest of what it said, and what names its
+ * point in InfluxDB (measurement by kind, time, tags), so a correction can tell what changed, and retract
+ * what no longer follows from the records, under the same id and on the same point.
+ */
+export interface Told {
+  id: string;
+  epoch: number;
+  kind: OutboxEntry['kind'];
+  /** The point's time: the event's, or the trip's, stop's or session's start. */
+  time: number;
+  /** An event's name (a tag of its point). */
+  event?: string;
+  /** The point's text values, as the entry held them (tags: a geofence's name and kind; a trip's start and end geofence). */
+  tags?: Record<string, string>;
+  /** 0 as first told; each correction or retraction adds one. */
+  revision: number;
+  /** sha256 of what it said (`digestOf`), its first 16 hex digits. */
+  digest: string;
+  /** 1 once retracted. */
+  retracted?: 1;
+}
+
+/** An output's id: the same for the same transition, trip, stop or session however often derived (derive.ts, "Ids"). */
+export function entryId(e: OutboxEntry): string {
+  if (e.kind === 'event') return eventId(e);
+  if (e.kind === 'trip') return tripId(e);
+  return e.kind === 'charging' ? sessionId(e) : stopId(e);
+}
+
+export const entryTime = (e: OutboxEntry): number => (e.kind === 'event' ? e.time : e.start);
+
+/** The marks a correction puts on an entry, never part of what it says. */
+const MARKS = new Set(['late', 'revision', 'retracted']);
+
+/** What an entry says, marks aside, as a digest: the same output derived twice has the same. */
+export function digestOf(e: OutboxEntry): string {
+  const plain = JSON.stringify(e, (k, v: unknown) => (MARKS.has(k) ? undefined : v));
+  return createHash('sha256').update(plain).digest('hex').slice(0, 16);
+}
+
+function tagsOf(e: OutboxEntry): Record<string, string> | undefined {
+  if (e.kind === 'event') return e.tags;
+  const tags: Record<string, string> = {};
+  for (const [k, v] of Object.entries(e)) if (typeof v === 'string' && k !== 'kind' && k !== 'vehicleno' && v !== '') tags[k] = v;
+  return Object.keys(tags).length > 0 ? tags : undefined;
+}
+
+export function toldOf(e: OutboxEntry, epoch: number, revision = 0): Told {
+  const t: Told = { id: entryId(e), epoch, kind: e.kind, time: entryTime(e), revision, digest: digestOf(e) };
+  if (e.kind === 'event') t.event = e.event;
+  const tags = tagsOf(e);
+  if (tags !== undefined) t.tags = tags;
+  return t;
+}
+
+/** `e` marked: told late (first told by a correction), or corrected (a revision). */
+export function marked(e: OutboxEntry, marks: { late?: 1; revision?: number }): OutboxEntry {
+  if (e.kind === 'event') return { ...e, fields: { ...e.fields, ...marks } };
+  return { ...e, ...marks };
+}
+
+/**
+ * The entry that retracts an output told before: its point rewritten with `retracted` 1, the revision,
+ * and its `value` (an event) or `duration_s` (a trip, stop or session) -1, which every query that counts
+ * them leaves out (docs/analysts.md); the rest of the point stays as it was.
+ */
+export function retraction(vehicleno: string, t: Told, revision: number): OutboxEntry {
+  const marks = { retracted: 1, revision };
+  if (t.kind === 'event') return { kind: 'event', vehicleno, event: t.event ?? '', time: t.time, value: -1, fields: marks, ...(t.tags ? { tags: t.tags } : {}) };
+  return { kind: t.kind, vehicleno, start: t.time, durationS: -1, ...t.tags, ...marks } as unknown as OutboxEntry;
+}
+
+/** What a correction found, by how it is told. */
+export interface Diff {
+  /** Entries for the outbox: new (marked late), corrected (a revision), retracted. */
+  outbox: OutboxEntry[];
+  /** The ledger's entries for the replayed epochs, afresh. */
+  told: Told[];
+  added: number;
+  corrected: number;
+  retracted: number;
+  unchanged: number;
+}
+
+/**
+ * A replay's outputs (each with the epoch it was derived in) against what was told in the same epochs:
+ * the same output with the same digest is nothing; with another, a correction under its id; one not told
+ * before is told, marked late; one told before that the replay did not derive is retracted (once: a
+ * retracted entry stays in the ledger, so it is retracted no second time and told again under a new
+ * revision should it come back).
+ */
+export function diffTold(vehicleno: string, before: readonly Told[], after: ReadonlyArray<{ entry: OutboxEntry; epoch: number }>): Diff {
+  const was = new Map(before.map((t) => [t.id, t]));
+  const out: Diff = { outbox: [], told: [], added: 0, corrected: 0, retracted: 0, unchanged: 0 };
+  const seen = new Set<string>();
+  for (const { entry, epoch } of after) {
+    const id = entryId(entry);
+    // The same id twice in one replay (never, by the ids' construction): the later stands.
+    seen.add(id);
+    const old = was.get(id);
+    const now = toldOf(entry, epoch, old?.revision ?? 0);
+    if (old === undefined) {
+      out.outbox.push(marked(entry, { late: 1 }));
+      out.added++;
+    } else if (old.retracted === 1 || old.digest !== now.digest) {
+      now.revision = old.revision + 1;
+      out.outbox.push(marked(entry, { revision: now.revision }));
+      out.corrected++;
+    } else out.unchanged++;
+    out.told.push(now);
+  }
+  for (const old of before) {
+    if (seen.has(old.id)) continue;
+    if (old.retracted === 1) {
+      out.told.push(old);
+      continue;
+    }
+    const revision = old.revision + 1;
+    out.outbox.push(retraction(vehicleno, old, revision));
+    out.told.push({ ...old, revision, retracted: 1 });
+    out.retracted++;
+  }
+  return out;
+}
+
+/** A ledger entry in Redis: field `t<epoch>:<id>`, value its JSON (the rest of `Told`). */
+export function toldField(t: Told): string {
+  return `t${t.epoch}:${t.id}`;
+}
+
+export function toldValue(t: Told): string {
+  const { id: _id, epoch: _epoch, ...rest } = t;
+  return JSON.stringify(rest);
+}
+
+/** A ledger entry from its field and value; undefined for any other field (a checkpoint's). */
+export function readTold(field: string, value: string): Told | undefined {
+  const m = /^t(\d+):([0-9a-f]{32})$/.exec(field);
+  if (!m) return undefined;
+  const rest = JSON.parse(value) as Omit<Told, 'id' | 'epoch'>;
+  return { ...rest, id: m[2]!, epoch: Number(m[1]) };
+}

@@ -1,0 +1,84 @@
+import { ingest, type VehicleState } from '../derive.js';
+import { recordOf, STREAMS, type EventInput } from '../inputs.js';
+import type { DeriveOptions } from '../detectors/context.js';
+import type { OutboxEntry } from '../outbox.js';
+import { restore, writeCheckpoint } from '../wire.js';
+import { streamLate } from './state.js';
+
+/** A kept checkpoint (README.md beside this file): the epoch it begins, its cut, its committed part. */
+export interface Checkpoint {
+  epoch: number;
+  cut: number;
+  committed: Buffer;
+}
+
+/** Records a replay hands derivation at once: a few thousand, so no stream's buffer holds more than maxPending. */
+const CHUNK = 2_000;
+
+export interface Replayed {
+  /** The vehicle's state after every record: what the live state becomes. */
+  state: VehicleState;
+  /** What it derived, each with the epoch it was derived in. */
+  outputs: Array<{ entry: OutboxEntry; epoch: number }>;
+  /** The checkpoints it took (after `from`'s), oldest first. */
+  checkpoints: Checkpoint[];
+}
+
+/** Where each stream's records begin for a replay from `from`: after its watermark, or for a waiting stream after what its waiting detectors took. */
+export function replayFrom(from: Checkpoint, opts: DeriveOptions): Map<number, number> {
+  const s = stateOf(from, opts);
+  const after = new Map<number, number>();
+  for (const plan of STREAMS.values()) {
+    const stream = s.streams[plan.streamId]!;
+    after.set(plan.streamId, plan.waits ? Math.min(stream.watermark, streamLate(s.late, plan.streamId).waitedThrough) : stream.watermark);
+  }
+  return after;
+}
+
+function stateOf(from: Checkpoint, opts: DeriveOptions): VehicleState {
+  const s = restore(from.committed, []);
+  if (s.late.epoch !== s.late.epoch) {
+    // Epoch 0 of a state whose corrections began afresh (derive.ts `begin`): as that call began them.
+    s.late.firstCut = from.cut;
+    s.late.bucket = Math.floor(from.cut / opts.checkpointIntervalMs);
+    for (const plan of STREAMS.values()) if (plan.waits) streamLate(s.late, plan.streamId).waitedThrough = s.streams[plan.streamId]!.watermark;
+  }
+  s.late.epoch = from.epoch;
+  return s;
+}
+
+/**
+ * The vehicle's derivation again from checkpoint `from`, over `records` (every record of the vehicle after
+ * `replayFrom(from)`, each stream's, in time order; at one instant, types without a position first, as
+ * derivation commits them): what in-order delivery of the same records derives. Pure.
+ *
+ * A correction the replay itself would ask for from a time after the checkpoint is dropped: the replay is
+ * that correction, and the same records would derive the same again.
+ */
+export function replay(vehicleno: string, from: Checkpoint, records: readonly EventInput[], nowMs: number, opts: DeriveOptions): Replayed {
+  const s = stateOf(from, opts);
+  const carried = s.late.correctFrom;
+  const fresh: EventInput[] = [];
+  for (const input of records) {
+    const plan = STREAMS.get(input.type);
+    if (plan === undefined) continue;
+    const stream = s.streams[plan.streamId]!;
+    if (input.time > stream.watermark) fresh.push(input);
+    else if (plan.waits && input.time > streamLate(s.late, plan.streamId).waitedThrough) {
+      // Taken by the stream's other detectors before the checkpoint, not yet by those that wait for the track.
+      const r = recordOf(input, plan);
+      if (r !== undefined) stream.held.insert(stream.held.length, r);
+    }
+  }
+  const out: Replayed = { state: s, outputs: [], checkpoints: [] };
+  for (let i = 0; i < fresh.length || i === 0; i += CHUNK) {
+    const d = ingest(vehicleno, s, fresh.slice(i, i + CHUNK), nowMs, opts);
+    for (const e of d.events) out.outputs.push({ entry: { kind: 'event', ...e }, epoch: d.epoch });
+    for (const t of d.trips) out.outputs.push({ entry: { kind: 'trip', ...t }, epoch: d.epoch });
+    for (const c of d.sessions) out.outputs.push({ entry: { kind: 'charging', ...c }, epoch: d.epoch });
+    for (const p of d.stops) out.outputs.push({ entry: { kind: 'stop', ...p }, epoch: d.epoch });
+    if (d.checkpoint) out.checkpoints.push({ ...d.checkpoint, committed: writeCheckpoint(s) });
+  }
+  if (s.late.correctFrom > from.cut) s.late.correctFrom = carried;
+  return out;
+}
