@@ -26,13 +26,16 @@ describe('the events’ commit, one field list', () => {
     };
     const bytes = (s: string) => Buffer.concat([u32(Buffer.byteLength(s)), Buffer.from(s)]);
     const head = Buffer.concat([u32(1), bytes('KA01'), bytes('')]);
-    // One vehicle, one stream: its committed part, since NaN; the stream's watermark, one replace, one add; one entry.
-    const body = Buffer.concat([bytes('1 x'), dbl(NaN), dbl(5), u32(1), dbl(7), u32(1), dbl(8), bytes('r'), u32(1), bytes('{}')]);
+    // One vehicle, one stream: its committed part, since NaN; the stream's watermark, one replace, one add; one entry;
+    // one late item: the vehicle, no reset, a correction due from 3, one checkpoint, one ledger entry.
+    const late = Buffer.concat([dbl(0), dbl(0), dbl(3), u32(1), dbl(2), dbl(-Infinity), bytes('c'), u32(1), bytes('t2:x'), bytes('{}')]);
+    const body = Buffer.concat([bytes('1 x'), dbl(NaN), dbl(5), u32(1), dbl(7), u32(1), dbl(8), bytes('r'), u32(1), bytes('{}'), u32(1), late]);
     const { head: h, body: b } = readCommit([head, body], 1);
     expect((h.vehicles as Array<Record<string, unknown>>)[0]!.vehicleno).toEqual(Buffer.from('KA01'));
     const v = (b.vehicles as Array<Record<string, unknown>>)[0]!;
     expect(v.since).toBeNaN();
     expect(v.streams).toEqual([{ watermark: 5, replaces: [{ time: 7 }], adds: [{ time: 8, record: Buffer.from('r') }] }]);
+    expect(b.lates).toEqual([{ vehicle: 0, reset: 0, correctFrom: 3, checkpoints: [{ epoch: 2, cut: -Infinity, committed: Buffer.from('c') }], told: [{ field: Buffer.from('t2:x'), value: Buffer.from('{}') }] }]);
     expect(() => readCommit([head, Buffer.concat([body, Buffer.from([0])])], 1)).toThrow(/after the last item/);
     expect(() => readCommit([head, body.subarray(0, body.length - 1)], 1)).toThrow(RangeError);
   });

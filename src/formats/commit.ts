@@ -44,9 +44,9 @@ export const COMMIT_BODY: readonly Item[] = [
         kind: 'each',
         name: 'streams',
         times: 'streams',
-        doc: 'per stream, by stream id (ARGV[2] of them)',
+        doc: 'per stream, by stream id, then per stream whose records wait for the track, its held records (ARGV[2] of them in all)',
         of: [
-          { kind: 'double', name: 'watermark', doc: 'its watermark (NaN: none); pending records at or below it are removed' },
+          { kind: 'double', name: 'watermark', doc: 'its watermark, or for held records how far the waiting detectors took them (NaN: none); records at or below it are removed' },
           { kind: 'list', name: 'replaces', doc: 'pending records to replace (one merged into them)', of: [{ kind: 'double', name: 'time', doc: 'the record’s time' }] },
           {
             kind: 'list',
@@ -62,6 +62,18 @@ export const COMMIT_BODY: readonly Item[] = [
     ],
   },
   { kind: 'list', name: 'entries', doc: 'outbox entries, in order', of: [{ kind: 'bytes', name: 'entry', doc: 'one entry, JSON as UTF-8' }] },
+  {
+    kind: 'list',
+    name: 'lates',
+    doc: 'the vehicles whose corrections this commit writes to (README: "Corrections"), each with a key of its own after the vehicles’ keys, in this order',
+    of: [
+      { kind: 'double', name: 'vehicle', doc: 'which of the head’s vehicles (from 0)' },
+      { kind: 'double', name: 'reset', doc: '1: their corrections begin afresh (every field of the hash dropped first)' },
+      { kind: 'double', name: 'correctFrom', doc: 'a correction is due from this record time (NaN: none): the vehicle is put in the corrections set, due at ARGV[4]' },
+      { kind: 'list', name: 'checkpoints', doc: 'checkpoints taken, oldest first', of: [{ kind: 'double', name: 'epoch', doc: 'the epoch it begins' }, { kind: 'double', name: 'cut', doc: 'its cut (-Infinity: before any record)' }, { kind: 'bytes', name: 'committed', doc: 'its committed part, without rings (README: "Vehicle state")' }] },
+      { kind: 'list', name: 'told', doc: 'what the commit told, for the ledger', of: [{ kind: 'bytes', name: 'field', doc: '`t<epoch>:<id>`' }, { kind: 'bytes', name: 'value', doc: 'the entry, JSON (`Told`)' }] },
+    ],
+  },
 ];
 
 /** A commit as read: each item by its name (bytes as Buffers, doubles as numbers, NaN kept). */
@@ -135,5 +147,7 @@ export function commitTable(): string {
   add('ARGV[1]', COMMIT_HEAD, 0);
   rows.push('| ARGV[2] | streams | decimal text | how many streams each vehicle lists |');
   add('ARGV[3]', COMMIT_BODY, 0);
+  rows.push('| ARGV[4] | due | decimal text | wall ms at which a correction put in the set is due |');
+  rows.push('| ARGV[5] | horizon | decimal text | EVENTS_HORIZON, ms: checkpoints the newest has passed by more (but the newest of those) are dropped, with what was told in their epochs |');
   return rows.join('\n');
 }

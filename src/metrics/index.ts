@@ -63,7 +63,10 @@ export class Metrics {
 
   // Vehicle events (src/ingest/events).
   readonly vehicleEvents = this.counter('vehicle_events_total', 'Vehicle events derived, by event (alarm raised/cleared per flag, ignition, charging, trips, silent/back); counted once, when committed', ['event']);
-  readonly vehicleEventsLate = this.counter('vehicle_events_late_total', 'Records later than EVENTS_WINDOW behind their vehicle\'s newest: they derive nothing', []);
+  readonly vehicleEventsLate = this.counter('vehicle_events_late_total', 'Records later than EVENTS_WINDOW behind their stream\'s newest: what they change is corrected (events/corrections/)', []);
+  readonly vehicleEventsTooLate = this.counter('vehicle_events_too_late_total', 'Records (and corrections) later than EVENTS_HORIZON or before the vehicle\'s first checkpoint: stored, changing no output', []);
+  readonly vehicleEventsCorrections = this.counter('vehicle_events_corrections_total', 'Corrections run, by outcome: corrected, none (nothing was due), postponed (InfluxDB did not show every record yet, or the vehicle kept changing), tooLate', ['outcome']);
+  readonly vehicleEventsCorrected = this.counter('vehicle_events_corrected_total', 'Outputs corrections told, by change: added (first told by a correction, marked late), corrected (a revision under the same id), retracted', ['change']);
   readonly vehicleEventsDuplicate = this.counter('vehicle_events_duplicate_total', 'Records derivation had already seen (a redelivery or a retried job): they derive nothing', []);
   readonly vehicleEventsOutbox = this.gauge('vehicle_events_outbox', 'Derived events, trips and sessions not yet delivered to InfluxDB and the webhook (the outbox streams\' length)', []);
   // Vehicle events' webhook (events/webhook.ts).

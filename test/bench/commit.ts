@@ -37,7 +37,7 @@ const cpu = async () => {
   const get = (k: string) => Number(new RegExp(`^${k}:(\\S+)`, 'm').exec(text)?.[1] ?? NaN);
   return get('used_cpu_user') + get('used_cpu_sys');
 };
-const keys = { state: '{p0}:st', outbox: '{p0}:ob', pending: '{p0}:pd', records: (v: string, stream: number) => `{p0}:r:${stream}:${v}` };
+const keys = { state: '{p0}:st', outbox: '{p0}:ob', pending: '{p0}:pd', corrections: '{p0}:co', records: (v: string, stream: number) => `{p0}:r:${stream}:${v}`, late: (v: string) => `{p0}:l:${v}` };
 const events = new VehicleEvents(redis, [keys], DEFAULT_DERIVE_OPTIONS);
 // As a worker hands jobs on (worker/batches.ts): the jobs in flight together are derived as one.
 const batches = new StateUpdateBatches((partition, writtenRecords) => events.record(partition, writtenRecords, now), { lingerMs: 0, maxJobs: 64, maxRecords: 10_000 });

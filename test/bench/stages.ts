@@ -125,8 +125,8 @@ const ADDED: AddedRecords = [];
       const state =
         hit ?? (kept === undefined ? newState() : restore(kept.committed, [...kept.pending].map(([streamId, list]) => ({ streamId, members: list.map((e) => e[1]) }))));
       const added = addedFor(ADDED);
-      ingest(v, state, inputs, now, opts, added);
-      args.vehicle(v, 1, state, added);
+      const d = ingest(v, state, inputs, now, opts, added);
+      args.vehicle(v, 1, state, added, d, opts);
       states.push(state);
     }
     const packed = args.finish([]);

@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
 import { emptyRecord, SOC_STREAM, STREAMS, recordOf, TRACK_STREAM, valueOf, type EventInput, type StreamPlan, type StreamRecord } from './inputs.js';
-import { addRecord, committed, dropCommitted, due, newStream, type Stream } from './streams.js';
+import { addRecord, committed, dropCommitted, due, heldSetId, newStream, WAITER_COUNT, type Stream } from './streams.js';
 import { emptyDerived, DEFAULT_DERIVE_OPTIONS, type ChargingSession, type Context, type Derived, type DeriveOptions, type DerivedEvent, type Slice, type Stop, type Trip } from './detectors/context.js';
 import { fixOf, motionChanged, motionCovers, motionSettledThrough, movingAt, TRACK, trackFix, type Step, type TrackState } from './detectors/track.js';
 import { noteSoc, SOC, type SocState } from './detectors/soc.js';
 import { alarmRecord, ALARMS_SLICE, type AlarmsState } from './detectors/alarms.js';
 import { ignitionAt, ignitionChanged, ignitionCovers, IGNITION_SLICE, ignitionRecord, type IgnitionState } from './detectors/ignition.js';
 import { FINISHED_TRIPS_SLICE, tripGap, tripRecord, TRIPS_SLICE, tripSocIdle, tripSocProgress, type FinishedTrips, type TripsState } from './detectors/trips.js';
-import { chargingGap, chargingRecord, chargingSoc, CHARGING_SLICE, type ChargingState } from './detectors/charging.js';
+import { chargingGap, chargingKnownAt, chargingRecord, chargingSoc, CHARGING_SLICE, type ChargingState } from './detectors/charging.js';
 import { awaitPassed, correctFrom, LATE_SLICE, notePremature, streamLate, type LateState } from './corrections/state.js';
 import { STOPS_SLICE, stopsRecord, type StopsState } from './detectors/stops.js';
 import { IDLE_SLICE, idleGap, idleRecord, type IdleState } from './detectors/idle.js';
@@ -121,7 +121,7 @@ export function pendingSince(s: VehicleState, opts: DeriveOptions = DEFAULT_DERI
   for (const stream of s.streams) {
     if (stream === undefined) continue;
     if (stream.pending.length > 0 && stream.lastArrivalMs !== -Infinity) at(stream.lastArrivalMs);
-    if (stream.held.length > 0) at(s.streams[TRACK_STREAM]!.lastArrivalMs + opts.maxSkewMs - opts.idleMs);
+    if (stream.held.some((h) => h.length > 0)) at(s.streams[TRACK_STREAM]!.lastArrivalMs + opts.maxSkewMs - opts.idleMs);
   }
   if (s.finishedTrips.length > 0) at(s.streams[SOC_STREAM]!.lastArrivalMs + opts.maxSkewMs - opts.idleMs);
   return since;
@@ -192,14 +192,14 @@ function begin(vehicleno: string, s: VehicleState, opts: DeriveOptions): Context
   CTX.opts = opts;
   CTX.out = emptyDerived();
   CTX.late = s.late;
-  for (const stream of s.streams) if (stream !== undefined) stream.heldNew = 0;
+  for (const stream of s.streams) if (stream !== undefined) stream.heldNew.fill(0);
   if (s.late.epoch !== s.late.epoch) {
     const cut = cutOf(s);
     s.late.epoch = 0;
     s.late.firstCut = cut;
     s.late.bucket = Math.floor(cut / opts.checkpointIntervalMs);
     // Records a release without waiting streams committed were taken by every detector.
-    for (const plan of WAITING) streamLate(s.late, plan.streamId).waitedThrough = s.streams[plan.streamId]!.watermark;
+    for (const plan of WAITING) for (let w = 0; w < WAITERS.length; w++) streamLate(s.late, heldSetId(w, plan.streamId)).waitedThrough = s.streams[plan.streamId]!.watermark;
     CTX.out.reset = true;
   }
   return CTX;
@@ -321,45 +321,125 @@ function apply(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord)
   }
   if (plan.bmsId >= 0 || plan.batteryId >= 0) batterySwapRecord(ctx, s.batterySwap, r, plan);
   if (plan.alarms.length > 0) alarmRecord(ctx, s.alarms, r, plan, s.soc.latest);
-  if (plan.waits) {
+  if (plan.waits) for (let w = 0; w < WAITERS.length; w++) wait(ctx, s, plan, w, r);
+}
+
+/**
+ * **Waits.** Charging reads whether the vehicle moved at a CAN record's time (for a record charging by
+ * its current alone), and the drain whether it stood parked (for every soc): both the track's, which is
+ * final only once the GPS stream has passed that time (a fix it still holds unconfirmed may yet change
+ * it, `motionSettledThrough`). So each of the two takes such a record once the track has passed it, and
+ * the records after it in turn (`Stream.held`, one queue each), whatever the two streams' lag: the same
+ * records in the same order as in-order delivery. A record waits at most EVENTS_MAX_SKEW (of its own
+ * stream's time, or of wall time with nothing from the GPS stream) and not at all for a vehicle that
+ * never sent a GPS record; taken so, what it took the track to be is checked once the track passes
+ * there, and corrected if it was otherwise. Charging goes first; the drain reads it by time
+ * (`chargingUnderWayAt`), as it may be ahead.
+ */
+interface Waiter {
+  /** Whether it takes a record at all. */
+  takes(plan: StreamPlan, r: StreamRecord): boolean;
+  /** Whether it reads the track for this record (else only its queue's order holds it). */
+  readsTrack(plan: StreamPlan, r: StreamRecord): boolean;
+  take(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord): void;
+}
+
+const has = (r: StreamRecord, i: number): boolean => valueOf(r, i) !== undefined;
+
+const WAITERS: readonly Waiter[] = [
+  {
+    takes: (plan, r) => has(r, plan.load) || has(r, plan.current) || has(r, plan.soc),
+    readsTrack: (plan, r) => !has(r, plan.load) && has(r, plan.current),
+    take(ctx, s, plan, r) {
+      const charges = has(r, plan.load) || has(r, plan.current);
+      if (charges) chargingGap(ctx, s.charging, r.time);
+      chargingSoc(s.charging, r, plan);
+      if (charges) chargingRecord(ctx, s.charging, r, plan, s.track);
+    },
+  },
+  {
+    takes: (plan, r) => has(r, plan.soc),
+    readsTrack: () => true,
+    take(ctx, s, plan, r) {
+      if (!chargingKnownAt(s.charging, r.time)) correctFrom(s.late, r.time);
+      drainRecord(ctx, s.drain, r, plan, s.ignition, s.track, s.charging);
+    },
+  },
+];
+if (WAITERS.length !== WAITER_COUNT) throw new Error('vehicle events: streams.ts keeps a queue a waiter; WAITER_COUNT differs');
+
+/**
+ * A record a checkpoint's state had committed, given again (a replay, corrections/replay.ts): queued for
+ * each waiter that had not taken it yet (after its `waitedThrough`).
+ */
+export function holdAgain(s: VehicleState, input: EventInput): void {
+  const plan = STREAMS.get(input.type);
+  if (plan === undefined || !plan.waits) return;
+  const stream = s.streams[plan.streamId]!;
+  if (input.time > stream.watermark) return;
+  const r = recordOf(input, plan, ARRIVING);
+  if (r === undefined) return;
+  for (let w = 0; w < WAITERS.length; w++) {
+    if (input.time > streamLate(s.late, heldSetId(w, plan.streamId)).waitedThrough && WAITERS[w]!.takes(plan, r)) stream.held[w]!.insert(stream.held[w]!.length, r);
+  }
+}
+
+/** Where a replay from state `s` begins each stream's records: after its watermark, or for a waiting stream after the least any waiter took. */
+export function replayAfter(s: VehicleState): Map<number, number> {
+  const after = new Map<number, number>();
+  for (const plan of STREAMS.values()) {
+    let t = s.streams[plan.streamId]!.watermark;
+    if (plan.waits) for (let w = 0; w < WAITERS.length; w++) t = Math.min(t, streamLate(s.late, heldSetId(w, plan.streamId)).waitedThrough);
+    after.set(plan.streamId, t);
+  }
+  return after;
+}
+
+/** A committed record of a waiting stream, to waiter `w`: taken now, or queued. */
+function wait(ctx: Context, s: VehicleState, plan: StreamPlan, w: number, r: StreamRecord): void {
+  const waiter = WAITERS[w]!;
+  if (!waiter.takes(plan, r)) return;
+  const stream = s.streams[plan.streamId]!;
+  const held = stream.held[w]!;
+  if (held.length === 0 && (!waiter.readsTrack(plan, r) || r.time <= settledThrough(ctx, s))) return taken(ctx, s, plan, w, r, false);
+  held.insert(held.length, r);
+  stream.heldNew[w]!++;
+}
+
+/** What the waiters hold that the track (or, `final`, the wall clock or the record's own stream's lead) now lets go. */
+function release(ctx: Context, s: VehicleState, nowMs: number, final: boolean): void {
+  for (const plan of WAITING) {
     const stream = s.streams[plan.streamId]!;
-    if (stream.held.length === 0 && r.time <= settledThrough(ctx, s)) applyWaiting(ctx, s, plan, r, false);
-    else {
-      stream.held.insert(stream.held.length, r);
-      stream.heldNew++;
+    for (let w = 0; w < WAITERS.length; w++) {
+      const held = stream.held[w]!;
+      while (held.length > 0) {
+        const r = held.read(0, RELEASING);
+        let premature = false;
+        if (WAITERS[w]!.readsTrack(plan, r) && r.time > settledThrough(ctx, s)) {
+          if (!final) break;
+          const track = s.streams[TRACK_STREAM]!;
+          const absent = track.newest === -Infinity;
+          const silent = track.pending.length === 0 && nowMs - track.lastArrivalMs >= ctx.opts.maxSkewMs;
+          if (!(absent || silent || stream.newest - r.time > ctx.opts.maxSkewMs)) break;
+          premature = true;
+        }
+        held.dropFirst(1);
+        taken(ctx, s, plan, w, r, premature);
+      }
+      if (stream.heldNew[w]! > held.length) stream.heldNew[w] = held.length;
     }
   }
 }
 
-/**
- * **Waits.** Charging reads whether the vehicle moved at a CAN record's time, and the drain whether it
- * stood parked: both the track's, which is final only once the GPS stream has passed that time (a
- * fix it still holds unconfirmed may yet change it, `motionSettledThrough`). So their records wait
- * (`Stream.held`) until the track has passed them, whatever the two streams' lag: the same records in
- * the same order as in-order delivery. They wait at most EVENTS_MAX_SKEW (of their own stream's time, or
- * of wall time without a GPS record) and not at all for a vehicle that never sent one; taken so, what
- * they took the track to be is checked once it passes there, and corrected if it was otherwise.
- */
-function release(ctx: Context, s: VehicleState, nowMs: number, final: boolean): void {
-  for (const plan of WAITING) {
-    const stream = s.streams[plan.streamId]!;
-    while (stream.held.length > 0) {
-      const t = stream.held.timeAt(0);
-      let premature = false;
-      if (t > settledThrough(ctx, s)) {
-        if (!final) break;
-        const track = s.streams[TRACK_STREAM]!;
-        const absent = track.newest === -Infinity;
-        const silent = track.pending.length === 0 && nowMs - track.lastArrivalMs >= ctx.opts.maxSkewMs;
-        if (!(absent || silent || stream.newest - t > ctx.opts.maxSkewMs)) break;
-        premature = true;
-      }
-      const r = stream.held.read(0, RELEASING);
-      stream.held.dropFirst(1);
-      applyWaiting(ctx, s, plan, r, premature);
-    }
-    if (stream.heldNew > stream.held.length) stream.heldNew = stream.held.length;
+/** Waiter `w` takes a record: what it reads of the track is read there, or noted as read before the track passed it. */
+function taken(ctx: Context, s: VehicleState, plan: StreamPlan, w: number, r: StreamRecord, premature: boolean): void {
+  const waiter = WAITERS[w]!;
+  streamLate(s.late, heldSetId(w, plan.streamId)).waitedThrough = r.time;
+  if (waiter.readsTrack(plan, r)) {
+    if (premature) notePremature(s.late, TRACK_STREAM, r.time, r.time, assumption(s, r.time));
+    else if (!motionCovers(s.track, r.time) || !ignitionCovers(s.ignition, r.time)) correctFrom(s.late, r.time);
   }
+  waiter.take(ctx, s, plan, r);
 }
 
 /** The time through which the track is final (its stream committed, and no fix it holds may still change its motion there). */
@@ -381,23 +461,6 @@ function assumedHeld(s: VehicleState, from: number, to: number, assumed: number)
     !motionChanged(s.track, from, to) &&
     !ignitionChanged(s.ignition, from, to)
   );
-}
-
-/** A record of a waiting stream through the detectors that waited for the track: charging, then the drain. */
-function applyWaiting(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord, premature: boolean): void {
-  streamLate(s.late, plan.streamId).waitedThrough = r.time;
-  const charges = plan.load >= 0 || plan.current >= 0;
-  // Whether this record reads the track: the drain reads it for a soc, charging for a current without load_status.
-  const reads = valueOf(r, plan.soc) !== undefined || (valueOf(r, plan.load) === undefined && valueOf(r, plan.current) !== undefined);
-  if (reads) {
-    if (premature) notePremature(s.late, TRACK_STREAM, r.time, r.time, assumption(s, r.time));
-    else if (!motionCovers(s.track, r.time) || !ignitionCovers(s.ignition, r.time)) correctFrom(s.late, r.time);
-  }
-  if (charges) chargingGap(ctx, s.charging, r.time);
-  if (plan.soc >= 0) chargingSoc(s.charging, r, plan);
-  if (charges) chargingRecord(ctx, s.charging, r, plan, s.track);
-  // After charging: a record that starts a session is not a drain.
-  if (plan.soc >= 0) drainRecord(ctx, s.drain, r, plan, s.ignition, s.track, s.charging);
 }
 
 // ---- stable ids ---------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import { GeofenceLookup } from '../geofences/lookup.js';
 import { emptyDerived } from './detectors/context.js';
 import { DEFAULT_DERIVE_OPTIONS, flush, ingest, inputOf, newState, pendingCount, type ChargingSession, type DeriveOptions, type Derived, type DerivedEvent, type EventInput, type Stop, type Trip, type VehicleState } from './derive.js';
 import { STREAM_BY_ID } from './inputs.js';
-import { HELD, restore, writeCommitted, writePending } from './wire.js';
+import { heldSetId, restore, writeCommitted, writePending } from './wire.js';
 
 /** The vehicle events' tests' shared script: a vehicle, a start time, records by name, and deliveries. */
 
@@ -32,7 +32,7 @@ export function roundTrip(s: VehicleState): VehicleState {
         ? []
         : [
             { streamId, members: st.pending.records().map((r) => writePending(STREAM_BY_ID.get(streamId)!, r)) },
-            { streamId: streamId + HELD, members: st.held.records().map((r) => writePending(STREAM_BY_ID.get(streamId)!, r)) },
+            ...st.held.map((h, w) => ({ streamId: heldSetId(w, streamId), members: h.records().map((r) => writePending(STREAM_BY_ID.get(streamId)!, r)) })),
           ],
     ),
   );

@@ -12,7 +12,9 @@ import { DEFAULT_DERIVE_OPTIONS, DERIVE_PICK, type Derived, type DeriveOptions, 
 import { emptyDerived } from './detectors/context.js';
 import { webhookPayloadOf, pointOf, startDispatch, type OutboxEntry } from './outbox.js';
 import { Lines } from '../write/lines.js';
-import { VehicleEvents } from './store.js';
+import { VehicleEvents, type CorrectionOutcome } from './store.js';
+import { InfluxRecordSource } from './corrections/records.js';
+import { influxTargetOf } from '../fleet/history.js';
 import { GeofenceRegistry, GeofenceWatch, parseGeofencesFile } from '../geofences/registry.js';
 import { SpeedLimitRegistry, SpeedLimitWatch } from '../speedLimits/registry.js';
 import { sampleWebhookBacklog, startWebhookDelivery, WebhookQueue, webhookRetryPolicy, type RunningDelivery } from './webhook.js';
@@ -65,10 +67,14 @@ export function deriveOptions(cfg: Config): DeriveOptions {
   };
 }
 
-/** What a commit derived, counted once (a retried job derives nothing new). */
-function counted(metrics: Metrics | undefined, all: readonly Derived[]): void {
-  if (!metrics) return;
+/** What a commit derived, counted once (a retried job derives nothing new); records past the horizon told in the log. */
+function counted(metrics: Metrics | undefined, all: readonly Derived[], log?: Logger): void {
   for (const d of all) {
+    if (d.tooLate > 0) {
+      log?.warn({ tooLate: d.tooLate, first: d.tooLateFirst }, 'vehicle events: records past EVENTS_HORIZON (or before the vehicle’s first checkpoint): stored in InfluxDB, changing no event');
+      metrics?.vehicleEventsTooLate.inc(d.tooLate);
+    }
+    if (!metrics) continue;
     for (const e of d.events) metrics.vehicleEvents.inc({ event: e.event });
     if (d.trips.length > 0) metrics.vehicleEvents.inc({ event: 'trip' }, d.trips.length);
     if (d.sessions.length > 0) metrics.vehicleEvents.inc({ event: 'charging_session' }, d.sessions.length);
@@ -76,6 +82,20 @@ function counted(metrics: Metrics | undefined, all: readonly Derived[]): void {
     if (d.late > 0) metrics.vehicleEventsLate.inc(d.late);
     if (d.duplicates > 0) metrics.vehicleEventsDuplicate.inc(d.duplicates);
   }
+}
+
+/** A correction, counted by outcome, and by what it told; told in the log. */
+function correctionTold(metrics: Metrics | undefined, log: Logger, c: CorrectionOutcome): void {
+  metrics?.vehicleEventsCorrections.inc({ outcome: c.outcome });
+  if (c.outcome === 'corrected') {
+    if (c.added > 0) metrics?.vehicleEventsCorrected.inc({ change: 'added' }, c.added);
+    if (c.corrected > 0) metrics?.vehicleEventsCorrected.inc({ change: 'corrected' }, c.corrected);
+    if (c.retracted > 0) metrics?.vehicleEventsCorrected.inc({ change: 'retracted' }, c.retracted);
+    log.info(c, 'vehicle events: corrected from a late record');
+  } else if (c.outcome === 'tooLate') {
+    metrics?.vehicleEventsTooLate.inc();
+    log.warn(c, 'vehicle events: a correction is due from before the vehicle’s oldest checkpoint (past EVENTS_HORIZON): nothing was corrected');
+  } else if (c.outcome === 'postponed') log.debug(c, 'vehicle events: correction postponed');
 }
 
 export function startEvents(
@@ -94,7 +114,9 @@ export function startEvents(
     state: keys.vehicleState(i),
     outbox: keys.eventsOutbox(i),
     pending: keys.vehiclesPending(i),
+    corrections: keys.eventsCorrections(i),
     records: (vehicleno: string, streamId: number) => keys.vehicleRecords(i, vehicleno, streamId),
+    late: (vehicleno: string) => keys.vehicleCorrections(i, vehicleno),
   }));
   // The geofences: GEOFENCES_FILE's added (a file that does not parse stops the start here), then watched.
   const registry = new GeofenceRegistry(redis, keys.geofences);
@@ -111,7 +133,12 @@ export function startEvents(
   const speedLimits = new SpeedLimitWatch(new SpeedLimitRegistry(redis, keys.speedLimits), log);
   speedLimits.start();
   const opts = { ...deriveOptions(cfg), geofences, speedLimits };
-  const store = new VehicleEvents(redis, partitions, opts, (d) => counted(metrics, d));
+  const store = new VehicleEvents(redis, partitions, opts, {
+    onCommit: (d) => counted(metrics, d, log),
+    onCorrection: (c) => correctionTold(metrics, log, c),
+    correctionDelayMs: cfg.EVENTS_CORRECTION_DELAY,
+    source: new InfluxRecordSource(influxTargetOf(cfg)),
+  });
   const ready = () => redis.status === 'ready';
 
   let outbox: WebhookQueue | undefined;
@@ -134,6 +161,14 @@ export function startEvents(
     log,
     metrics,
   });
+  // Corrections, as they come due.
+  const corrections = sampleEvery(
+    1_000,
+    async () => {
+      for (const i of served) while ((await store.correctDue(i)) > 0);
+    },
+    { ready, onError: (err) => log.warn({ err: (err as Error).message }, 'vehicle events: a correction failed; retried') },
+  );
   // The window in wall time: a vehicle that stopped sending has its pending records committed.
   const sweep = sampleEvery(
     Math.max(1_000, Math.round(opts.idleMs / 4)),
@@ -168,6 +203,7 @@ export function startEvents(
       geofences.stop();
       speedLimits.stop();
       sweep.stop();
+      corrections.stop();
       outboxGauge?.stop();
       backlog?.stop();
       await dispatch.stop();

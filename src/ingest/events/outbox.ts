@@ -5,7 +5,7 @@ import { CHARGING, STOPS, TRIPS, VEHICLE_EVENTS } from '../../telemetry/derivedM
 import { Lines } from '../write/lines.js';
 import { PartialWriteError, type PointSink } from '../write/sink.js';
 import type { Metrics } from '../../metrics/index.js';
-import { eventId, sessionId, stopId, tripId, type ChargingSession, type DerivedEvent, type Stop, type Trip } from './derive.js';
+import { eventId, sessionId, stopId, tripId, type ChargingSession, type Derived, type DerivedEvent, type Stop, type Trip } from './derive.js';
 import type { WebhookPayload } from './webhook.js';
 import { quarantineEntry, type NewQuarantineEntry } from '../queue/quarantine.js';
 
@@ -23,6 +23,16 @@ export const MEASUREMENTS = { event: VEHICLE_EVENTS.name, trip: TRIPS.name, char
 export type OutboxEntry = ({ kind: 'event' } & DerivedEvent) | ({ kind: 'trip' } & Trip) | ({ kind: 'charging' } & ChargingSession) | ({ kind: 'stop' } & Stop);
 
 
+/** What a derivation call told, as outbox entries: events, trips, charging sessions, stops. */
+export function outputsOf(d: Pick<Derived, 'events' | 'trips' | 'sessions' | 'stops'>): OutboxEntry[] {
+  const out: OutboxEntry[] = [];
+  for (const e of d.events) out.push({ kind: 'event', ...e });
+  for (const t of d.trips) out.push({ kind: 'trip', ...t });
+  for (const c of d.sessions) out.push({ kind: 'charging', ...c });
+  for (const p of d.stops) out.push({ kind: 'stop', ...p });
+  return out;
+}
+
 const GROUP = 'dispatch';
 const COUNT = 500;
 const CLAIM_IDLE_MS = 60_000;
@@ -34,14 +44,28 @@ export function pointOf(e: OutboxEntry): string {
   return formatLine(MEASUREMENTS[kind], { vehicleno, ...snakeTags(rest) }, snakeFields(rest), start);
 }
 
-/** The entry as the webhook posts it. */
+/** An entry's marks (corrections/ledger.ts): its revision (0 as first told) and whether it retracts. */
+export function marksOf(e: OutboxEntry): { revision: number; retracted: boolean; late: boolean } {
+  const m = (e.kind === 'event' ? e.fields : e) as { revision?: number; retracted?: number; late?: number };
+  return { revision: m.revision ?? 0, retracted: m.retracted === 1, late: m.late === 1 };
+}
+
+/**
+ * The entry as the webhook posts it. First told: `vehicle.<event or kind>`, `webhook-id` the output's id.
+ * A correction: `….corrected` (what it says now) or `….retracted`, its `webhook-id` the id and revision
+ * (`<id>.<revision>`, a delivery of its own that no receiver drops as a repeat); `data.id` is always the
+ * output's id, and `data.revision` a correction's number.
+ */
 export function webhookPayloadOf(e: OutboxEntry): WebhookPayload {
+  const { revision, retracted } = marksOf(e);
+  const suffix = retracted ? '.retracted' : revision > 0 ? '.corrected' : '';
   if (e.kind === 'event') {
-    return { id: eventId(e), type: `vehicle.${e.event}`, timestamp: new Date(e.time).toISOString(), data: { vehicleno: e.vehicleno, event: e.event, time: e.time, value: e.value, ...e.fields, ...e.tags } };
+    const id = eventId(e);
+    return { id: revision > 0 ? `${id}.${revision}` : id, type: `vehicle.${e.event}${suffix}`, timestamp: new Date(e.time).toISOString(), data: { id, vehicleno: e.vehicleno, event: e.event, time: e.time, value: e.value, ...e.fields, ...e.tags } };
   }
   const { kind, ...data } = e;
   const id = kind === 'trip' ? tripId(e) : kind === 'charging' ? sessionId(e) : stopId(e);
-  return { id, type: `vehicle.${kind}`, timestamp: new Date(e.end).toISOString(), data };
+  return { id: revision > 0 ? `${id}.${revision}` : id, type: `vehicle.${kind}${suffix}`, timestamp: new Date(retracted ? e.start : e.end).toISOString(), data: { id, ...data } };
 }
 
 const snake = (k: string): string => k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);

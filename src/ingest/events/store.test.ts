@@ -24,7 +24,9 @@ function keysOf(prefix: string): PartitionKeys[] {
       state: `${prefix}:state`,
       outbox: `${prefix}:outbox`,
       pending: `${prefix}:pending`,
+      corrections: `${prefix}:corrections`,
       records: (v, stream) => `${prefix}:records:${stream}:${v}`,
+      late: (v) => `${prefix}:late:${v}`,
     },
   ];
 }
@@ -57,8 +59,8 @@ describe('vehicle events in Redis', () => {
     // A window over all 60 s: jobs run in any order, so no record may be late here.
     const opts = { ...DEFAULT_DERIVE_OPTIONS, windowMs: 120_000, idleMs: 5_000 };
     // Two processes serving the one partition, each running 12 jobs of the same 20 vehicles at once.
-    const a = new VehicleEvents(redis, keysOf(prefix), opts, (d) => derived.push(...d));
-    const b = new VehicleEvents(redis, keysOf(prefix), opts, (d) => derived.push(...d));
+    const a = new VehicleEvents(redis, keysOf(prefix), opts, { onCommit: (d) => derived.push(...d) });
+    const b = new VehicleEvents(redis, keysOf(prefix), opts, { onCommit: (d) => derived.push(...d) });
     const jobs = Array.from({ length: 60 }, (_, j) => job(j));
     const results = await Promise.allSettled(jobs.map((writtenRecords, j) => (j % 2 === 0 ? a : b).record(0, writtenRecords, T0 + 100_000)));
     expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
@@ -85,8 +87,8 @@ describe('vehicle events in Redis', () => {
     const opts = { ...DEFAULT_DERIVE_OPTIONS, windowMs: 120_000, idleMs: 5_000 };
     const own = new Redis(inject('redisUrl'), { maxRetriesPerRequest: 1 });
     try {
-      const a = new VehicleEvents(own, keysOf(prefix), opts, (d) => derived.push(...d));
-      const b = new VehicleEvents(redis, keysOf(prefix), opts, (d) => derived.push(...d));
+      const a = new VehicleEvents(own, keysOf(prefix), opts, { onCommit: (d) => derived.push(...d) });
+      const b = new VehicleEvents(redis, keysOf(prefix), opts, { onCommit: (d) => derived.push(...d) });
       const reads = vi.spyOn(own, 'hmgetBuffer');
       for (let j = 0; j <= 15; j++) await a.record(0, job(j), T0 + 100_000);
       // The first job read the (absent) states; the next fifteen read nothing.
@@ -107,7 +109,7 @@ describe('vehicle events in Redis', () => {
     const prefix = `ev-${randomUUID()}`;
     const commits: Derived[][] = [];
     const opts = { ...DEFAULT_DERIVE_OPTIONS, windowMs: 120_000, idleMs: 5_000 };
-    const store = new VehicleEvents(redis, keysOf(prefix), opts, (d) => commits.push([...d]));
+    const store = new VehicleEvents(redis, keysOf(prefix), opts, { onCommit: (d) => commits.push([...d]) });
     const batches = new StateUpdateBatches((partition, writtenRecords) => store.record(partition, writtenRecords, T0 + 100_000), { lingerMs: 0, maxJobs: 64, maxRecords: 10_000 });
     // Twelve jobs come at once: the first opens the partition's batch, the rest join it before it starts.
     await Promise.all(Array.from({ length: 12 }, (_, j) => batches.add(0, job(j))));
@@ -153,11 +155,11 @@ describe('vehicle events in Redis', () => {
       const added: AddedRecords = [];
       const values = pickedValues(DERIVE_PICK, 1);
       values[DERIVE_FIELDS.indexOf('soc')] = 60;
-      ingest(v, state, [{ type: 'can', time: T0 + i, values, at: 0 }], T0 + 1_000, DEFAULT_DERIVE_OPTIONS, added);
-      args.vehicle(v, i, state, added);
+      const d = ingest(v, state, [{ type: 'can', time: T0 + i, values, at: 0 }], T0 + 1_000, DEFAULT_DERIVE_OPTIONS, added);
+      args.vehicle(v, i, state, added, d, DEFAULT_DERIVE_OPTIONS);
     });
     const read = readCommitArgs(args.finish(['{"kind":"event"}', 'ü']));
-    expect(read.vehicles.map((v) => [v.vehicleno, v.version, v.since, v.streams.map((st) => st.adds.length)])).toEqual(plates.map((v, i) => [v, i === 0 ? '' : String(i), T0 + 1_000, [0, 1]]));
+    expect(read.vehicles.map((v) => [v.vehicleno, v.version, v.since, v.streams.map((st) => st.adds.length)])).toEqual(plates.map((v, i) => [v, i === 0 ? '' : String(i), T0 + 1_000, [0, 1, 0]]));
     const back = read.vehicles.map((v) => {
       const st = v.streams.find((x) => x.streamId === can.streamId)!;
       return restore(v.committed.subarray(v.committed.indexOf(0x20) + 1), [{ streamId: can.streamId, members: st.adds.map((a) => a[1]) }]).streams[can.streamId]!.pending.records();
@@ -169,7 +171,7 @@ describe('vehicle events in Redis', () => {
   it('a record of the same instant in a later job merges into the stored one, which it replaces', async () => {
     const prefix = `ev-${randomUUID()}`;
     const derived: Derived[] = [];
-    const store = new VehicleEvents(redis, keysOf(prefix), DEFAULT_DERIVE_OPTIONS, (d) => derived.push(...d));
+    const store = new VehicleEvents(redis, keysOf(prefix), DEFAULT_DERIVE_OPTIONS, { onCommit: (d) => derived.push(...d) });
     const one = (fields: Record<string, number>): WrittenRecord[] => {
       const values = pickedValues(DERIVE_PICK, 1);
       for (const [k, x] of Object.entries(fields)) values[DERIVE_FIELDS.indexOf(k)] = x;
@@ -177,7 +179,7 @@ describe('vehicle events in Redis', () => {
     };
     await store.record(0, one({ soc: 60, alert_short_circuit: 1 }), T0 + 1_000);
     // Another process (no cache) takes the second record of that instant: it reads the stored one and merges.
-    const other = new VehicleEvents(redis, keysOf(prefix), DEFAULT_DERIVE_OPTIONS, (d) => derived.push(...d));
+    const other = new VehicleEvents(redis, keysOf(prefix), DEFAULT_DERIVE_OPTIONS, { onCommit: (d) => derived.push(...d) });
     await other.record(0, one({ soc: 61, battery_voltage: 52, alert_short_circuit: 0 }), T0 + 2_000);
     const key = `${prefix}:records:${STREAMS.get('can')!.streamId}:KA01AB0001`;
     expect(await redis.zcard(key)).toBe(1);

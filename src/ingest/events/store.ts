@@ -3,7 +3,12 @@ import { defineScript } from '../../redis/scripts.js';
 import type { WrittenRecord } from '../../telemetry/record.js';
 import { flush, ingest, pendingSince, type AddedRecords, type Derived, type DeriveOptions, type EventInput, type VehicleState } from './derive.js';
 import { emptyRecord, STREAM_BY_ID, type StreamPlan } from './inputs.js';
-import { pendingMax, prepareCommitted, restore, writePendingAt, writePrepared, type StoredPending } from './wire.js';
+import { heldSetId, pendingMax, prepareCommitted, restore, writeCheckpoint, writeCommitted, writePending, writePendingAt, writePrepared, type StoredPending } from './wire.js';
+import { WAITER_COUNT } from './streams.js';
+import { toldField, toldOf, toldValue } from './corrections/ledger.js';
+import { chooseCheckpoint, correction, readCorrections, recordsFor, replayFrom, replayUntil, type VehicleCorrections } from './corrections/correct.js';
+import type { RecordSource } from './corrections/records.js';
+import { outputsOf, type OutboxEntry } from './outbox.js';
 import { SerialByKey } from '../worker/serialByKey.js';
 import { readCommit, type Read } from '../../formats/commit.js';
 
@@ -27,14 +32,32 @@ export interface PartitionKeys {
   state: string;
   /** Stream of derived outputs (`outbox.ts`). */
   outbox: string;
-  /** Sorted set: vehicles with records still pending, by the wall time since which one of their streams is idle (`pendingSince`). */
+  /** Sorted set: vehicles with records still pending, by when they are next swept, less the idle time (`pendingSince`). */
   pending: string;
-  /** Sorted set of one vehicle's pending records of one stream, by time. */
+  /** Sorted set: vehicles with a correction due, by when (`corrections/`). */
+  corrections: string;
+  /** Sorted set of one vehicle's pending records of one stream (or, at `HELD` above its id, its held records), by time. */
   records(vehicleno: string, streamId: number): string;
+  /** Hash of one vehicle's checkpoints and ledger (`corrections/`). */
+  late(vehicleno: string): string;
 }
 
-/** The streams, in the order the commit lists each vehicle's (its keys, and its part of the argument). */
+/**
+ * A vehicle's record sets, in the order the commit lists them (its keys, and its part of the argument):
+ * each stream's pending records by stream id, then each waiting stream's held records.
+ */
+export interface RecordSet {
+  plan: StreamPlan;
+  /** The set's id: the stream's, or its held records' (`heldSetId`). */
+  id: number;
+  /** The waiter whose held records it is (-1: the stream's pending records). */
+  waiter: number;
+}
 const STREAM_ORDER: readonly StreamPlan[] = [...STREAM_BY_ID.values()].sort((a, b) => a.streamId - b.streamId);
+export const RECORD_SETS: readonly RecordSet[] = [
+  ...STREAM_ORDER.map((plan) => ({ plan, id: plan.streamId, waiter: -1 })),
+  ...STREAM_ORDER.filter((p) => p.waits).flatMap((plan) => Array.from({ length: WAITER_COUNT }, (_, w) => ({ plan, id: heldSetId(w, plan.streamId), waiter: w }))),
+];
 
 /**
  * The commit script (`src/redis/scripts/events-commit.lua`, whose header lays out its KEYS and ARGV),
@@ -44,7 +67,8 @@ const STREAM_ORDER: readonly StreamPlan[] = [...STREAM_BY_ID.values()].sort((a, 
  * `%.17g`). The plates and versions apart from the rest, so the worker never copies the two into one.
  */
 interface WithCommit {
-  telematicsEventsCommitV3(numKeys: number, ...keysAndArgs: Array<string | Buffer>): Promise<string>;
+  telematicsEventsCommitV4(numKeys: number, ...keysAndArgs: Array<string | Buffer>): Promise<string>;
+  telematicsEventsCorrect(numKeys: number, ...keysAndArgs: Array<string | Buffer>): Promise<string>;
 }
 
 /**
@@ -136,6 +160,8 @@ export class CommitArgs {
   private readonly head: Packed;
   private readonly body: Packed;
   private vehicles = 0;
+  /** The vehicles whose corrections this commit writes to, with what it writes. */
+  private readonly lates: Array<{ vehicle: number; vehicleno: string; d: Derived; state: Buffer | undefined; genesis: Buffer | undefined; firstCut: number; correctFrom: number }> = [];
 
   /** Sized for `vehicles` with full rings and a few pending records each, so a commit seldom grows it. */
   constructor(vehicles: number) {
@@ -146,19 +172,37 @@ export class CommitArgs {
 
   /**
    * One vehicle after its derivation: its plate, the version its state was read at (0: none), its new
-   * committed part, since when it holds pending records idle (`pendingSince`), and for each stream its
-   * watermark and the records of `added` still pending (to replace where one merged into a stored one).
+   * committed part, when it is next swept (`pendingSince`), and for each record set its watermark and the
+   * records added (of `added` still pending, to replace where one merged into a stored one; held records
+   * the call added); then, when the call told anything, took a checkpoint, began its corrections afresh or
+   * left one due, what its corrections keep (`late`).
    */
-  vehicle(vehicleno: string, version: number, state: VehicleState, added: Readonly<AddedRecords>): void {
+  vehicle(vehicleno: string, version: number, state: VehicleState, added: Readonly<AddedRecords>, d: Derived, opts: DeriveOptions, genesis?: Buffer): void {
     const { head, body } = this;
     head.text(vehicleno);
     head.text(version === 0 ? '' : String(version));
     const prefix = `${version + 1} `;
     body.room(4 + prepareCommitted(state, prefix));
     body.wrote(writePrepared(body.buf, body.len + 4));
-    body.number(pendingSince(state));
-    for (const plan of STREAM_ORDER) {
+    body.number(pendingSince(state, opts));
+    for (const set of RECORD_SETS) {
+      const plan = set.plan;
       const stream = state.streams[plan.streamId]!;
+      if (set.waiter >= 0) {
+        // Held records leave from the front as their waiter takes them; the call's own are the last.
+        const held = stream.held[set.waiter]!;
+        const added = stream.heldNew[set.waiter]!;
+        const through = state.late.streams[set.id]?.waitedThrough;
+        body.number(through === undefined || through === -Infinity ? undefined : through);
+        body.count(0);
+        body.count(added);
+        for (let at = held.length - added; at < held.length; at++) {
+          body.number(held.timeAt(at));
+          body.room(4 + pendingMax(plan));
+          body.wrote(writePendingAt(plan, held.read(at, WRITING), body.buf, body.len + 4));
+        }
+        continue;
+      }
       const pending = stream.pending;
       body.number(stream.watermark === -Infinity ? undefined : stream.watermark);
       // The added records still pending, each once (a record merged into is listed again), by their place.
@@ -183,7 +227,16 @@ export class CommitArgs {
         body.wrote(writePendingAt(plan, pending.read(at, WRITING), body.buf, body.len + 4));
       }
     }
+    const told = d.events.length + d.trips.length + d.sessions.length + d.stops.length;
+    if (d.reset || d.checkpoint !== undefined || told > 0 || state.late.correctFrom !== Infinity) {
+      this.lates.push({ vehicle: this.vehicles, vehicleno, d, state: d.checkpoint ? writeCheckpoint(state) : undefined, genesis, firstCut: state.late.firstCut, correctFrom: state.late.correctFrom });
+    }
     this.vehicles++;
+  }
+
+  /** The vehicles with a late item (`vehicle`), in order: each has a key after the vehicles' keys. */
+  lateVehicles(): string[] {
+    return this.lates.map((l) => l.vehicleno);
   }
 
   /** Hands its buffers back for the next commit (the arguments `finish` gave are not to be read after). */
@@ -192,12 +245,37 @@ export class CommitArgs {
     giveBuffer(this.body.buf);
   }
 
-  /** The two arguments: the plates and versions, and the writes with the outbox's entries last. */
+  /** The two arguments: the plates and versions, and the writes with the outbox's entries and the late items last. */
   finish(entries: readonly string[]): [Buffer, Buffer] {
     this.head.buf.writeUInt32BE(this.vehicles, 0);
     const { body } = this;
     body.count(entries.length);
     for (const e of entries) body.text(e);
+    body.count(this.lates.length);
+    for (const l of this.lates) {
+      const { d } = l;
+      body.number(l.vehicle);
+      body.number(d.reset ? 1 : 0);
+      body.number(l.correctFrom === Infinity ? undefined : l.correctFrom);
+      const checkpoints: Array<[number, number, Buffer]> = [];
+      if (d.reset && l.genesis) checkpoints.push([0, l.firstCut, l.genesis]);
+      if (d.checkpoint && l.state) checkpoints.push([d.checkpoint.epoch, d.checkpoint.cut, l.state]);
+      body.count(checkpoints.length);
+      for (const [epoch, cut, committed] of checkpoints) {
+        body.number(epoch);
+        body.number(cut);
+        body.room(4 + committed.length);
+        committed.copy(body.buf, body.len + 4);
+        body.wrote(body.len + 4 + committed.length);
+      }
+      const outputs = outputsOf(d);
+      body.count(outputs.length);
+      for (const e of outputs) {
+        const t = toldOf(e, d.epoch);
+        body.text(toldField(t));
+        body.text(toldValue(t));
+      }
+    }
     return [this.head.buf.subarray(0, this.head.len), body.buf.subarray(0, body.len)];
   }
 }
@@ -209,8 +287,9 @@ export class CommitArgs {
 export function readCommitArgs(packed: readonly [Buffer, Buffer]): {
   vehicles: Array<{ vehicleno: string; version: string; committed: Buffer; since?: number; streams: Array<{ streamId: number; watermark?: number; replaces: number[]; adds: Array<[number, Buffer]> }> }>;
   entries: string[];
+  lates: Array<{ vehicleno: string; reset: boolean; correctFrom?: number; checkpoints: Array<{ epoch: number; cut: number; committed: Buffer }>; told: Array<[string, string]> }>;
 } {
-  const { head, body } = readCommit(packed, STREAM_ORDER.length);
+  const { head, body } = readCommit(packed, RECORD_SETS.length);
   const list = (r: Read, name: string) => r[name] as Read[];
   const known = (x: unknown) => (Number.isNaN(x) ? undefined : (x as number));
   const heads = list(head, 'vehicles');
@@ -219,7 +298,7 @@ export function readCommitArgs(packed: readonly [Buffer, Buffer]): {
     const streams = list(v, 'streams').map((st, j) => {
       const watermark = known(st.watermark);
       return {
-        streamId: STREAM_ORDER[j]!.streamId,
+        streamId: RECORD_SETS[j]!.id,
         ...(watermark === undefined ? {} : { watermark }),
         replaces: list(st, 'replaces').map((x) => x.time as number),
         adds: list(st, 'adds').map((x): [number, Buffer] => [x.time as number, x.record as Buffer]),
@@ -227,8 +306,23 @@ export function readCommitArgs(packed: readonly [Buffer, Buffer]): {
     });
     return { vehicleno: String(heads[i]!.vehicleno), version: String(heads[i]!.version), committed: v.committed as Buffer, ...(since === undefined ? {} : { since }), streams };
   });
-  return { vehicles, entries: list(body, 'entries').map((e) => String(e.entry)) };
+  const lates = list(body, 'lates').map((l) => {
+    const correctFrom = known(l.correctFrom);
+    return {
+      vehicleno: String(heads[l.vehicle as number]!.vehicleno),
+      reset: l.reset === 1,
+      ...(correctFrom === undefined ? {} : { correctFrom }),
+      checkpoints: list(l, 'checkpoints').map((c) => ({ epoch: c.epoch as number, cut: c.cut as number, committed: c.committed as Buffer })),
+      told: list(l, 'told').map((t): [string, string] => [String(t.field), String(t.value)]),
+    };
+  });
+  return { vehicles, entries: list(body, 'entries').map((e) => String(e.entry)), lates };
 }
+
+/** Vehicles a correction round takes at most (a round's work bounded; the rest are due in the next). */
+const CORRECTIONS_A_ROUND = 16;
+/** Tries of one vehicle's correction: all but the last beside live derivation, the last in the partition's turn. */
+const CORRECTION_ATTEMPTS = 4;
 
 /** Tries before a job's derivation gives up to a retry of the job (other jobs kept changing its vehicles). */
 const ATTEMPTS = 16;
@@ -273,6 +367,27 @@ interface ReadState {
   read?: boolean;
 }
 
+export interface VehicleEventsOptions {
+  /** Told what each commit derived (metrics). */
+  onCommit?: (derived: readonly Derived[]) => void;
+  /** Told what each correction did (metrics, the log). */
+  onCorrection?: (c: CorrectionOutcome) => void;
+  /** EVENTS_CORRECTION_DELAY: how long after a late record its vehicle's correction is due. */
+  correctionDelayMs?: number;
+  /** Where a correction reads a vehicle's records back (InfluxDB); without one, no correction runs. */
+  source?: RecordSource;
+}
+
+/** What became of one vehicle's correction. */
+export type CorrectionOutcome =
+  | { vehicleno: string; outcome: 'corrected'; from: number; epoch: number; records: number; added: number; corrected: number; retracted: number; unchanged: number }
+  /** Nothing was due (another process corrected it). */
+  | { vehicleno: string; outcome: 'none' }
+  /** The store did not show every record yet, or the vehicle kept changing: due again later. */
+  | { vehicleno: string; outcome: 'postponed'; why: string }
+  /** No checkpoint before its late record: past the horizon, stored, changing nothing. */
+  | { vehicleno: string; outcome: 'tooLate'; from: number };
+
 export class VehicleEvents {
   private readonly cached = new Map<string, ReadState>();
   /**
@@ -283,14 +398,23 @@ export class VehicleEvents {
    */
   private readonly turns = new SerialByKey<number>();
 
+  private readonly onCommit: ((derived: readonly Derived[]) => void) | undefined;
+  private readonly onCorrection: ((c: CorrectionOutcome) => void) | undefined;
+  private readonly correctionDelayMs: number;
+  private readonly source: RecordSource | undefined;
+
   constructor(
     private readonly redis: RedisClient,
     private readonly partitions: readonly PartitionKeys[],
     private readonly opts: DeriveOptions,
-    /** Told what each commit derived (metrics). */
-    private readonly onCommit?: (derived: readonly Derived[]) => void,
+    more: VehicleEventsOptions = {},
   ) {
-    defineScript(redis, 'telematicsEventsCommitV3', 'events-commit');
+    this.onCommit = more.onCommit;
+    this.onCorrection = more.onCorrection;
+    this.correctionDelayMs = more.correctionDelayMs ?? 5_000;
+    this.source = more.source;
+    defineScript(redis, 'telematicsEventsCommitV4', 'events-commit');
+    defineScript(redis, 'telematicsEventsCorrect', 'events-correct');
   }
 
   /**
@@ -300,7 +424,7 @@ export class VehicleEvents {
   async record(partition: number, writtenRecords: readonly WrittenRecord[], now = Date.now()): Promise<void> {
     const byVehicle = inputsByVehicle(writtenRecords);
     if (byVehicle.size === 0) return;
-    await this.turns.run(partition, () => this.commit(partition, [...byVehicle.keys()], (vehicleno, state, added) => ingest(vehicleno, state, byVehicle.get(vehicleno)!, now, this.opts, added)));
+    await this.turns.run(partition, () => this.commit(partition, [...byVehicle.keys()], now, (vehicleno, state, added) => ingest(vehicleno, state, byVehicle.get(vehicleno)!, now, this.opts, added)));
   }
 
   /** Commits what vehicles of `partition` that stopped sending still hold pending (the window in wall time). */
@@ -308,8 +432,111 @@ export class VehicleEvents {
     const keys = this.partitions[partition]!;
     const idle = await this.redis.zrangebyscore(keys.pending, '-inf', now - this.opts.idleMs, 'LIMIT', 0, 500);
     if (idle.length === 0) return 0;
-    await this.turns.run(partition, () => this.commit(partition, idle, (vehicleno, state) => flush(vehicleno, state, now, this.opts)));
+    await this.turns.run(partition, () => this.commit(partition, idle, now, (vehicleno, state) => flush(vehicleno, state, now, this.opts)));
     return idle.length;
+  }
+
+  /**
+   * Runs the corrections due in `partition` (corrections/), a few vehicles a call; how many ran. Each
+   * vehicle's reads and replay are done beside live derivation, checked by the state's version when
+   * written; one that keeps losing to live jobs runs in the partition's turn.
+   */
+  async correctDue(partition: number, now = Date.now()): Promise<number> {
+    if (this.source === undefined) return 0;
+    const keys = this.partitions[partition]!;
+    const due = await this.redis.zrangebyscore(keys.corrections, '-inf', now, 'LIMIT', 0, CORRECTIONS_A_ROUND);
+    let ran = 0;
+    for (const vehicleno of due) {
+      const c = await this.correctVehicle(partition, vehicleno, now);
+      this.onCorrection?.(c);
+      if (c.outcome === 'corrected') ran++;
+    }
+    return ran;
+  }
+
+  private async correctVehicle(partition: number, vehicleno: string, now: number): Promise<CorrectionOutcome> {
+    const keys = this.partitions[partition]!;
+    for (let attempt = 1; attempt <= CORRECTION_ATTEMPTS; attempt++) {
+      const once = async (): Promise<CorrectionOutcome | undefined> => {
+        const snap = await this.readVehicle(keys, vehicleno);
+        const t = snap.state.late.correctFrom;
+        if (t === Infinity) {
+          await this.redis.zrem(keys.corrections, vehicleno);
+          return { vehicleno, outcome: 'none' };
+        }
+        const from = chooseCheckpoint(snap.kept.checkpoints, t);
+        if (from === undefined) {
+          snap.state.late.correctFrom = Infinity;
+          return (await this.writeCorrection(keys, vehicleno, snap.version, snap.state, [], [], [], now)) ? { vehicleno, outcome: 'tooLate', from: t } : undefined;
+        }
+        const after = replayFrom(from, this.opts);
+        const records = recordsFor(snap.state, after, await this.source!.read(vehicleno, after, replayUntil(snap.state)));
+        if (records === undefined) {
+          await this.redis.zadd(keys.corrections, 'XX', now + this.correctionDelayMs, vehicleno);
+          return { vehicleno, outcome: 'postponed', why: 'InfluxDB does not show every record the vehicle committed yet' };
+        }
+        const c = correction(vehicleno, snap.kept, from, records, now, this.opts);
+        if (!(await this.writeCorrection(keys, vehicleno, snap.version, c.replayed.state, c.drop, c.write, c.diff.outbox, now))) return undefined;
+        return { vehicleno, outcome: 'corrected', from: t, epoch: from.epoch, records: records.length, added: c.diff.added, corrected: c.diff.corrected, retracted: c.diff.retracted, unchanged: c.diff.unchanged };
+      };
+      // Beside live derivation first; past that, in the partition's turn (no job of this process between read and write).
+      const r = attempt < CORRECTION_ATTEMPTS ? await once() : await this.turns.run(partition, once);
+      if (r !== undefined) return r;
+    }
+    await this.redis.zadd(keys.corrections, 'XX', now + this.correctionDelayMs, vehicleno);
+    return { vehicleno, outcome: 'postponed', why: 'the vehicle kept changing under the correction' };
+  }
+
+  /** One vehicle as stored now (never the cache): its state, its pending and held records, its corrections hash. */
+  private async readVehicle(keys: PartitionKeys, vehicleno: string): Promise<{ version: number; state: VehicleState; kept: VehicleCorrections }> {
+    const pipeline = this.redis.pipeline();
+    pipeline.hgetBuffer(keys.state, vehicleno);
+    for (const set of RECORD_SETS) pipeline.zrangeBuffer(keys.records(vehicleno, set.id), 0, -1);
+    pipeline.hgetallBuffer(keys.late(vehicleno));
+    const read = (await pipeline.exec()) ?? [];
+    const answer = (i: number): unknown => {
+      const [err, value] = read[i] ?? [new Error('no answer')];
+      if (err) throw err;
+      return value;
+    };
+    const b = answer(0) as Buffer | null;
+    const pending: StoredPending[] = RECORD_SETS.map((set, j) => ({ streamId: set.id, members: answer(1 + j) as Buffer[] }));
+    const hash = answer(1 + RECORD_SETS.length) as Record<string, Buffer>;
+    const space = b === null ? -1 : b.indexOf(0x20);
+    return {
+      version: b === null ? 0 : Number(b.toString('latin1', 0, space)),
+      state: restore(b === null ? undefined : b.subarray(space + 1), pending),
+      kept: readCorrections(hash),
+    };
+  }
+
+  /** Writes a corrected vehicle (events-correct.lua) if its version is still `version`; whether it was. */
+  private async writeCorrection(keys: PartitionKeys, vehicleno: string, version: number, state: VehicleState, drop: readonly string[], write: ReadonlyArray<[string, string | Buffer]>, entries: readonly OutboxEntry[], now: number): Promise<boolean> {
+    this.cached.delete(vehicleno);
+    const since = pendingSince(state, this.opts);
+    const args: Array<string | Buffer> = [
+      vehicleno,
+      version === 0 ? '' : String(version),
+      Buffer.concat([Buffer.from(`${version + 1} `), writeCommitted(state)]),
+      since === undefined ? '' : String(since),
+      state.late.correctFrom === Infinity ? '' : String(now + this.correctionDelayMs),
+      String(RECORD_SETS.length),
+    ];
+    for (const set of RECORD_SETS) {
+      const stream = state.streams[set.plan.streamId]!;
+      const records = (set.waiter >= 0 ? stream.held[set.waiter]! : stream.pending).records();
+      args.push(String(records.length));
+      for (const r of records) args.push(String(r.time), writePending(set.plan, r));
+    }
+    args.push(String(drop.length), ...drop);
+    args.push(String(write.length));
+    for (const [f, v] of write) args.push(f, v);
+    args.push(String(entries.length), ...entries.map((e) => JSON.stringify(e)));
+    const keyList = [keys.state, keys.outbox, keys.pending, keys.corrections, keys.late(vehicleno), ...RECORD_SETS.map((set) => keys.records(vehicleno, set.id))];
+    const conflict = await (this.redis as unknown as WithCommit).telematicsEventsCorrect(keyList.length, ...keyList, ...args);
+    if (conflict !== '') return false;
+    this.cached.set(vehicleno, { version: version + 1, state });
+    return true;
   }
 
   /**
@@ -334,14 +561,14 @@ export class VehicleEvents {
     });
     if (misses.length > 0) {
       const pipeline = this.redis.pipeline();
-      for (const { i } of misses) for (const plan of STREAM_ORDER) pipeline.zrangeBuffer(keys.records(vehicles[i]!, plan.streamId), 0, -1);
+      for (const { i } of misses) for (const set of RECORD_SETS) pipeline.zrangeBuffer(keys.records(vehicles[i]!, set.id), 0, -1);
       const read = (await pipeline.exec()) ?? [];
       let r = 0;
       for (const { i, b } of misses) {
-        const pending: StoredPending[] = STREAM_ORDER.map((plan) => {
+        const pending: StoredPending[] = RECORD_SETS.map((set) => {
           const [err, members] = read[r++] ?? [new Error('no answer')];
           if (err) throw err;
-          return { streamId: plan.streamId, members: members as Buffer[] };
+          return { streamId: set.id, members: members as Buffer[] };
         });
         out[i] = { version: versionOf(b), state: restore(b.subarray(b.indexOf(0x20) + 1), pending), read: true };
       }
@@ -352,6 +579,7 @@ export class VehicleEvents {
   private async commit(
     partition: number,
     vehicles: readonly string[],
+    now: number,
     /** The vehicle's derivation; it tells `added` the records it put in pending buffers. */
     step: (vehicleno: string, state: VehicleState, added: AddedRecords) => Derived,
   ): Promise<void> {
@@ -366,17 +594,23 @@ export class VehicleEvents {
         // A cached state is changed in place: it is dropped now, and cached again only once committed.
         this.cached.delete(vehicleno);
         const added = addedFor(ADDED);
+        // A state whose corrections begin with this call (derive.ts `begin`): as it is now, epoch 0's checkpoint.
+        const genesis = state.late.epoch !== state.late.epoch ? writeCheckpoint(state) : undefined;
         const d = step(vehicleno, state, added);
         derived.push(d);
-        args.vehicle(vehicleno, version, state, added);
-        for (const e of d.events) entries.push(JSON.stringify({ kind: 'event', ...e }));
-        for (const t of d.trips) entries.push(JSON.stringify({ kind: 'trip', ...t }));
-        for (const c of d.sessions) entries.push(JSON.stringify({ kind: 'charging', ...c }));
-        for (const p of d.stops) entries.push(JSON.stringify({ kind: 'stop', ...p }));
+        args.vehicle(vehicleno, version, state, added, d, this.opts, genesis);
+        for (const e of outputsOf(d)) entries.push(JSON.stringify(e));
       });
-      const keyList = [keys.state, keys.outbox, keys.pending, ...vehicles.flatMap((v) => STREAM_ORDER.map((plan) => keys.records(v, plan.streamId)))];
+      const keyList = [
+        keys.state,
+        keys.outbox,
+        keys.pending,
+        keys.corrections,
+        ...vehicles.flatMap((v) => RECORD_SETS.map((set) => keys.records(v, set.id))),
+        ...args.lateVehicles().map((v) => keys.late(v)),
+      ];
       const [head, body] = args.finish(entries);
-      const conflict = await (this.redis as unknown as WithCommit).telematicsEventsCommitV3(keyList.length, ...keyList, head, String(STREAM_ORDER.length), body);
+      const conflict = await (this.redis as unknown as WithCommit).telematicsEventsCommitV4(keyList.length, ...keyList, head, String(RECORD_SETS.length), body, String(now + this.correctionDelayMs), String(this.opts.horizonMs));
       // Answered, so sent whole: the buffers serve the next commit. (A command that failed may still sit in
       // a write queue: its buffers are left to the garbage collector.)
       args.release();

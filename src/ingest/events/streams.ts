@@ -41,12 +41,24 @@ export interface Stream {
   ringN: number;
   ringAt: number;
   /**
-   * Committed records the detectors that wait for another stream have not taken yet (derive.ts, "waits"),
-   * oldest first; `heldNew` of them (the last) were added by the call under way (a store writes those).
+   * Per detector that waits for another stream (derive.ts, `WAITERS`), the committed records it has not
+   * taken yet, oldest first; `heldNew[w]` of them (the last) were added by the call under way (a store
+   * writes those).
    */
-  held: PendingRecords;
-  heldNew: number;
+  held: PendingRecords[];
+  heldNew: number[];
 }
+
+/** Detectors whose records may wait for another stream (derive.ts, `WAITERS`): charging, the drain. */
+export const WAITER_COUNT = 2;
+
+/**
+ * A stream's records held for a waiting detector (`Stream.held`) are stored as the pending records of a
+ * set of their own (wire.ts, store.ts), `heldSetId` (at or above HELD): a release that does not know it
+ * skips it. (Stream ids stay below 32.)
+ */
+export const HELD = 128;
+export const heldSetId = (waiter: number, streamId: number): number => HELD + 32 * waiter + streamId;
 
 export interface StreamOptions {
   windowMs: number;
@@ -64,8 +76,8 @@ export function newStream(streamId: number): Stream {
     ring: zeros(RING),
     ringN: 0,
     ringAt: 0,
-    held: new PendingRecords(streamId),
-    heldNew: 0,
+    held: Array.from({ length: WAITER_COUNT }, () => new PendingRecords(streamId)),
+    heldNew: Array.from({ length: WAITER_COUNT }, () => 0),
   };
 }
 

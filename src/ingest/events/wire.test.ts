@@ -10,7 +10,7 @@ import { roundTrip, T0, V } from './events.testkit.js';
 /** What a state is, its rings compared as sets (the same times may sit at other positions). */
 const meaning = (s: VehicleState) => ({
   ...s,
-  streams: s.streams.map((st) => st && { ...st, pending: st.pending.records(), held: st.held.records(), heldNew: undefined, ring: Array.from(st.ring.slice(0, st.ringN)).sort((a, b) => a - b), ringAt: undefined }),
+  streams: s.streams.map((st) => st && { ...st, pending: st.pending.records(), held: st.held.map((h) => h.records()), heldNew: undefined, ring: Array.from(st.ring.slice(0, st.ringN)).sort((a, b) => a - b), ringAt: undefined }),
 });
 
 /** A drive with a thermal runaway raised, the pack over temperature from 60 s, and a charge starting, as the fixtures' generators fed it. */

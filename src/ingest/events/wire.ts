@@ -1,6 +1,6 @@
 import { newState, SLICES, type VehicleState } from './derive.js';
 import { emptyRecord, setValue, STREAM_BY_ID, valueAt, type StreamPlan, type StreamRecord } from './inputs.js';
-import { newStream, RING } from './streams.js';
+import { HELD, newStream, RING } from './streams.js';
 import { PendingRecords } from './pending.js';
 import type { Slice } from './detectors/context.js';
 
@@ -108,11 +108,7 @@ export function writeCheckpoint(s: VehicleState): Buffer {
   return out;
 }
 
-/**
- * A stream's records held for the track (`Stream.held`) are stored as the pending records of a stream
- * of their own, this far above the stream's id: a release that does not know it skips it.
- */
-export const HELD = 128;
+export { HELD, heldSetId } from './streams.js';
 
 /** The most bytes `writePendingAt` writes for a record of `plan`. */
 export const pendingMax = (plan: StreamPlan): number => 10 + plan.fields.length * 10 + plan.alarms.length * 2;
@@ -199,13 +195,13 @@ export function restore(committed: Buffer | undefined, pending: readonly StoredP
   for (const id of plans.keys()) s.streams[id] = newStream(id);
   if (committed !== undefined) readCommitted(s, committed, plans);
   for (const p of pending) {
-    const held = p.streamId >= HELD;
-    const id = held ? p.streamId - HELD : p.streamId;
+    const waiter = p.streamId >= HELD ? (p.streamId - HELD) >> 5 : -1;
+    const id = waiter >= 0 ? (p.streamId - HELD) & 31 : p.streamId;
     const plan = plans.get(id);
     const stream = s.streams[id];
-    if (plan === undefined || stream === undefined) continue;
+    if (plan === undefined || stream === undefined || waiter >= stream.held.length) continue;
     const records = PendingRecords.of(plan.streamId, p.members.map((m) => readPending(plan, m)));
-    if (held) stream.held = records;
+    if (waiter >= 0) stream.held[waiter] = records;
     else stream.pending = records;
   }
   return s;

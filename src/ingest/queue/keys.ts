@@ -78,6 +78,13 @@ export interface RedisKeys {
    * plate's own braces do not move the key's slot).
    */
   vehicleRecords(partition: number, vehicleno: string, streamId: number): string;
+  /** Sorted set: vehicles of partition i with a correction due (events/corrections/), by the wall time it is due. */
+  eventsCorrections(partition: number): string;
+  /**
+   * Hash: one vehicle's corrections (events/corrections/): its checkpoints (`c<epoch>:<cut>` → the state's
+   * committed part) and what was told (`t<epoch>:<id>` → the ledger's entry), beside its partition.
+   */
+  vehicleCorrections(partition: number, vehicleno: string): string;
   /** BullMQ queue of event webhook deliveries (events/webhook.ts), a job per event. */
   eventsWebhookQueue: string;
   /** Partition i's fleet state (fleet/state.ts), beside its queue. */
@@ -123,6 +130,8 @@ export function redisKeys(queueName: string, layout: KeyLayout = SINGLE_QUEUE): 
     eventsOutbox: (i) => `${partitionQueue(partitions, i)}:events:outbox`,
     vehiclesPending: (i) => `${partitionQueue(partitions, i)}:events:pending`,
     vehicleRecords: (i, vehicleno, streamId) => `${partitionQueue(partitions, i)}:events:v3:records:${streamId}:${vehicleno}`,
+    eventsCorrections: (i) => `${partitionQueue(partitions, i)}:events:corrections`,
+    vehicleCorrections: (i, vehicleno) => `${partitionQueue(partitions, i)}:events:v3:late:${vehicleno}`,
     eventsWebhookQueue: layout.cluster ? `{${queueName}-events-webhook}` : `${queueName}-events-webhook`,
     fleet: (i) => fleetKeys(partitionQueue(partitions, i)),
   };

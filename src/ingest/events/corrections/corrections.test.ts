@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { mulberry32 } from '../../../upstream/emulator/prng.js';
 import type { EventInput } from '../derive.js';
-import { history, HISTORY_OPTS, quiet, runOrdered, V, type Named } from '../events.testkit.js';
+import { can, gps, history, HISTORY_OPTS, north, quiet, runOrdered, V, type Named } from '../events.testkit.js';
+import { DEFAULT_DERIVE_OPTIONS, type DeriveOptions } from '../derive.js';
 import type { OutboxEntry } from '../outbox.js';
 import { entryId } from './ledger.js';
 import { CorrectedVehicle } from './model.testkit.js';
@@ -102,8 +103,8 @@ const MARKS = new Set(['late', 'revision', 'retracted']);
 const plain = (e: OutboxEntry): string => JSON.stringify(e, (k, val: unknown) => (MARKS.has(k) ? undefined : val));
 
 /** What in-order delivery tells, by id. */
-function inOrder(records: readonly EventInput[]): Map<string, string> {
-  const d = runOrdered(records, OPTS);
+function inOrder(records: readonly EventInput[], opts: DeriveOptions = OPTS): Map<string, string> {
+  const d = runOrdered(records, opts);
   const entries: OutboxEntry[] = [...d.events.map((e) => ({ kind: 'event' as const, ...e })), ...d.trips.map((t) => ({ kind: 'trip' as const, ...t })), ...d.sessions.map((c) => ({ kind: 'charging' as const, ...c })), ...d.stops.map((p) => ({ kind: 'stop' as const, ...p }))];
   return new Map(entries.map((e) => [entryId(e), plain(e)]));
 }
@@ -133,3 +134,118 @@ describe('outputs that follow from the records, not from when they arrive', () =
 });
 
 
+
+// ---- the cases of issue #45, one by one ------------------------------------------------------------
+
+const S = 1_000;
+
+/** A drive of `seconds` at 36 km/h from T, GPS and CAN a second each (CAN half a second after), the runaway raised over [from, to). */
+function drive(seconds: number, runaway: readonly [number, number] = [Infinity, Infinity], t0 = T): Named[] {
+  const out: Named[] = [];
+  for (let j = 0; j <= seconds; j++) {
+    const t = t0 + j * S;
+    out.push(gps(t, 12.9 + north(10 * j), 77.59, j === 0 || j === seconds ? 0 : 36, j === seconds ? 0 : 1));
+    out.push(can(t + 500, { soc: 80 - Math.floor(j / 60), current: -25, battery_voltage: 51, alert_thermal_runaway: j >= runaway[0] && j < runaway[1] ? 1 : 0 }));
+  }
+  return out;
+}
+const T = Date.UTC(2026, 0, 5, 8, 0, 0);
+
+/** Delivered in bulks of `size` seconds of records, each shuffled within it, each at its end plus `lag`. */
+function inBulks(records: readonly Named[], size: number, lag = 0, seed = 1): Array<[number, Named[]]> {
+  const rnd = mulberry32(seed);
+  const bulks = new Map<number, Named[]>();
+  for (const r of records) {
+    const k = Math.floor((r.time - T) / (size * S));
+    bulks.set(k, [...(bulks.get(k) ?? []), r]);
+  }
+  return [...bulks.entries()].map(([k, rs]) => [T + (k + 1) * size * S + lag, rs.map((r) => [rnd(), r] as const).sort((a, b) => a[0] - b[0]).map(([, r]) => r)]);
+}
+
+/** Deliveries through the model, corrections run as they come due, then quiet; returns the vehicle. */
+function through(deliveries: ReadonlyArray<readonly [number, readonly Named[]]>, opts = DEFAULT_DERIVE_OPTIONS): CorrectedVehicle {
+  const v = new CorrectedVehicle(V, opts);
+  let now = -Infinity;
+  for (const [at, rs] of [...deliveries].sort((a, b) => a[0] - b[0])) {
+    now = Math.max(now, at);
+    v.deliver(rs, now);
+    v.correct(now);
+  }
+  for (let round = 0; round < 5; round++) {
+    now += quiet(opts);
+    v.flush(now);
+    if (!v.correct(now)) break;
+  }
+  return v;
+}
+
+const told = (v: CorrectedVehicle, kind?: string) =>
+  [...v.told.values()].filter((e) => kind === undefined || (e.kind === 'event' ? e.event.startsWith(kind) : e.kind === kind)).map((e) => (e.kind === 'event' ? [e.event, e.time, e.fields.late ?? 0] : [e.kind, e.start, (e as { late?: number }).late ?? 0])).sort((a, b) => (a[1] as number) - (b[1] as number));
+
+describe('the cases of issue #45', () => {
+  const records = drive(420, [50, 70]);
+  const want = inOrder(records, DEFAULT_DERIVE_OPTIONS);
+
+  it('a re-send minutes later invents no safety alarm: no event, no revision, no delivery', () => {
+    const bulks = inBulks(records, 10);
+    // Five bulks sent again a few minutes later (a sender's retry after a timeout), one with its records' keys reordered.
+    const again = [3, 5, 6, 7, 20].map((k, i): [number, Named[]] => [bulks[k]![0] + 180_000 + i * 1_000, bulks[k]![1].map((r) => (i === 4 ? { ...r, fields: Object.fromEntries(Object.entries(r.fields).reverse()) } : r))]);
+    const v = through([...bulks, ...again]);
+    expect(held(v)).toEqual(want);
+    // Every entry sent was a first telling: nothing twice, nothing marked late or corrected.
+    expect(v.sent.map(plain).sort()).toEqual([...want.values()].sort());
+    expect(v.late).toBeGreaterThan(0);
+  });
+
+  it('a late raise inside an episode already told is nothing; outside one it is told once, marked late, at its time, with its clearing', () => {
+    const inside = through([...inBulks(records, 10), [T + 300_000, [can(T + 60_200, { alert_thermal_runaway: 1 })]]]);
+    const first = through(inBulks(records, 10));
+    expect(inside.sent.length).toBe(first.sent.length);
+    // Outside: a 0.3-s runaway between two records that say 0, arriving minutes late.
+    const outside = through([...inBulks(records, 10), [T + 300_000, [can(T + 100_700, { alert_thermal_runaway: 1 })]]]);
+    expect(told(outside, 'alert_')).toEqual([
+      ['alert_thermal_runaway_raised', T + 50_500, 0],
+      ['alert_thermal_runaway_cleared', T + 70_500, 0],
+      ['alert_thermal_runaway_raised', T + 100_700, 1],
+      ['alert_thermal_runaway_cleared', T + 101_500, 1],
+    ]);
+    // And nothing else changed, nor is told twice by the records after it.
+    expect(outside.sent.length).toBe(first.sent.length + 2);
+  });
+
+  it('a history upload after 40 minutes without coverage: the trip, its distance and the alarm inside the gap as in order', () => {
+    // A 60-min drive at 36 km/h (36 km), the runaway raised 10 s at minute 30; minutes 10–50 out of coverage, uploaded after the live part in 60-s bulks.
+    const hour = drive(3_600, [1_800, 1_810]);
+    const gap = (r: Named) => r.time >= T + 600 * S && r.time < T + 3_000 * S;
+    const live = inBulks(hour.filter((r) => !gap(r)), 1, 200).map(([at, rs]): [number, Named[]] => [at, rs]);
+    const upload = inBulks(hour.filter(gap), 60).map(([, rs], i): [number, Named[]] => [T + 3_700 * S + i * 2_000, rs]);
+    const v = through([...live, ...upload]);
+    const ordered = inOrder(hour, DEFAULT_DERIVE_OPTIONS);
+    expect(held(v)).toEqual(ordered);
+    const trip = [...v.told.values()].find((e) => e.kind === 'trip') as { distanceM: number };
+    expect(trip.distanceM).toBeCloseTo(36_000, -1);
+    expect(told(v, 'alert_').map(([e, t]) => [e, t])).toEqual([
+      ['alert_thermal_runaway_raised', T + 1_800_500],
+      ['alert_thermal_runaway_cleared', T + 1_810_500],
+    ]);
+    // The same 40 bulks sent again change nothing and tell nothing.
+    const twice = through([...live, ...upload, ...upload.map(([at, rs]): [number, Named[]] => [at + 600_000, rs])]);
+    expect(twice.sent.length).toBe(v.sent.length);
+  });
+
+  it('GPS 8 minutes behind CAN: regenerative braking while driving is never told as charging', () => {
+    // A 10-min drive with a 90-s regen (+12 A, no load_status) from minute 4; CAN realtime, the drive's GPS in one bulk 8 minutes after it.
+    const rs: Named[] = [gps(T - 60 * S, 12.9, 77.59, 0, 0)];
+    for (let j = 0; j <= 600; j++) {
+      const t = T + j * S;
+      rs.push(gps(t, 12.9 + north(10 * j), 77.59, j === 600 ? 0 : 36, j === 600 ? 0 : 1));
+      rs.push(can(t + 500, { soc: 60 - Math.floor(j / 60), current: j >= 240 && j < 330 ? 12 : -25, battery_voltage: 51 }));
+    }
+    const canLive = rs.filter((r) => r.type === 'can').map((r): [number, Named[]] => [r.time + 200, [r]]);
+    const v = through([[T - 59 * S, rs.slice(0, 1)], ...canLive, [T + 1_080 * S, rs.filter((r) => r.type === 'gps').slice(1)]]);
+    expect(v.sent.filter((e) => e.kind === 'charging' || (e.kind === 'event' && e.event.startsWith('charging')))).toEqual([]);
+    expect(held(v)).toEqual(inOrder(rs, DEFAULT_DERIVE_OPTIONS));
+    const trip = [...v.told.values()].find((e) => e.kind === 'trip') as { socStart: number; socEnd: number };
+    expect(trip).toMatchObject({ socStart: 60, socEnd: 51 });
+  });
+});

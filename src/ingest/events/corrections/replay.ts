@@ -1,5 +1,6 @@
-import { ingest, type VehicleState } from '../derive.js';
-import { recordOf, STREAMS, type EventInput } from '../inputs.js';
+import { holdAgain, ingest, replayAfter, type VehicleState } from '../derive.js';
+import { STREAMS, type EventInput } from '../inputs.js';
+import { heldSetId, WAITER_COUNT } from '../streams.js';
 import type { DeriveOptions } from '../detectors/context.js';
 import type { OutboxEntry } from '../outbox.js';
 import { restore, writeCheckpoint } from '../wire.js';
@@ -26,13 +27,7 @@ export interface Replayed {
 
 /** Where each stream's records begin for a replay from `from`: after its watermark, or for a waiting stream after what its waiting detectors took. */
 export function replayFrom(from: Checkpoint, opts: DeriveOptions): Map<number, number> {
-  const s = stateOf(from, opts);
-  const after = new Map<number, number>();
-  for (const plan of STREAMS.values()) {
-    const stream = s.streams[plan.streamId]!;
-    after.set(plan.streamId, plan.waits ? Math.min(stream.watermark, streamLate(s.late, plan.streamId).waitedThrough) : stream.watermark);
-  }
-  return after;
+  return replayAfter(stateOf(from, opts));
 }
 
 function stateOf(from: Checkpoint, opts: DeriveOptions): VehicleState {
@@ -41,7 +36,7 @@ function stateOf(from: Checkpoint, opts: DeriveOptions): VehicleState {
     // Epoch 0 of a state whose corrections began afresh (derive.ts `begin`): as that call began them.
     s.late.firstCut = from.cut;
     s.late.bucket = Math.floor(from.cut / opts.checkpointIntervalMs);
-    for (const plan of STREAMS.values()) if (plan.waits) streamLate(s.late, plan.streamId).waitedThrough = s.streams[plan.streamId]!.watermark;
+    for (const plan of STREAMS.values()) if (plan.waits) for (let w = 0; w < WAITER_COUNT; w++) streamLate(s.late, heldSetId(w, plan.streamId)).waitedThrough = s.streams[plan.streamId]!.watermark;
   }
   s.late.epoch = from.epoch;
   return s;
@@ -62,13 +57,9 @@ export function replay(vehicleno: string, from: Checkpoint, records: readonly Ev
   for (const input of records) {
     const plan = STREAMS.get(input.type);
     if (plan === undefined) continue;
-    const stream = s.streams[plan.streamId]!;
-    if (input.time > stream.watermark) fresh.push(input);
-    else if (plan.waits && input.time > streamLate(s.late, plan.streamId).waitedThrough) {
-      // Taken by the stream's other detectors before the checkpoint, not yet by those that wait for the track.
-      const r = recordOf(input, plan);
-      if (r !== undefined) stream.held.insert(stream.held.length, r);
-    }
+    // Taken by the stream's other detectors before the checkpoint, not yet by those that wait for the track: held again.
+    if (input.time > s.streams[plan.streamId]!.watermark) fresh.push(input);
+    else holdAgain(s, input);
   }
   const out: Replayed = { state: s, outputs: [], checkpoints: [] };
   for (let i = 0; i < fresh.length || i === 0; i += CHUNK) {

@@ -1,6 +1,7 @@
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { readings } from './alarms.js';
-import { emitEvent, emitSession, flatSlice, type ChargingSession, type Context, type Slice } from './context.js';
+import { emitEvent, emitSession, type ChargingSession, type Context, type Slice } from './context.js';
+import { Changes } from './changes.js';
 import { movingAt, standingAt, type TrackState } from './track.js';
 import { geofenceNamesAt } from './geofences.js';
 
@@ -42,6 +43,8 @@ export interface ChargingState {
   startLng: number;
   /** The soc of the last record it took that carried one (NaN: none): its records wait, so the soc stream's own may be ahead. */
   soc: number;
+  /** When a session was under way (1) or not (0), its last changes: the drain reads it at its own records' times (`chargingUnderWayAt`). */
+  underWay: Changes;
 }
 
 const NOT = 0;
@@ -53,6 +56,7 @@ export function chargingGap(ctx: Context, s: ChargingState, time: number): void 
   if (s.phase === NOT || time - s.lastTime <= ctx.opts.tripMaxGapMs) return;
   if (s.phase === SESSION) stop(ctx, s, s.lastTime, s.soc === s.soc ? { soc: s.soc } : {});
   s.phase = NOT;
+  s.underWay.note(time, 0);
 }
 
 /** A CAN record's soc, before the record itself (`chargingRecord`): the open session's, if it had none at its start. */
@@ -80,12 +84,14 @@ export function chargingRecord(ctx: Context, s: ChargingState, r: StreamRecord, 
       stop(ctx, s, r.time, f);
     }
     s.phase = NOT;
+    s.underWay.note(r.time, 0);
     return;
   }
   const v = valueOf(r, plan.voltage);
   const power = v !== undefined && current !== undefined ? v * Math.abs(current) : undefined;
   if (s.phase === NOT) {
     s.phase = CANDIDATE;
+    s.underWay.note(r.time, 1);
     s.start = r.time;
     s.startSoc = s.soc;
     s.startVoltage = v ?? NaN;
@@ -116,8 +122,14 @@ export function chargingRecord(ctx: Context, s: ChargingState, r: StreamRecord, 
   }
 }
 
-/** Whether a session is under way or may be starting (charging by current alone, not yet long enough). */
-export const chargingUnderWay = (s: ChargingState): boolean => s.phase !== NOT;
+/** Whether a session was under way or may have been starting (charging by current alone, not yet long enough) at `time`. */
+export const chargingUnderWayAt = (s: ChargingState, time: number): boolean => s.underWay.at(time, 0) === 1;
+
+/** Whether what was under way is known at `time` (the changes kept reach back to it). */
+export const chargingKnownAt = (s: ChargingState, time: number): boolean => s.underWay.covers(time);
+
+/** Changes of `underWay` kept: a CAN stream's drain minutes behind charging's own. */
+const UNDER_WAY_CHANGES = 8;
 
 function stop(ctx: Context, s: ChargingState, at: number, fields: Record<string, number>): void {
   const durationS = (at - s.start) / 1000;
@@ -134,9 +146,43 @@ function stop(ctx: Context, s: ChargingState, at: number, fields: Record<string,
   emitSession(ctx, session);
 }
 
-export const CHARGING_SLICE: Slice<ChargingState> = flatSlice(
-  5,
-  'charging',
-  ['phase', 'start', 'startSoc', 'startVoltage', 'startCurrent', 'energyWh', 'integrated', 'powerTime', 'power', 'lastTime', 'startLat', 'startLng', 'soc'],
-  () => ({ phase: NOT, start: NaN, startSoc: NaN, startVoltage: NaN, startCurrent: NaN, energyWh: 0, integrated: 0, powerTime: NaN, power: NaN, lastTime: -Infinity, startLat: NaN, startLng: NaN, soc: NaN }),
-);
+const KEYS = ['phase', 'start', 'startSoc', 'startVoltage', 'startCurrent', 'energyWh', 'integrated', 'powerTime', 'power', 'lastTime', 'startLat', 'startLng', 'soc'] as const;
+
+const fresh = (): ChargingState => ({
+  phase: NOT,
+  start: NaN,
+  startSoc: NaN,
+  startVoltage: NaN,
+  startCurrent: NaN,
+  energyWh: 0,
+  integrated: 0,
+  powerTime: NaN,
+  power: NaN,
+  lastTime: -Infinity,
+  startLat: NaN,
+  startLng: NaN,
+  soc: NaN,
+  underWay: new Changes(UNDER_WAY_CHANGES),
+});
+
+/** Its numbers in KEYS' order (append only), then the changes of `underWay`. */
+export const CHARGING_SLICE: Slice<ChargingState> = {
+  id: 5,
+  name: 'charging',
+  fresh,
+  save(s, out, at) {
+    for (let i = 0; i < KEYS.length; i++) out[at + i] = s[KEYS[i]!];
+    return s.underWay.save(out, at + KEYS.length);
+  },
+  load(x) {
+    const s = fresh();
+    for (let i = 0; i < KEYS.length; i++) {
+      const v = x(i);
+      if (v === v) s[KEYS[i]!] = v;
+    }
+    // Stored before the changes were kept: what is under way now, since its start.
+    if (x(KEYS.length) !== x(KEYS.length) && s.phase !== NOT) s.underWay.note(s.start, 1);
+    else s.underWay.load(x, KEYS.length);
+    return s;
+  },
+};

@@ -1,6 +1,6 @@
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitEvent, type Context, type Slice } from './context.js';
-import { chargingUnderWay, type ChargingState } from './charging.js';
+import { chargingUnderWayAt, type ChargingState } from './charging.js';
 import { ignitionAt, type IgnitionState } from './ignition.js';
 import { movingAt, type TrackState } from './track.js';
 import { WindowedExtreme } from './windowed.js';
@@ -9,7 +9,8 @@ import { WindowedExtreme } from './windowed.js';
  * Charge draining while parked (a fault, or a theft of charge): the soc of CAN records falling by at
  * least SOC_DRAIN_MIN percentage points within SOC_DRAIN_WINDOW while the vehicle is parked, that is the
  * ignition off and standing at the record's time (`ignitionAt`, `movingAt`: read from the GPS stream once
- * it has passed that time, derive.ts) and no charging session under way. `soc_drain_while_parked` once a
+ * it has passed that time, derive.ts) and no charging session under way then (`chargingUnderWayAt`).
+ * `soc_drain_while_parked` once a
  * parked spell, at the record that reached the fall: `soc_from` (the highest soc within the window
  * before, `windowed.ts`: an older high never hides a fall from a lower one), `soc_to`, `over_s` (since
  * the soc last read that highest). A spell ends when the vehicle is no longer parked; the next starts afresh.
@@ -27,7 +28,7 @@ const HELD = 64;
 export function drainRecord(ctx: Context, s: DrainState, r: StreamRecord, plan: StreamPlan, ignition: IgnitionState, track: TrackState, charging: ChargingState): void {
   const soc = valueOf(r, plan.soc);
   if (soc === undefined) return;
-  const parked = ignitionAt(ignition, r.time) === 0 && !movingAt(track, r.time) && !chargingUnderWay(charging);
+  const parked = ignitionAt(ignition, r.time) === 0 && !movingAt(track, r.time) && !chargingUnderWayAt(charging, r.time);
   if (!parked) {
     s.highest.clear();
     s.told = 0;
