@@ -147,6 +147,7 @@ async function frontProcess(spawnPinned: (cmd: string, args: string[]) => ChildP
   return {
     url,
     setWriteDelay: remote('setWriteDelay'),
+    delayNextWrites: remote('delayNextWrites'),
     writesStarted: remote('writesStarted'),
     wire: remote('wire'),
     writeTimes: remote('writeTimes'),

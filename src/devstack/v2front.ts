@@ -40,6 +40,8 @@ export interface V2Front {
   url: string;
   /** Holds every write this long before passing it on: a slow store, for fault tests and demos. */
   setWriteDelay(ms: number): void;
+  /** Holds the next `count` writes `ms` each (on top of any delay): one slow write among fast ones. */
+  delayNextWrites(ms: number, count?: number): void;
   /** Write requests received so far; given measurements, those since the first such call whose first point is of one of them. */
   writesStarted(measurements?: readonly string[]): number;
   /** Write requests with a gzip body, and body bytes as they came over the wire, so far. */
@@ -101,6 +103,7 @@ export async function startV2Front(opts: { upstream: string; token?: string; por
   const times: number[] = [];
   let throttle: { status: number; retryAfterS: number; count: number } | undefined;
   let writeDelay = 0;
+  const slowNext = { ms: 0, count: 0 };
   let writes = 0;
   const byMeasurement = new Map<string, number>();
   let counting = false;
@@ -163,6 +166,10 @@ export async function startV2Front(opts: { upstream: string; token?: string; por
       bytes += body.length;
       if (req.headers['content-encoding'] === 'gzip') gzipped++;
       if (writeDelay > 0) await new Promise((r) => setTimeout(r, writeDelay));
+      if (slowNext.count > 0) {
+        slowNext.count--;
+        await new Promise((r) => setTimeout(r, slowNext.ms));
+      }
       const headers: Record<string, string> = { 'content-type': 'text/plain; charset=utf-8' };
       const enc = req.headers['content-encoding'];
       if (typeof enc === 'string') headers['content-encoding'] = enc;
@@ -203,6 +210,10 @@ export async function startV2Front(opts: { upstream: string; token?: string; por
     url: `http://127.0.0.1:${port}`,
     setWriteDelay: (ms) => {
       writeDelay = ms;
+    },
+    delayNextWrites: (ms, count = 1) => {
+      slowNext.ms = ms;
+      slowNext.count = count;
     },
     writesStarted: (measurements) => {
       if (measurements === undefined) return writes;

@@ -21,12 +21,23 @@ export interface DerivedMeasurement {
   readonly time: string;
   readonly tags: readonly DerivedField[];
   readonly fields: readonly DerivedField[];
+  /**
+   * For a measurement corrections rewrite (src/ingest/events/corrections/): the InfluxQL condition that
+   * keeps its rows that stand, leaving out the retracted ones. Every row of every release passes it.
+   */
+  readonly standing?: string;
 }
 
 const vehicleno: DerivedField = { name: 'vehicleno', description: 'the vehicle' };
 /** A trip's or session's length (both say it alike). */
-const durationS: DerivedField = { name: 'duration_s', unit: 's', description: 'end − start' };
+const durationS: DerivedField = { name: 'duration_s', unit: 's', description: 'end − start; -1 retracted' };
 const soc = (which: string): DerivedField => ({ name: `soc_${which}`, unit: '%', description: `state of charge at the ${which}` });
+/** What a correction writes on a row (src/ingest/events/corrections/, docs/events.md "Corrections"). */
+const corrections: readonly DerivedField[] = [
+  { name: 'late', unit: '0/1', description: '1: first told by a correction, after records that came late (past EVENTS_WINDOW)' },
+  { name: 'revision', unit: 'count', description: 'corrections of the row since it was first told (absent: none); the row holds the latest' },
+  { name: 'retracted', unit: '0/1', description: '1: the records no longer support it; kept (InfluxDB 3 deletes no point), its `value` or `duration_s` set to -1 so every query keeping the standing rows leaves it out' },
+];
 
 export const VEHICLE_EVENTS: DerivedMeasurement = {
   name: 'vehicle_events',
@@ -45,7 +56,7 @@ export const VEHICLE_EVENTS: DerivedMeasurement = {
     { name: 'unit', description: '`fuel_drop` / `fuel_refuel`: the unit of the fuel history judged (litres, percent), as in measurement fuel' },
   ],
   fields: [
-    { name: 'value', unit: '0/1', description: '1 raised, on, started, silent; 0 cleared, off, stopped, back' },
+    { name: 'value', unit: '0/1', description: '1 raised, on, started, silent; 0 cleared, off, stopped, back; -1 retracted' },
     { name: 'soc', unit: '%', description: 'alarms, charging, `soc_low` / `soc_recovered`: the state of charge then' },
     { name: 'battery_voltage', unit: 'V', description: 'alarms, charging, soc low: the record’s pack voltage' },
     { name: 'current', unit: 'A', description: 'alarms and charging: the record’s pack current' },
@@ -71,10 +82,11 @@ export const VEHICLE_EVENTS: DerivedMeasurement = {
     { name: 'fuel_amount', unit: 'l or %', description: '`fuel_drop` / `fuel_refuel`: how much, in `unit`' },
     { name: 'crossed', unit: '0/1', description: 'geofence events: 1 when a step between two fixes passed through it (neither fix inside)' },
     { name: 'energy_wh', unit: 'Wh', description: '`charging_stopped`: the energy charged' },
-    { name: 'late', unit: '0/1', description: 'an alarm raised by a record too late for its window: 1' },
     { name: 'after_s', unit: 's', description: '`silent` / `back`: the SILENT_AFTER threshold crossed' },
     { name: 'last_seen', unit: 'ms', description: '`silent` / `back`: the last record’s time, or the one that ended the silence' },
+    ...corrections,
   ],
+  standing: '"value" >= 0',
 };
 
 export const TRIPS: DerivedMeasurement = {
@@ -101,7 +113,9 @@ export const TRIPS: DerivedMeasurement = {
     { name: 'gap_ended', unit: '0/1', description: '1: ended by a gap in the GPS stream (TRIP_MAX_GAP), not by ignition off' },
     { name: 'idle_s', unit: 's', description: 'idling within it (IDLE_MIN_DURATION at least each)' },
     { name: 'overspeed_s', unit: 's', description: 'over SPEED_LIMIT within it (OVERSPEED_MIN_DURATION at least each)' },
+    ...corrections,
   ],
+  standing: '"duration_s" >= 0',
 };
 
 export const STOPS: DerivedMeasurement = {
@@ -116,7 +130,9 @@ export const STOPS: DerivedMeasurement = {
     { name: 'lat', unit: '°', description: 'where it stood' },
     { name: 'lng', unit: '°', description: 'where it stood' },
     { name: 'ignition_on_s', unit: 's', description: 'of it with the ignition on' },
+    ...corrections,
   ],
+  standing: '"duration_s" >= 0',
 };
 
 export const CHARGING: DerivedMeasurement = {
@@ -131,7 +147,9 @@ export const CHARGING: DerivedMeasurement = {
     soc('start'),
     soc('end'),
     { name: 'energy_wh', unit: 'Wh', description: '∫ voltage × |current| dt between charging records carrying both' },
+    ...corrections,
   ],
+  standing: '"duration_s" >= 0',
 };
 
 export const FLEET_STATUS: DerivedMeasurement = {

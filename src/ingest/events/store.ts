@@ -475,7 +475,7 @@ export class VehicleEvents {
           await this.redis.zadd(keys.corrections, 'XX', now + this.correctionDelayMs, vehicleno);
           return { vehicleno, outcome: 'postponed', why: 'InfluxDB does not show every record the vehicle committed yet' };
         }
-        const c = correction(vehicleno, snap.kept, from, records, now, this.opts);
+        const c = correction(vehicleno, snap.state, snap.kept, from, records, now, this.opts);
         if (!(await this.writeCorrection(keys, vehicleno, snap.version, c.replayed.state, c.drop, c.write, c.diff.outbox, now))) return undefined;
         return { vehicleno, outcome: 'corrected', from: t, epoch: from.epoch, records: records.length, added: c.diff.added, corrected: c.diff.corrected, retracted: c.diff.retracted, unchanged: c.diff.unchanged };
       };

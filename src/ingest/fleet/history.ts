@@ -7,7 +7,7 @@
 import { EXIT } from '../../cli/exit.js';
 import { ConfigError, loadConfig, type Config } from '../../config/index.js';
 import { ALARM_FIELDS } from '../../telemetry/fields.js';
-import { CHARGING, STOPS, TRIPS, VEHICLE_EVENTS } from '../../telemetry/derivedMeasurements.js';
+import { CHARGING, DERIVED_MEASUREMENTS, STOPS, TRIPS, VEHICLE_EVENTS } from '../../telemetry/derivedMeasurements.js';
 import { GPS } from '../../telemetry/vehicleData.js';
 import { summarizeDays, type DaySummary, type LocalDay } from './days.js';
 
@@ -69,9 +69,15 @@ export interface HistoryQuery {
  * list: a field no point has yet (`energy_wh` before any session knew it) is then absent, never an error.
  */
 export function historyQuery(measurement: string, q: HistoryQuery): string {
-  const where = [...(q.vehicle === undefined ? [] : [`${quoteIdent('vehicleno')} = ${quoteString(q.vehicle)}`]), `time >= ${timeLiteral(q.since)}`, `time <= ${timeLiteral(q.until)}`];
+  const where = [...(q.vehicle === undefined ? [] : [`${quoteIdent('vehicleno')} = ${quoteString(q.vehicle)}`]), `time >= ${timeLiteral(q.since)}`, `time <= ${timeLiteral(q.until)}`, ...standingOf(measurement)];
   if (q.event !== undefined) where.push(`${quoteIdent('event')} = ${quoteString(q.event)}`);
   return `SELECT * FROM ${quoteIdent(measurement)} WHERE ${where.join(' AND ')} ORDER BY time ASC LIMIT ${q.limit}`;
+}
+
+/** The condition keeping a derived measurement's standing rows (corrections' retracted ones left out), if it has one. */
+function standingOf(measurement: string): string[] {
+  const m = DERIVED_MEASUREMENTS.find((d) => d.name === measurement);
+  return m?.standing === undefined ? [] : [m.standing];
 }
 
 /** Where the history is read: the InfluxDB the service writes to. */
@@ -300,7 +306,8 @@ export function socSpan(start: number | null, end: number | null): string {
 export async function readDays(target: InfluxTarget, vehicle: string, days: readonly LocalDay[]): Promise<DaySummary[]> {
   if (days.length === 0) return [];
   const where = `"vehicleno" = ${quoteString(vehicle)} AND time >= ${timeLiteral(days[0]!.start)} AND time < ${timeLiteral(days[days.length - 1]!.end)}`;
-  const select = (measurement: string, fields: string[], more = '') => influxSelect(target, `SELECT ${fields.map(quoteIdent).join(', ')} FROM ${quoteIdent(measurement)} WHERE ${where}${more}`);
+  const select = (measurement: string, fields: string[], more = '') =>
+    influxSelect(target, `SELECT ${fields.map(quoteIdent).join(', ')} FROM ${quoteIdent(measurement)} WHERE ${[where, ...standingOf(measurement)].join(' AND ')}${more}`);
   // `value` is in every event's point: InfluxQL returns a row only where a selected field is present.
   const counted = ['idle_ended', 'overspeed_started', 'fuel_drop', 'fuel_refuel'].map((e) => `"event" = ${quoteString(e)}`).join(' OR ');
   const [trips, stops, charging, events] = await Promise.all([

@@ -37,6 +37,8 @@ export interface RedisKeys {
   partitions: readonly string[];
   /** Stream of what did not land: records the receiver refused, points InfluxDB refused. */
   quarantine: string;
+  /** BullMQ's list of a queue's jobs being processed now (`bull:<queue>:active`): a partition's jobs are derived in their order (worker/batches.ts). */
+  activeJobs(queue: string): string;
   /** BullMQ queue whose job scheduler runs the fuel sync on one replica at a time. */
   fuelQueue: string;
   /** Hash `<vehicleno>|<unit>` → time (ms) of the newest fuel reading stored. */
@@ -117,6 +119,7 @@ export function redisKeys(queueName: string, layout: KeyLayout = SINGLE_QUEUE): 
   return {
     partitions,
     quarantine: `${queueName}:quarantine`,
+    activeJobs: (queue) => `${BULL_PREFIX}:${queue}:active`,
     fuelQueue: layout.cluster ? `{${queueName}-fuel}` : `${queueName}-fuel`,
     fuelWatermarks: `${queueName}:fuel:watermarks`,
     fleetQueue: layout.cluster ? `{${queueName}-fleet}` : `${queueName}-fleet`,

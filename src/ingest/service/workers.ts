@@ -62,7 +62,13 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
       },
       // An eighth of the slots a batch: the batch updating and the one waiting for it leave three quarters
       // of them to jobs writing points, so that many small jobs (realtime pushes) are not kept from starting.
-      { lingerMs: cfg.WORKER_LINGER, maxJobs: Math.max(1, Math.floor(concurrency / 8)), maxRecords: 10_000 },
+      // With vehicle events, a partition's jobs are derived in the order they were accepted (batches.ts).
+      {
+        lingerMs: cfg.WORKER_LINGER,
+        maxJobs: Math.max(1, Math.floor(concurrency / 8)),
+        maxRecords: 10_000,
+        ...(events ? { order: { active: (partition: number) => redis.lrange(keys.activeJobs(keys.partitions[partition]!), 0, -1), waitMs: cfg.EVENTS_ORDER_WAIT } } : {}),
+      },
     );
     for (const queue of served) {
       const partition = keys.partitions.indexOf(queue);
@@ -75,7 +81,7 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
         retry: retryPolicy(cfg),
         flatten: flattenOptions(cfg),
         sink,
-        written: (records) => batches.add(partition, records),
+        written: (records, jobId) => batches.add(partition, records, jobId),
         ...(events ? { pick: events.pick } : {}),
         log,
         metrics,

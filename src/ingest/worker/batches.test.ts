@@ -92,4 +92,47 @@ describe('batches of written jobs', () => {
     expect((results[2] as PromiseRejectedResult).reason).toEqual(new Error('cannot be derived'));
     expect(updates.map((u) => `${u.vehicles}/${u.jobs}`)).toEqual(['A,ok1,bad,ok2/4', 'A/1', 'ok1/1', 'bad/1', 'ok2/1']);
   });
+
+  describe('in the order jobs were accepted', () => {
+    /** A batcher whose partition's active jobs are `active` (the queue's, by any worker). */
+    function ordered(active: Set<string>, waitMs = 10_000) {
+      return recorder({ lingerMs: 0, order: { active: async () => [...active], waitMs, pollMs: 50 } });
+    }
+
+    it('a job written before one accepted ahead of it waits for that one, then both go in their order', async () => {
+      const active = new Set(['7', '8']);
+      const { batches, updates } = ordered(active);
+      // Job 8's write ended first (job 7's is slow): it waits while 7 is active and unwritten.
+      const eight = batches.add(0, job('B'), '8');
+      await vi.advanceTimersByTimeAsync(3_000);
+      expect(updates).toEqual([]);
+      const seven = batches.add(0, job('A'), '7');
+      await vi.advanceTimersByTimeAsync(0);
+      expect(updates.map((u) => `${u.vehicles}/${u.jobs}`)).toEqual(['A,B/2']);
+      await Promise.all([seven, eight]);
+    });
+
+    it('waits for a job another worker is writing, and goes once it has left the active list', async () => {
+      const active = new Set(['3', '4']);
+      const { batches, updates } = ordered(active);
+      const four = batches.add(0, job('D'), '4');
+      await vi.advanceTimersByTimeAsync(500);
+      expect(updates).toEqual([]);
+      active.delete('3');
+      await vi.advanceTimersByTimeAsync(50);
+      expect(updates.map((u) => u.vehicles)).toEqual(['D']);
+      await four;
+    });
+
+    it('past the bound the later jobs go: a job stuck in a write holds nothing longer than EVENTS_ORDER_WAIT', async () => {
+      const active = new Set(['1', '2']);
+      const { batches, updates } = ordered(active, 2_000);
+      const two = batches.add(0, job('B'), '2');
+      await vi.advanceTimersByTimeAsync(1_950);
+      expect(updates).toEqual([]);
+      await vi.advanceTimersByTimeAsync(100);
+      expect(updates.map((u) => [u.vehicles, u.at])).toEqual([['B', 1_002_000]]);
+      await two;
+    });
+  });
 });

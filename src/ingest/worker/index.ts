@@ -25,8 +25,8 @@ export interface WorkerOptions {
   retry: RetryPolicy;
   flatten: FlattenOptions;
   sink: PointSink;
-  /** Told each job's records once the store holds them (the fleet's last-seen state and the vehicle events). */
-  written?: (records: readonly WrittenRecord[]) => Promise<void>;
+  /** Told each job's records (and its id) once the store holds them (the fleet's last-seen state and the vehicle events). */
+  written?: (records: readonly WrittenRecord[], jobId: string | undefined) => Promise<void>;
   /** The fields whose values `written` is told (the vehicle events' inputs). */
   pick?: FieldPick;
   log: Logger;

@@ -24,8 +24,8 @@ export interface ProcessorOptions {
   retrySpanMs: number;
   /** Where points the store refuses go, with the store's error; resolves once stored. */
   quarantine: (entries: NewQuarantineEntry[]) => Promise<void>;
-  /** Told the job's records once the store holds them (the fleet's last-seen state and the vehicle events, worker/batches.ts); a throw retries the job. */
-  written?: (records: readonly WrittenRecord[]) => Promise<void>;
+  /** Told the job's records (and its id in the queue) once the store holds them (the fleet's last-seen state and the vehicle events, worker/batches.ts); a throw retries the job. */
+  written?: (records: readonly WrittenRecord[], jobId: string | undefined) => Promise<void>;
   /** The fields `written` is told the values of in each written record (the vehicle events' inputs); none when unset. */
   pick?: FieldPick;
   /** The job formats this worker reads (queue/formats.ts); this release's when unset. */
@@ -92,7 +92,7 @@ export function createProcessor(opts: ProcessorOptions): (job: Job, token?: stri
         }),
       );
     }
-    await opts.written?.(batch.writtenRecords);
+    await opts.written?.(batch.writtenRecords, job.id);
     const pointsBy: Record<string, number> = {};
     const refusedAt = new Set(refused.map((r) => r.line));
     for (let i = 0; i < batch.lines.length; i++) {

@@ -99,8 +99,8 @@ export interface Correction {
 }
 
 /** A correction from `from` over `records`: the replay, what it tells, and what the corrections hash becomes. */
-export function correction(vehicleno: string, kept: VehicleCorrections, from: Checkpoint, records: readonly EventInput[], nowMs: number, opts: DeriveOptions): Correction {
-  const replayed = replay(vehicleno, from, records, nowMs, opts);
+export function correction(vehicleno: string, live: VehicleState, kept: VehicleCorrections, from: Checkpoint, records: readonly EventInput[], nowMs: number, opts: DeriveOptions): Correction {
+  const replayed = replay(vehicleno, from, records, nowMs, opts, live);
   const before = kept.told.filter((t) => t.epoch >= from.epoch);
   const diff = diffTold(vehicleno, before, replayed.outputs);
   // What stays of the kept checkpoints, and the replay's; the horizon then drops the oldest, as a commit would.

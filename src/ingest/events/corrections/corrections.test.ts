@@ -120,6 +120,8 @@ describe('outputs that follow from the records, not from when they arrive', () =
         const want = inOrder(records);
         const v = corrected(records, seed, scenario);
         expect(held(v)).toEqual(want);
+        // Re-sent records change nothing: every entry sent was a first telling, none retracted and told again.
+        if (scenario === 'resent') expect(v.sent.map(plain).sort()).toEqual([...want.values()].sort());
         seen.corrections = (seen.corrections ?? 0) + v.corrections;
         seen.late = (seen.late ?? 0) + v.late;
         seen.tooLate = (seen.tooLate ?? 0) + v.tooLate;
@@ -195,6 +197,18 @@ describe('the cases of issue #45', () => {
     // Every entry sent was a first telling: nothing twice, nothing marked late or corrected.
     expect(v.sent.map(plain).sort()).toEqual([...want.values()].sort());
     expect(v.late).toBeGreaterThan(0);
+  });
+
+  it('a re-send after the vehicle fell quiet changes nothing either', () => {
+    const v = through(inBulks(records, 10));
+    const sent = v.sent.length;
+    let now = T + 3 * 3_600_000;
+    for (const [, rs] of inBulks(records, 60)) v.deliver(rs, (now += 1_000));
+    v.correct(now + 1_000);
+    v.flush(now + 3_600_000);
+    expect(v.corrections).toBeGreaterThan(0);
+    expect(v.sent.length).toBe(sent);
+    expect(held(v)).toEqual(want);
   });
 
   it('a late raise inside an episode already told is nothing; outside one it is told once, marked late, at its time, with its clearing', () => {

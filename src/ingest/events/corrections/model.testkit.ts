@@ -108,7 +108,7 @@ export class CorrectedVehicle {
       .map((r) => inputOf(r.type, r.time, r.fields));
     const records = recordsFor(this.state, after, read);
     if (records === undefined) throw new Error('the kept records miss one the live state committed');
-    const c = correction(this.vehicleno, kept, from, records, nowMs, this.opts);
+    const c = correction(this.vehicleno, this.state, kept, from, records, nowMs, this.opts);
     for (const f of c.drop) this.hash.delete(f);
     for (const [f, v] of c.write) this.hash.set(f, typeof v === 'string' ? Buffer.from(v) : v);
     for (const e of c.diff.outbox) this.send(e);

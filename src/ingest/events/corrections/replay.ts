@@ -1,8 +1,8 @@
-import { holdAgain, ingest, replayAfter, type VehicleState } from '../derive.js';
+import { flush, holdAgain, ingest, replayAfter, type Derived, type VehicleState } from '../derive.js';
 import { STREAMS, type EventInput } from '../inputs.js';
 import { heldSetId, WAITER_COUNT } from '../streams.js';
 import type { DeriveOptions } from '../detectors/context.js';
-import type { OutboxEntry } from '../outbox.js';
+import { outputsOf, type OutboxEntry } from '../outbox.js';
 import { restore, writeCheckpoint } from '../wire.js';
 import { streamLate } from './state.js';
 
@@ -47,10 +47,14 @@ function stateOf(from: Checkpoint, opts: DeriveOptions): VehicleState {
  * `replayFrom(from)`, each stream's, in time order; at one instant, types without a position first, as
  * derivation commits them): what in-order delivery of the same records derives. Pure.
  *
+ * What wall time did to the live state `live` is done again at its end: each stream keeps the live one's
+ * arrivals, and what they let go (a stream fallen idle commits all it holds; one silent for
+ * EVENTS_MAX_SKEW stops the other waiting for it) goes, as the live state's sweep would let it now.
+ *
  * A correction the replay itself would ask for from a time after the checkpoint is dropped: the replay is
  * that correction, and the same records would derive the same again.
  */
-export function replay(vehicleno: string, from: Checkpoint, records: readonly EventInput[], nowMs: number, opts: DeriveOptions): Replayed {
+export function replay(vehicleno: string, from: Checkpoint, records: readonly EventInput[], nowMs: number, opts: DeriveOptions, live: VehicleState): Replayed {
   const s = stateOf(from, opts);
   const carried = s.late.correctFrom;
   const fresh: EventInput[] = [];
@@ -62,14 +66,17 @@ export function replay(vehicleno: string, from: Checkpoint, records: readonly Ev
     else holdAgain(s, input);
   }
   const out: Replayed = { state: s, outputs: [], checkpoints: [] };
-  for (let i = 0; i < fresh.length || i === 0; i += CHUNK) {
-    const d = ingest(vehicleno, s, fresh.slice(i, i + CHUNK), nowMs, opts);
-    for (const e of d.events) out.outputs.push({ entry: { kind: 'event', ...e }, epoch: d.epoch });
-    for (const t of d.trips) out.outputs.push({ entry: { kind: 'trip', ...t }, epoch: d.epoch });
-    for (const c of d.sessions) out.outputs.push({ entry: { kind: 'charging', ...c }, epoch: d.epoch });
-    for (const p of d.stops) out.outputs.push({ entry: { kind: 'stop', ...p }, epoch: d.epoch });
+  const took = (d: Derived) => {
+    for (const entry of outputsOf(d)) out.outputs.push({ entry, epoch: d.epoch });
     if (d.checkpoint) out.checkpoints.push({ ...d.checkpoint, committed: writeCheckpoint(s) });
+  };
+  for (let i = 0; i < fresh.length || i === 0; i += CHUNK) took(ingest(vehicleno, s, fresh.slice(i, i + CHUNK), nowMs, opts));
+  for (const plan of STREAMS.values()) {
+    const [mine, theirs] = [s.streams[plan.streamId]!, live.streams[plan.streamId]!];
+    mine.lastArrivalMs = theirs.lastArrivalMs;
+    mine.newestArrivalMs = theirs.newestArrivalMs;
   }
+  took(flush(vehicleno, s, nowMs, opts));
   if (s.late.correctFrom > from.cut) s.late.correctFrom = carried;
   return out;
 }
