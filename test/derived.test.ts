@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { CAN_PACK, DERIVED_MEASUREMENTS, FUEL, type DerivedMeasurement } from '../src/telemetry/derivedMeasurements.js';
 import { DEFAULT_DERIVE_OPTIONS, flush, ingest, newState, type Derived } from '../src/ingest/events/derive.js';
+import { marked, retraction, toldOf } from '../src/ingest/events/corrections/ledger.js';
 import { pointOf, type OutboxEntry } from '../src/ingest/events/outbox.js';
 import { PACK_MEASUREMENT, PACK_NAMES } from '../src/ingest/flatten/packHealth.js';
 import { fuelLine } from '../src/ingest/sync/fuel.js';
@@ -73,8 +74,13 @@ describe('derived measurements', () => {
     for (const kind of ['overspeed_started', 'overspeed_ended', 'idle_started', 'idle_ended', 'moved_while_off', 'geofence_entered', 'battery_swapped', 'soc_low', 'soc_recovered', 'soc_drain_while_parked']) expect(told, kind).toContain(kind);
     expect(entries.some((e) => e.kind === 'trip' && e.startGeofence === 'City')).toBe(true);
     expect(entries.some((e) => e.kind === 'stop' && e.geofence === 'City')).toBe(true);
-    expect(entries.some((e) => e.kind === 'event' && e.fields.late === 1)).toBe(true);
     for (const e of entries) expectDeclared(pointOf(e));
+    // And what corrections write of each (corrections/ledger.ts): marked late, a revision, a retraction.
+    for (const e of entries) {
+      expectDeclared(pointOf(marked(e, { late: 1 })));
+      expectDeclared(pointOf(marked(e, { revision: 2 })));
+      expectDeclared(pointOf(retraction(V, toldOf(e, 0), 1)));
+    }
   });
 
   it('can_pack’s fields are declared in the order job rows number them; fuel’s line is declared', () => {

@@ -35,7 +35,7 @@ describe('the events’ commit, one field list', () => {
     const v = (b.vehicles as Array<Record<string, unknown>>)[0]!;
     expect(v.since).toBeNaN();
     expect(v.streams).toEqual([{ watermark: 5, replaces: [{ time: 7 }], adds: [{ time: 8, record: Buffer.from('r') }] }]);
-    expect(b.lates).toEqual([{ vehicle: 0, reset: 0, correctFrom: 3, checkpoints: [{ epoch: 2, cut: -Infinity, committed: Buffer.from('c') }], told: [{ field: Buffer.from('t2:x'), value: Buffer.from('{}') }] }]);
+    expect(b.lates).toEqual([{ vehicle: 0, reset: 0, correctFrom: 3, checkpoints: [{ epoch: 2, cut: -Infinity, committed: Buffer.from('c') }], told: [{ field: Buffer.from('t2:x'), lines: Buffer.from('{}') }] }]);
     expect(() => readCommit([head, Buffer.concat([body, Buffer.from([0])])], 1)).toThrow(/after the last item/);
     expect(() => readCommit([head, body.subarray(0, body.length - 1)], 1)).toThrow(RangeError);
   });

@@ -70,8 +70,8 @@ export const COMMIT_BODY: readonly Item[] = [
       { kind: 'double', name: 'vehicle', doc: 'which of the head’s vehicles (from 0)' },
       { kind: 'double', name: 'reset', doc: '1: their corrections begin afresh (every field of the hash dropped first)' },
       { kind: 'double', name: 'correctFrom', doc: 'a correction is due from this record time (NaN: none): the vehicle is put in the corrections set, due at ARGV[4]' },
-      { kind: 'list', name: 'checkpoints', doc: 'checkpoints taken, oldest first', of: [{ kind: 'double', name: 'epoch', doc: 'the epoch it begins' }, { kind: 'double', name: 'cut', doc: 'its cut (-Infinity: before any record)' }, { kind: 'bytes', name: 'committed', doc: 'its committed part, without rings (README: "Vehicle state")' }] },
-      { kind: 'list', name: 'told', doc: 'what the commit told, for the ledger', of: [{ kind: 'bytes', name: 'field', doc: '`t<epoch>:<id>`' }, { kind: 'bytes', name: 'value', doc: 'the entry, JSON (`Told`)' }] },
+      { kind: 'list', name: 'checkpoints', doc: 'checkpoints taken, oldest first', of: [{ kind: 'double', name: 'epoch', doc: 'the epoch it begins' }, { kind: 'double', name: 'cut', doc: 'its cut (-Infinity: before any record)' }, { kind: 'bytes', name: 'committed', doc: 'its committed part without rings (README: "Vehicle state"), raw-deflated' }] },
+      { kind: 'list', name: 'told', doc: 'what the commit told, for the ledger (one at most)', of: [{ kind: 'bytes', name: 'field', doc: '`t<epoch>`: the epoch’s ledger' }, { kind: 'bytes', name: 'lines', doc: 'its lines to append (README: "Corrections")' }] },
     ],
   },
 ];

@@ -5,8 +5,8 @@ import { flush, ingest, pendingSince, type AddedRecords, type Derived, type Deri
 import { emptyRecord, STREAM_BY_ID, type StreamPlan } from './inputs.js';
 import { heldSetId, pendingMax, prepareCommitted, restore, writeCheckpoint, writeCommitted, writePending, writePendingAt, writePrepared, type StoredPending } from './wire.js';
 import { WAITER_COUNT } from './streams.js';
-import { toldField, toldOf, toldValue } from './corrections/ledger.js';
-import { chooseCheckpoint, correction, readCorrections, recordsFor, replayFrom, replayUntil, type VehicleCorrections } from './corrections/correct.js';
+import { toldField, toldLine, toldOf } from './corrections/ledger.js';
+import { chooseCheckpoint, correction, packCheckpoint, readCorrections, recordsFor, replayFrom, replayUntil, type VehicleCorrections } from './corrections/correct.js';
 import type { RecordSource } from './corrections/records.js';
 import { outputsOf, type OutboxEntry } from './outbox.js';
 import { SerialByKey } from '../worker/serialByKey.js';
@@ -264,16 +264,17 @@ export class CommitArgs {
       for (const [epoch, cut, committed] of checkpoints) {
         body.number(epoch);
         body.number(cut);
-        body.room(4 + committed.length);
-        committed.copy(body.buf, body.len + 4);
-        body.wrote(body.len + 4 + committed.length);
+        const packed = packCheckpoint(committed);
+        body.room(4 + packed.length);
+        packed.copy(body.buf, body.len + 4);
+        body.wrote(body.len + 4 + packed.length);
       }
+      // What the call told, as lines appended to its epoch's ledger field.
       const outputs = outputsOf(d);
-      body.count(outputs.length);
-      for (const e of outputs) {
-        const t = toldOf(e, d.epoch);
-        body.text(toldField(t));
-        body.text(toldValue(t));
+      body.count(outputs.length > 0 ? 1 : 0);
+      if (outputs.length > 0) {
+        body.text(toldField(d.epoch));
+        body.text(outputs.map((e) => `${toldLine(toldOf(e, d.epoch))}\n`).join(''));
       }
     }
     return [this.head.buf.subarray(0, this.head.len), body.buf.subarray(0, body.len)];
@@ -313,7 +314,7 @@ export function readCommitArgs(packed: readonly [Buffer, Buffer]): {
       reset: l.reset === 1,
       ...(correctFrom === undefined ? {} : { correctFrom }),
       checkpoints: list(l, 'checkpoints').map((c) => ({ epoch: c.epoch as number, cut: c.cut as number, committed: c.committed as Buffer })),
-      told: list(l, 'told').map((t): [string, string] => [String(t.field), String(t.value)]),
+      told: list(l, 'told').map((t): [string, string] => [String(t.field), String(t.lines)]),
     };
   });
   return { vehicles, entries: list(body, 'entries').map((e) => String(e.entry)), lates };
@@ -506,7 +507,7 @@ export class VehicleEvents {
     return {
       version: b === null ? 0 : Number(b.toString('latin1', 0, space)),
       state: restore(b === null ? undefined : b.subarray(space + 1), pending),
-      kept: readCorrections(hash),
+      kept: readCorrections(vehicleno, hash),
     };
   }
 

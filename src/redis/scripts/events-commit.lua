@@ -12,7 +12,8 @@
   KEYS[4 + (k - 1) * S + j]  sorted set: vehicle k's j-th record set (its streams' pending records by
            stream id, then its waiting streams' held records), by time
   KEYS[4 + n * S + m]  hash: the m-th late item's vehicle's corrections: `c<epoch>:<cut>` -> a checkpoint's
-           committed part, `t<epoch>:<id>` -> what was told (src/ingest/events/corrections/)
+           committed part (raw-deflated), `t<epoch>` -> what was told in the epoch, a line an output
+           (src/ingest/events/corrections/)
 
   ARGV[1]  every vehicle's plate and the version its state was read at: I4 count, then per vehicle
            I4 length + plate, I4 length + version ('' for none); all the check reads
@@ -23,7 +24,7 @@
            then I4 count + (I4 length + text) outbox entries;
            then I4 count + late items: d vehicle (from 0), d reset, d correctFrom (NaN: none),
            I4 count + (d epoch, d cut, I4 length + bytes) checkpoints, I4 count + (I4 length + field,
-           I4 length + value) ledger entries.
+           I4 length + lines) ledger lines to append to a field.
            Counts and lengths are 4-byte big-endian, numbers 8-byte big-endian doubles (struct '>I4', '>d').
   ARGV[4]  wall ms at which a correction this commit puts in KEYS[4] is due
   ARGV[5]  EVENTS_HORIZON in ms: once a checkpoint is added, those older than the newest less this (but
@@ -106,7 +107,7 @@ local function prune(key, boundary)
   if keepFrom <= 0 then return end
   local drop = {}
   for _, f in ipairs(fields) do
-    local e = string.match(f, '^[ct](%d+):')
+    local e = string.match(f, '^[ct](%d+)')
     if e and tonumber(e) < keepFrom then drop[#drop + 1] = f end
   end
   if #drop > 0 then chunked('HDEL', key, drop) end
@@ -127,10 +128,10 @@ for m = 1, lates do
   end
   local told
   told, pos = struct.unpack('>I4', s, pos)
-  if told > 0 then
-    local fv = {}
-    for t = 1, told do fv[2 * t - 1], fv[2 * t], pos = struct.unpack('>I4c0I4c0', s, pos) end
-    chunked('HSET', key, fv)
+  for t = 1, told do
+    local field, lines
+    field, lines, pos = struct.unpack('>I4c0I4c0', s, pos)
+    redis.call('HSET', key, field, (redis.call('HGET', key, field) or '') .. lines)
   end
   if newest ~= nil and newest > -math.huge then prune(key, newest - horizon) end
 end

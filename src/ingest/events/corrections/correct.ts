@@ -1,6 +1,7 @@
 import { STREAMS, type EventInput } from '../inputs.js';
 import type { DeriveOptions, VehicleState } from '../derive.js';
-import { diffTold, readTold, toldField, toldValue, type Diff, type Told } from './ledger.js';
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import { diffTold, readTold, toldField, toldLine, type Diff, type Told } from './ledger.js';
 import { replay, replayFrom, type Checkpoint, type Replayed } from './replay.js';
 import { inputOfRecord } from './records.js';
 
@@ -13,25 +14,41 @@ import { inputOfRecord } from './records.js';
 /** What a vehicle's corrections hash holds, read. */
 export interface VehicleCorrections {
   checkpoints: Array<Checkpoint & { field: string }>;
-  told: Array<Told & { field: string }>;
+  /** What was told, by epoch (the field `t<epoch>` each came from). */
+  told: Told[];
+  /** The ledger's fields (`t<epoch>`), by epoch. */
+  toldFields: Map<number, string>;
 }
 
 /** A checkpoint's field: `c<epoch>:<cut>` (`-` for a cut before any record). */
 export const checkpointField = (c: Pick<Checkpoint, 'epoch' | 'cut'>): string => `c${c.epoch}:${c.cut === -Infinity ? '-' : String(c.cut)}`;
 
-export function readCorrections(hash: Readonly<Record<string, Buffer>>): VehicleCorrections {
-  const out: VehicleCorrections = { checkpoints: [], told: [] };
+/** A checkpoint's committed part as the hash keeps it: raw-deflated (a state's doubles are mostly NaN and alike: about 40 %). */
+export const packCheckpoint = (committed: Buffer): Buffer => deflateRawSync(committed);
+
+/** A vehicle's corrections hash, read (`vehicleno`: its outputs' ids are made again from what names them). */
+export function readCorrections(vehicleno: string, hash: Readonly<Record<string, Buffer>>): VehicleCorrections {
+  const out: VehicleCorrections = { checkpoints: [], told: [], toldFields: new Map() };
   for (const [field, value] of Object.entries(hash)) {
     const c = /^c(\d+):(-|-?[\d.e+]+)$/.exec(field);
     if (c) {
-      out.checkpoints.push({ field, epoch: Number(c[1]), cut: c[2] === '-' ? -Infinity : Number(c[2]), committed: value });
+      out.checkpoints.push({ field, epoch: Number(c[1]), cut: c[2] === '-' ? -Infinity : Number(c[2]), committed: inflateRawSync(value) });
       continue;
     }
-    const t = readTold(field, value.toString('utf8'));
-    if (t) out.told.push({ ...t, field });
+    const t = /^t(\d+)$/.exec(field);
+    if (!t) continue;
+    out.toldFields.set(Number(t[1]), field);
+    out.told.push(...readTold(vehicleno, Number(t[1]), value.toString('utf8')));
   }
   out.checkpoints.sort((a, b) => a.epoch - b.epoch);
   return out;
+}
+
+/** Told entries as the ledger's fields: one field an epoch, a line an output. */
+export function toldFields(told: readonly Told[]): Array<[string, string]> {
+  const by = new Map<number, string[]>();
+  for (const t of told) by.set(t.epoch, [...(by.get(t.epoch) ?? []), toldLine(t)]);
+  return [...by.entries()].map(([epoch, lines]) => [toldField(epoch), `${lines.join('\n')}\n`]);
 }
 
 /** The checkpoint a correction from `time` replays from: the latest cut before it (undefined: none, the record is too late). */
@@ -109,11 +126,11 @@ export function correction(vehicleno: string, live: VehicleState, kept: VehicleC
   const keepFrom = replayed.checkpoints.length > 0 ? prunedBefore(checkpoints, newest, opts.horizonMs) : -1;
   const drop = new Set([
     ...kept.checkpoints.filter((c) => c.epoch > from.epoch || c.epoch < keepFrom).map((c) => c.field),
-    ...kept.told.filter((t) => t.epoch >= from.epoch || t.epoch < keepFrom).map((t) => t.field),
+    ...[...kept.toldFields].filter(([epoch]) => epoch >= from.epoch || epoch < keepFrom).map(([, field]) => field),
   ]);
   const write: Array<[string, string | Buffer]> = [
-    ...replayed.checkpoints.filter((c) => c.epoch >= keepFrom).map((c): [string, Buffer] => [checkpointField(c), c.committed]),
-    ...diff.told.filter((t) => t.epoch >= keepFrom).map((t): [string, string] => [toldField(t), toldValue(t)]),
+    ...replayed.checkpoints.filter((c) => c.epoch >= keepFrom).map((c): [string, Buffer] => [checkpointField(c), packCheckpoint(c.committed)]),
+    ...toldFields(diff.told.filter((t) => t.epoch >= keepFrom)),
   ];
   // A field both dropped and written (the same epoch's ledger entry again) is written.
   for (const [f] of write) drop.delete(f);

@@ -6,7 +6,8 @@ import type { OutboxEntry } from '../outbox.js';
  * What was told of a vehicle, by output id (README.md beside this file): each output's epoch (the
  * checkpoint interval it was derived in), its revision, a digest of what it said, and what names its
  * point in InfluxDB (measurement by kind, time, tags), so a correction can tell what changed, and retract
- * what no longer follows from the records, under the same id and on the same point.
+ * what no longer follows from the records, under the same id and on the same point. (What names the point
+ * names the output: its id is made again from it, `entryId`.)
  */
 export interface Told {
   id: string;
@@ -20,7 +21,7 @@ export interface Told {
   tags?: Record<string, string>;
   /** 0 as first told; each correction or retraction adds one. */
   revision: number;
-  /** sha256 of what it said (`digestOf`), its first 16 hex digits. */
+  /** sha256 of what it said (`digestOf`), its first 12 hex digits. */
   digest: string;
   /** 1 once retracted. */
   retracted?: 1;
@@ -41,7 +42,7 @@ const MARKS = new Set(['late', 'revision', 'retracted']);
 /** What an entry says, marks aside, as a digest: the same output derived twice has the same. */
 export function digestOf(e: OutboxEntry): string {
   const plain = JSON.stringify(e, (k, v: unknown) => (MARKS.has(k) ? undefined : v));
-  return createHash('sha256').update(plain).digest('hex').slice(0, 16);
+  return createHash('sha256').update(plain).digest('hex').slice(0, 12);
 }
 
 function tagsOf(e: OutboxEntry): Record<string, string> | undefined {
@@ -129,20 +130,32 @@ export function diffTold(vehicleno: string, before: readonly Told[], after: Read
   return out;
 }
 
-/** A ledger entry in Redis: field `t<epoch>:<id>`, value its JSON (the rest of `Told`). */
-export function toldField(t: Told): string {
-  return `t${t.epoch}:${t.id}`;
+/**
+ * An epoch's ledger in Redis: field `t<epoch>` of the vehicle's corrections hash, one line an output told
+ * in that epoch (appended as outputs are told; a correction rewrites the epochs it replayed), its id not
+ * stored but made again from what names the output (`entryId`):
+ * `<kind>\t<time>\t<revision>\t<digest>\t<retracted 0/1>\t<event>\t<tags as JSON, or empty>`.
+ */
+export const toldField = (epoch: number): string => `t${epoch}`;
+
+export function toldLine(t: Told): string {
+  return [t.kind, t.time, t.revision, t.digest, t.retracted === 1 ? 1 : 0, t.event ?? '', t.tags ? JSON.stringify(t.tags) : ''].join('\t');
 }
 
-export function toldValue(t: Told): string {
-  const { id: _id, epoch: _epoch, ...rest } = t;
-  return JSON.stringify(rest);
-}
+const KINDS = new Set<string>(['event', 'trip', 'charging', 'stop']);
 
-/** A ledger entry from its field and value; undefined for any other field (a checkpoint's). */
-export function readTold(field: string, value: string): Told | undefined {
-  const m = /^t(\d+):([0-9a-f]{32})$/.exec(field);
-  if (!m) return undefined;
-  const rest = JSON.parse(value) as Omit<Told, 'id' | 'epoch'>;
-  return { ...rest, id: m[2]!, epoch: Number(m[1]) };
+/** An epoch's ledger from its field's text; a line that is not one is skipped (never thrown: the ledger guides, the records decide). */
+export function readTold(vehicleno: string, epoch: number, text: string): Told[] {
+  const out: Told[] = [];
+  for (const line of text.split('\n')) {
+    const [kind, time, revision, digest, retracted, event, tags] = line.split('\t');
+    if (kind === undefined || !KINDS.has(kind) || tags === undefined) continue;
+    const t: Told = { id: '', epoch, kind: kind as Told['kind'], time: Number(time), revision: Number(revision), digest: digest ?? '' };
+    if (event) t.event = event;
+    if (tags) t.tags = JSON.parse(tags) as Record<string, string>;
+    if (retracted === '1') t.retracted = 1;
+    t.id = entryId(retraction(vehicleno, t, 0));
+    out.push(t);
+  }
+  return out;
 }

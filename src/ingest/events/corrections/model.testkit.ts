@@ -2,8 +2,8 @@ import { flush, ingest, inputOf, newState, type DeriveOptions, type Derived, typ
 import { outputsOf, type OutboxEntry } from '../outbox.js';
 import { writeCheckpoint } from '../wire.js';
 import { STREAMS } from '../inputs.js';
-import { entryId, toldField, toldOf, toldValue } from './ledger.js';
-import { checkpointField, chooseCheckpoint, correction, prunedBefore, readCorrections, recordsFor, replayFrom, replayUntil } from './correct.js';
+import { entryId, toldField, toldLine, toldOf } from './ledger.js';
+import { checkpointField, chooseCheckpoint, correction, packCheckpoint, prunedBefore, readCorrections, recordsFor, replayFrom, replayUntil } from './correct.js';
 
 /**
  * The service's corrections for one vehicle, in memory, as the store and the corrector do them in Redis
@@ -57,12 +57,12 @@ export class CorrectedVehicle {
     this.tooLate += d.tooLate;
     if (d.reset && genesis) {
       this.hash.clear();
-      this.hash.set(checkpointField({ epoch: 0, cut: this.state.late.firstCut }), genesis);
+      this.hash.set(checkpointField({ epoch: 0, cut: this.state.late.firstCut }), packCheckpoint(genesis));
     }
-    if (d.checkpoint) this.hash.set(checkpointField(d.checkpoint), writeCheckpoint(this.state));
+    if (d.checkpoint) this.hash.set(checkpointField(d.checkpoint), packCheckpoint(writeCheckpoint(this.state)));
     for (const e of outputsOf(d)) {
-      const t = toldOf(e, d.epoch);
-      this.hash.set(toldField(t), Buffer.from(toldValue(t)));
+      const field = toldField(d.epoch);
+      this.hash.set(field, Buffer.concat([this.hash.get(field) ?? Buffer.alloc(0), Buffer.from(`${toldLine(toldOf(e, d.epoch))}\n`)]));
       this.send(e);
     }
     if (d.checkpoint) this.prune(d.checkpoint.cut);
@@ -70,10 +70,10 @@ export class CorrectedVehicle {
   }
 
   private prune(newest: number): void {
-    const kept = readCorrections(Object.fromEntries(this.hash));
+    const kept = readCorrections(this.vehicleno, Object.fromEntries(this.hash));
     const keepFrom = prunedBefore(kept.checkpoints, newest, this.opts.horizonMs);
     for (const f of [...this.hash.keys()]) {
-      const e = /^[ct](\d+):/.exec(f);
+      const e = /^[ct](\d+)/.exec(f);
       if (e && Number(e[1]) < keepFrom) this.hash.delete(f);
     }
   }
@@ -90,7 +90,7 @@ export class CorrectedVehicle {
   correct(nowMs: number): boolean {
     const t = this.state.late.correctFrom;
     if (t === Infinity) return false;
-    const kept = readCorrections(Object.fromEntries(this.hash));
+    const kept = readCorrections(this.vehicleno, Object.fromEntries(this.hash));
     const from = chooseCheckpoint(kept.checkpoints, t);
     if (from === undefined) {
       this.tooLate++;
