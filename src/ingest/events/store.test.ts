@@ -3,9 +3,10 @@ import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, inject, vi } from 'vitest';
 import { pickedValues, type WrittenRecord } from '../../telemetry/record.js';
-import { DEFAULT_DERIVE_OPTIONS, DERIVE_FIELDS, DERIVE_PICK, ingest, newState, type AddedRecords, type Derived } from './derive.js';
+import { DEFAULT_DERIVE_OPTIONS, DERIVE_FIELDS, DERIVE_PICK, ingest, newState, type AddedRecords, type Derived, type EventInput } from './derive.js';
 import { STREAMS, valueAt } from './inputs.js';
-import { CommitArgs, readCommitArgs, VehicleEvents, type PartitionKeys } from './store.js';
+import { CommitArgs, readCommitArgs, VehicleEvents, type CorrectionOutcome, type PartitionKeys } from './store.js';
+import type { RecordSource } from './corrections/records.js';
 import { restore } from './wire.js';
 import { StateUpdateBatches } from '../worker/batches.js';
 
@@ -186,5 +187,55 @@ describe('vehicle events in Redis', () => {
     while ((await other.sweep(0, T0 + 100_000)) > 0);
     const events = derived.flatMap((d) => d.events);
     expect(events.map((e) => [e.event, e.fields])).toEqual([['alert_short_circuit_raised', { soc: 61, battery_voltage: 52 }]]);
+  });
+
+  it('keeps a vehicle’s checkpoints and ledger, dropping what the horizon passed; a late record is corrected from its records, once', async () => {
+    const prefix = `ev-${randomUUID()}`;
+    const MIN = 60_000;
+    const opts = { ...DEFAULT_DERIVE_OPTIONS, windowMs: 10_000, idleMs: 5_000, checkpointIntervalMs: MIN, horizonMs: 5 * MIN };
+    // Where the corrector reads a vehicle's records back: what was delivered (InfluxDB in the service).
+    const kept = new Map<string, EventInput>();
+    const source: RecordSource = {
+      read: async (v, after, until) => [...kept.values()].filter((r) => r.time > after.get(STREAMS.get(r.type)!.streamId)! && r.time <= until.get(STREAMS.get(r.type)!.streamId)!),
+    };
+    const outcomes: CorrectionOutcome[] = [];
+    const store = new VehicleEvents(redis, keysOf(prefix), opts, { source, correctionDelayMs: 1_000, onCorrection: (c) => outcomes.push(c) });
+    const V = 'KA01LATE01';
+    // 20 minutes of CAN a second, the soc falling a point a minute to a low at minute 15 (soc_low), each second's record written then derived.
+    const rec = (t: number, soc: number, raised = 0): WrittenRecord & EventInput => {
+      const values = pickedValues(DERIVE_PICK, 1);
+      values[DERIVE_FIELDS.indexOf('soc')] = soc;
+      values[DERIVE_FIELDS.indexOf('alert_short_circuit')] = raised;
+      const r = { vehicleno: V, type: 'can', time: t, values, at: 0 };
+      kept.set(`can:${t}`, r);
+      return r;
+    };
+    for (let m = 0; m < 20; m++) await store.record(0, Array.from({ length: 60 }, (_, j) => rec(T0 + m * MIN + j * 1_000, 35 - m)), T0 + (m + 1) * MIN);
+    const hash = async () => Object.keys(await redis.hgetall(`${prefix}:late:${V}`)).sort();
+    // Checkpoints of the last five minutes and the newest before them; the ledger of their epochs (soc_low's, at minute 15).
+    const fields = await hash();
+    const epochs = fields.filter((f) => f.startsWith('c')).map((f) => Number(/^c(\d+):/.exec(f)![1]));
+    expect(epochs.length).toBeGreaterThanOrEqual(6);
+    expect(epochs.length).toBeLessThanOrEqual(8);
+    expect(Math.min(...epochs)).toBeGreaterThan(0);
+    expect(fields.filter((f) => f.startsWith('t'))).toHaveLength(1);
+    // A record from minute 17, late, raising the short circuit: due in the corrections set, corrected from its records.
+    await store.record(0, [rec(T0 + 17 * MIN + 500, 18, 1)], T0 + 20 * MIN + 1);
+    expect(await redis.zscore(`${prefix}:corrections`, V)).toBe(String(T0 + 20 * MIN + 1 + 1_000));
+    await redis.del(`${prefix}:outbox`);
+    expect(await store.correctDue(0, T0 + 20 * MIN + 2_000)).toBe(1);
+    expect(outcomes).toEqual([expect.objectContaining({ vehicleno: V, outcome: 'corrected', added: 2, corrected: 0, retracted: 0 })]);
+    const told = (await redis.xrange(`${prefix}:outbox`, '-', '+')).map(([, f]) => JSON.parse(f[1]!) as { event: string; time: number; fields: { late?: number } });
+    expect(told.map((e) => [e.event, e.time, e.fields.late])).toEqual([
+      ['alert_short_circuit_raised', T0 + 17 * MIN + 500, 1],
+      ['alert_short_circuit_cleared', T0 + 17 * MIN + 1_000, 1],
+    ]);
+    // Done: out of the set, and run again it finds nothing due; a record past the horizon is counted and changes nothing.
+    expect(await redis.zscore(`${prefix}:corrections`, V)).toBeNull();
+    const d: Derived[] = [];
+    const again = new VehicleEvents(redis, keysOf(prefix), opts, { source, onCommit: (x) => d.push(...x) });
+    await again.record(0, [rec(T0 + 2 * MIN, 33, 1)], T0 + 20 * MIN + 3_000);
+    expect(d.map((x) => [x.late, x.tooLate])).toEqual([[1, 1]]);
+    expect(await redis.zscore(`${prefix}:corrections`, V)).toBeNull();
   });
 });
