@@ -230,8 +230,9 @@ const env = z.object({
   EVENTS_WINDOW: duration.default(30_000),
   /**
    * How long one stream waits for the other to pass a time it reads there (a finished trip for the CAN
-   * stream's soc at its end, charging and the drain for the GPS track): in the waiting stream's record
-   * time, or wall time since the other last sent. Read before, it is corrected once the other passes.
+   * stream's soc at its end, or until that stream falls idle; charging and the drain for the GPS track, or
+   * that long of wall time since it last sent): in the waiting stream's record time. Read before, it is
+   * checked once the other passes, and corrected if it was otherwise.
    */
   EVENTS_MAX_SKEW: duration.default(600_000),
   /** How late (record time, behind the vehicle's newest) a record may come and still correct what was told; older ones are stored and counted as too late. */

@@ -3,7 +3,7 @@ import { emptyRecord, SOC_STREAM, STREAMS, recordOf, TRACK_STREAM, valueOf, type
 import { addRecord, committed, dropCommitted, due, heldSetId, newStream, WAITER_COUNT, type Stream } from './streams.js';
 import { emptyDerived, DEFAULT_DERIVE_OPTIONS, type ChargingSession, type Context, type Derived, type DeriveOptions, type DerivedEvent, type Slice, type Stop, type Trip } from './detectors/context.js';
 import { fixOf, motionChanged, motionCovers, motionSettledThrough, movingAt, TRACK, trackFix, type Step, type TrackState } from './detectors/track.js';
-import { noteSoc, SOC, type SocState } from './detectors/soc.js';
+import { noteSoc, SOC, socChanged, socCovers, type SocState } from './detectors/soc.js';
 import { alarmRecord, ALARMS_SLICE, type AlarmsState } from './detectors/alarms.js';
 import { ignitionAt, ignitionChanged, ignitionCovers, IGNITION_SLICE, ignitionRecord, type IgnitionState } from './detectors/ignition.js';
 import { FINISHED_TRIPS_SLICE, tripGap, tripRecord, TRIPS_SLICE, tripSocIdle, tripSocProgress, type FinishedTrips, type TripsState } from './detectors/trips.js';
@@ -109,8 +109,8 @@ export function pendingCount(s: VehicleState): number {
 /**
  * When a store should next sweep the vehicle with `flush`, less idleMs (a store sweeps it once this is
  * idleMs ago), or undefined when nothing waits for wall time: pending records wait for their stream to
- * fall idle (idleMs after its last arrival); finished trips wait for the soc's stream, and records held
- * for the track wait for it, each at most EVENTS_MAX_SKEW after the other stream last sent.
+ * fall idle (idleMs after its last arrival), and so do finished trips for the soc's stream; records held
+ * for the track wait for it at most EVENTS_MAX_SKEW after it last sent.
  */
 export function pendingSince(s: VehicleState, opts: DeriveOptions = DEFAULT_DERIVE_OPTIONS): number | undefined {
   let since: number | undefined;
@@ -123,7 +123,7 @@ export function pendingSince(s: VehicleState, opts: DeriveOptions = DEFAULT_DERI
     if (stream.pending.length > 0 && stream.lastArrivalMs !== -Infinity) at(stream.lastArrivalMs);
     if (stream.held.some((h) => h.length > 0)) at(s.streams[TRACK_STREAM]!.lastArrivalMs + opts.maxSkewMs - opts.idleMs);
   }
-  if (s.finishedTrips.length > 0) at(s.streams[SOC_STREAM]!.lastArrivalMs + opts.maxSkewMs - opts.idleMs);
+  if (s.finishedTrips.length > 0) at(s.streams[SOC_STREAM]!.lastArrivalMs);
   return since;
 }
 
@@ -219,7 +219,7 @@ export function cutOf(s: VehicleState): number {
  */
 function end(ctx: Context, s: VehicleState): Derived {
   awaitPassed(s.late, TRACK_STREAM, settledThrough(ctx, s), (from, to, assumed) => assumedHeld(s, from, to, assumed));
-  awaitPassed(s.late, SOC_STREAM, s.soc.through, () => false);
+  awaitPassed(s.late, SOC_STREAM, s.soc.through, (_, to, reached) => socCovers(s.soc, reached) && !socChanged(s.soc, reached, to));
   ctx.out.epoch = s.late.epoch;
   const cut = cutOf(s);
   const bucket = Math.floor(cut / ctx.opts.checkpointIntervalMs);
@@ -235,9 +235,9 @@ function end(ctx: Context, s: VehicleState): Derived {
 export function flush(vehicleno: string, s: VehicleState, nowMs: number, opts: DeriveOptions = DEFAULT_DERIVE_OPTIONS): Derived {
   const ctx = begin(vehicleno, s, opts);
   commitDue(ctx, s, nowMs, true);
-  // A finished trip waiting for the soc's stream waits no longer once that stream sent nothing for EVENTS_MAX_SKEW.
+  // A finished trip waiting for the soc's stream waits no longer once that stream is idle with nothing pending.
   const socs = s.streams[SOC_STREAM]!;
-  if (socs.pending.length === 0 && nowMs - socs.lastArrivalMs >= opts.maxSkewMs) tripSocIdle(ctx, s.finishedTrips, s.soc);
+  if (socs.pending.length === 0 && nowMs - socs.lastArrivalMs >= opts.idleMs) tripSocIdle(ctx, s.finishedTrips, s.soc);
   return end(ctx, s);
 }
 

@@ -47,9 +47,11 @@ export function correctFrom(s: LateState, time: number): void {
 
 /**
  * A detector read stream `streamId`'s state from `from` to `to` before the stream had passed there, taking
- * it to be `assumed` (NaN: nothing to check). Once the stream passes the latest such read, `awaitPassed` checks.
+ * it to be `assumed` (NaN: nothing to check). Reads taking it alike (`merge: 'equal'`: the same code, else
+ * -1, they differed) or from the earliest (`'earliest'`: a time, the least kept) are checked together once
+ * the stream passes the latest of them (`awaitPassed`).
  */
-export function notePremature(s: LateState, streamId: number, from: number, to: number, assumed: number): void {
+export function notePremature(s: LateState, streamId: number, from: number, to: number, assumed: number, merge: 'equal' | 'earliest' = 'equal'): void {
   const st = streamLate(s, streamId);
   if (st.awaitFrom === Infinity) {
     st.awaitFrom = from;
@@ -59,7 +61,8 @@ export function notePremature(s: LateState, streamId: number, from: number, to: 
   }
   if (from < st.awaitFrom) st.awaitFrom = from;
   if (to > st.awaitTo) st.awaitTo = to;
-  if (!Object.is(st.assumed, assumed)) st.assumed = -1;
+  if (merge === 'earliest') st.assumed = Math.min(st.assumed, assumed);
+  else if (!Object.is(st.assumed, assumed)) st.assumed = -1;
 }
 
 /**
@@ -69,7 +72,7 @@ export function notePremature(s: LateState, streamId: number, from: number, to: 
 export function awaitPassed(s: LateState, streamId: number, through: number, held: (from: number, to: number, assumed: number) => boolean): void {
   const st = s.streams[streamId];
   if (st === undefined || st.awaitFrom === Infinity || through < st.awaitTo) return;
-  if (!(st.assumed >= 0 && held(st.awaitFrom, st.awaitTo, st.assumed))) correctFrom(s, st.awaitFrom);
+  if (!(st.assumed === st.assumed && st.assumed !== -1 && held(st.awaitFrom, st.awaitTo, st.assumed))) correctFrom(s, st.awaitFrom);
   st.awaitFrom = Infinity;
   st.awaitTo = -Infinity;
   st.assumed = NaN;

@@ -53,6 +53,16 @@ export function socCovers(s: SocState, time: number): boolean {
   return s.changesN < SOC_RING || s.changes[2 * (s.changesAt % SOC_RING)]! <= time;
 }
 
+/** Whether the soc changed after `after` up to `to` (by the changes remembered, which must reach back to `after`). */
+export function socChanged(s: SocState, after: number, to: number): boolean {
+  for (let j = 1; j <= s.changesN; j++) {
+    const t = s.changes[2 * ((s.changesAt - j + SOC_RING) % SOC_RING)]!;
+    if (t <= after) return false;
+    if (t <= to) return true;
+  }
+  return false;
+}
+
 /** The first soc after `after` and at or before `until`; undefined when none is remembered. */
 export function socFirstAfter(s: SocState, after: number, until: number): number | undefined {
   let first: number | undefined;

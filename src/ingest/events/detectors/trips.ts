@@ -23,10 +23,12 @@ import { geofenceNamesAt } from './geofences.js';
  * - soc at the start and end: the CAN stream's (`soc.ts`), read once that stream has passed the time,
  *   so a CAN stream minutes behind the GPS stream gives the same as one in step: a finished trip waits
  *   for it (MAX_WAITING at most: one more tells the oldest), and is told with the latest soc known when
- *   the GPS stream is EVENTS_MAX_SKEW past its end or the CAN stream has sent nothing for EVENTS_MAX_SKEW
- *   with nothing pending. Told so before the CAN stream passed it, it is corrected once that stream
- *   passes its end (`../corrections/`), as it is when the CAN stream ran so far ahead that the soc's
- *   history no longer reaches back to it. Without any soc before the start, the first within the trip.
+ *   the GPS stream is EVENTS_MAX_SKEW past its end or the CAN stream falls idle with nothing pending (a
+ *   device that sends CAN only while driving: told at once, not EVENTS_MAX_SKEW later). Told so before the
+ *   CAN stream passed it, it is checked once that stream passes its end, and corrected
+ *   (`../corrections/`) if the soc changed after what the stream had reached; so it is when the CAN stream
+ *   ran so far ahead that the soc's history no longer reaches back to it. Without any soc before the
+ *   start, the first within the trip.
  */
 export interface TripsState extends TripSoFar {
   /** 1 while a trip is open. */
@@ -140,7 +142,7 @@ export function tripSocProgress(ctx: Context, s: TripsState, waiting: FinishedTr
   while (waiting.length > 0 && soc.through >= waiting[0]!.end) tell(ctx, waiting, soc);
 }
 
-/** The CAN stream sent nothing for EVENTS_MAX_SKEW and holds nothing pending: finished trips wait no longer. */
+/** The CAN stream fell idle with nothing pending: finished trips wait no longer. */
 export function tripSocIdle(ctx: Context, waiting: FinishedTrips, soc: SocState): void {
   while (waiting.length > 0) tell(ctx, waiting, soc);
 }
@@ -185,8 +187,9 @@ function end(ctx: Context, s: TripsState, waiting: FinishedTrips, at: number, so
 /** Tells the oldest finished trip, with the soc known now. */
 function tell(ctx: Context, waiting: FinishedTrips, soc: SocState): void {
   const d = waiting.shift()!;
-  // Told before the CAN stream passed its end (a soc that may yet come), or with a soc history that no longer reaches it: corrected.
-  if (soc.through < d.end) notePremature(ctx.late, SOC_STREAM, d.start, d.end, NaN);
+  // Told before the CAN stream passed its end: checked once it has (a soc change after what it had reached then: corrected);
+  // told with a soc history that no longer reaches it: corrected.
+  if (soc.through < d.end) notePremature(ctx.late, SOC_STREAM, d.start, d.end, soc.through, 'earliest');
   else if (!socCovers(soc, d.end)) correctFrom(ctx.late, d.start);
   const t: Trip = {
     vehicleno: ctx.vehicleno,
