@@ -56,8 +56,9 @@ async function build(dir: string): Promise<Build & { pushes: number }> {
         const state = cache.get(v) ?? newState();
         // (Releases before ebc26dd took the state too.)
         const a = store.addedFor(added, state);
-        ingest(v, state, inputs, now, DEFAULT_DERIVE_OPTIONS, a);
-        args.vehicle(v, 1, state, a);
+        const d = ingest(v, state, inputs, now, DEFAULT_DERIVE_OPTIONS, a);
+        // (Releases before 45's corrections took neither what was derived nor the options.)
+        args.vehicle(v, 1, state, a, d, DEFAULT_DERIVE_OPTIONS);
         cache.set(v, state);
       }
       args.finish([]);

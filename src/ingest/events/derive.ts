@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { emptyRecord, SOC_STREAM, STREAMS, recordOf, TRACK_STREAM, valueOf, type EventInput, type StreamPlan, type StreamRecord } from './inputs.js';
-import { addRecord, committed, dropCommitted, due, heldSetId, newStream, WAITER_COUNT, type Stream } from './streams.js';
+import { emptyRecord, SOC_STREAM, STREAMS, recordOf, TRACK_STREAM, valueAt, type EventInput, type StreamPlan, type StreamRecord } from './inputs.js';
+import { addRecord, committed, dropCommitted, due, newStream, type Stream } from './streams.js';
 import { emptyDerived, DEFAULT_DERIVE_OPTIONS, type ChargingSession, type Context, type Derived, type DeriveOptions, type DerivedEvent, type Slice, type Stop, type Trip } from './detectors/context.js';
 import { fixOf, motionChanged, motionCovers, motionSettledThrough, movingAt, TRACK, trackFix, type Step, type TrackState } from './detectors/track.js';
 import { noteSoc, SOC, socChanged, socCovers, type SocState } from './detectors/soc.js';
@@ -8,7 +8,7 @@ import { alarmRecord, ALARMS_SLICE, type AlarmsState } from './detectors/alarms.
 import { ignitionAt, ignitionChanged, ignitionCovers, IGNITION_SLICE, ignitionRecord, type IgnitionState } from './detectors/ignition.js';
 import { FINISHED_TRIPS_SLICE, tripGap, tripRecord, TRIPS_SLICE, tripSocIdle, tripSocProgress, type FinishedTrips, type TripsState } from './detectors/trips.js';
 import { chargingGap, chargingKnownAt, chargingRecord, chargingSoc, CHARGING_SLICE, type ChargingState } from './detectors/charging.js';
-import { awaitPassed, correctFrom, LATE_SLICE, notePremature, streamLate, type LateState } from './corrections/state.js';
+import { awaitPassed, correctFrom, LATE_SLICE, notePremature, type LateState } from './corrections/state.js';
 import { STOPS_SLICE, stopsRecord, type StopsState } from './detectors/stops.js';
 import { IDLE_SLICE, idleGap, idleRecord, type IdleState } from './detectors/idle.js';
 import { OVERSPEED_SLICE, overspeedGap, overspeedRecord, type OverspeedState } from './detectors/overspeed.js';
@@ -16,7 +16,7 @@ import { TOWING_SLICE, towingRecord, type TowingState } from './detectors/towing
 import { GEOFENCES_SLICE, geofencesRecord, type GeofencesState } from './detectors/geofences.js';
 import { SOC_LOW_SLICE, socLowRecord, type SocLowState } from './detectors/socLow.js';
 import { BATTERY_SWAP_SLICE, batterySwapRecord, type BatterySwapState } from './detectors/batterySwap.js';
-import { DRAIN_SLICE, drainRecord, type DrainState } from './detectors/drain.js';
+import { DRAIN_SLICE, DRAIN_WAITING, drainReading, type DrainState } from './detectors/drain.js';
 
 /**
  * Vehicle events: per vehicle, by record time, alarms raised and cleared, ignition on and off, trips and
@@ -108,23 +108,22 @@ export function pendingCount(s: VehicleState): number {
 
 /**
  * When a store should next sweep the vehicle with `flush`, less idleMs (a store sweeps it once this is
- * idleMs ago), or undefined when nothing waits for wall time: pending records wait for their stream to
+ * idleMs ago): pending records wait for their stream to
  * fall idle (idleMs after its last arrival), and so do finished trips for the soc's stream; records held
- * for the track wait for it at most EVENTS_MAX_SKEW after it last sent.
+ * for the track wait for it at most EVENTS_MAX_SKEW after it last sent. Infinity: nothing waits.
  */
-export function pendingSince(s: VehicleState, opts: DeriveOptions = DEFAULT_DERIVE_OPTIONS): number | undefined {
-  let since: number | undefined;
-  const at = (t: number) => {
-    const x = Number.isFinite(t) ? t : 0;
-    if (since === undefined || x < since) since = x;
-  };
+export function pendingSince(s: VehicleState, opts: DeriveOptions = DEFAULT_DERIVE_OPTIONS): number {
+  let since = Infinity;
+  const track = s.streams[TRACK_STREAM]!;
   for (const stream of s.streams) {
     if (stream === undefined) continue;
-    if (stream.pending.length > 0 && stream.lastArrivalMs !== -Infinity) at(stream.lastArrivalMs);
-    if (stream.held.some((h) => h.length > 0)) at(s.streams[TRACK_STREAM]!.lastArrivalMs + opts.maxSkewMs - opts.idleMs);
+    if (stream.pending.length > 0 && stream.lastArrivalMs !== -Infinity && stream.lastArrivalMs < since) since = stream.lastArrivalMs;
+    if (stream.held.length > 0) since = Math.min(since, track.lastArrivalMs + opts.maxSkewMs - opts.idleMs);
   }
-  if (s.finishedTrips.length > 0) at(s.streams[SOC_STREAM]!.lastArrivalMs);
-  return since;
+  if (s.drain.waiting.length > 0) since = Math.min(since, track.lastArrivalMs + opts.maxSkewMs - opts.idleMs);
+  if (s.finishedTrips.length > 0) since = Math.min(since, s.streams[SOC_STREAM]!.lastArrivalMs);
+  // Never: nothing waits for wall time. A stream that never sent: at once.
+  return since === -Infinity ? 0 : since;
 }
 
 /**
@@ -148,7 +147,8 @@ export function ingest(
   into?: AddedRecords,
 ): Derived {
   const ctx = begin(vehicleno, s, opts);
-  const tooLateThrough = Math.max(s.late.firstCut, cutOf(s) - opts.horizonMs);
+  /** Records at or before it are past the horizon (read at the first late record: the cut before this call). */
+  let tooLateThrough = NaN;
   for (const input of inputs) {
     const plan = STREAMS.get(input.type);
     // Times are integer epoch ms (validation makes them so); the store scores records by them exactly.
@@ -161,6 +161,7 @@ export function ingest(
     else {
       // Late: what was told is corrected from it (corrections/), unless it is older than the horizon.
       ctx.out.late++;
+      if (tooLateThrough !== tooLateThrough) tooLateThrough = Math.max(s.late.firstCut, cutOf(s) - opts.horizonMs);
       if (r.time > tooLateThrough) correctFrom(s.late, r.time);
       else {
         ctx.out.tooLate++;
@@ -192,14 +193,18 @@ function begin(vehicleno: string, s: VehicleState, opts: DeriveOptions): Context
   CTX.opts = opts;
   CTX.out = emptyDerived();
   CTX.late = s.late;
-  for (const stream of s.streams) if (stream !== undefined) stream.heldNew.fill(0);
+  for (let k = 0; k < WAITING.length; k++) {
+    const stream = s.streams[WAITING[k]!.streamId]!;
+    stream.heldNew = 0;
+    stream.heldTaken = false;
+  }
   if (s.late.epoch !== s.late.epoch) {
     const cut = cutOf(s);
     s.late.epoch = 0;
     s.late.firstCut = cut;
     s.late.bucket = Math.floor(cut / opts.checkpointIntervalMs);
     // Records a release without waiting streams committed were taken by every detector.
-    for (const plan of WAITING) for (let w = 0; w < WAITERS.length; w++) streamLate(s.late, heldSetId(w, plan.streamId)).waitedThrough = s.streams[plan.streamId]!.watermark;
+    s.late.chargingThrough = s.streams[SOC_STREAM]!.watermark;
     CTX.out.reset = true;
   }
   return CTX;
@@ -208,7 +213,10 @@ function begin(vehicleno: string, s: VehicleState, opts: DeriveOptions): Context
 /** The last record time a vehicle's streams committed, of any stream (-Infinity: none): a checkpoint's cut. */
 export function cutOf(s: VehicleState): number {
   let cut = -Infinity;
-  for (const stream of s.streams) if (stream !== undefined && stream.watermark > cut) cut = stream.watermark;
+  for (let k = 0; k < ORDER.length; k++) {
+    const w = s.streams[ORDER[k]!.streamId]!.watermark;
+    if (w > cut) cut = w;
+  }
   return cut;
 }
 
@@ -218,15 +226,19 @@ export function cutOf(s: VehicleState): number {
  * checkpoint interval. The call's outputs are told in the epoch before it.
  */
 function end(ctx: Context, s: VehicleState): Derived {
-  awaitPassed(s.late, TRACK_STREAM, settledThrough(ctx, s), (from, to, assumed) => assumedHeld(s, from, to, assumed));
-  awaitPassed(s.late, SOC_STREAM, s.soc.through, (_, to, reached) => socCovers(s.soc, reached) && !socChanged(s.soc, reached, to));
+  // (Most calls have nothing read early: no check, no closure made.)
+  if (s.late.track.from !== Infinity) awaitPassed(s.late, 'track', settledThrough(ctx, s), (from, to, assumed) => assumedHeld(s, from, to, assumed));
+  if (s.late.soc.from !== Infinity) awaitPassed(s.late, 'soc', s.soc.through, (_, to, reached) => socCovers(s.soc, reached) && !socChanged(s.soc, reached, to));
   ctx.out.epoch = s.late.epoch;
   const cut = cutOf(s);
   const bucket = Math.floor(cut / ctx.opts.checkpointIntervalMs);
   if (cut > -Infinity && bucket > s.late.bucket) {
-    s.late.epoch++;
+    // A vehicle's first records: its epoch 0 checkpoint (before any) covers them; the interval starts here.
+    if (s.late.bucket > -Infinity) {
+      s.late.epoch++;
+      ctx.out.checkpoint = { epoch: s.late.epoch, cut };
+    }
     s.late.bucket = bucket;
-    ctx.out.checkpoint = { epoch: s.late.epoch, cut };
   }
   return ctx.out;
 }
@@ -321,125 +333,132 @@ function apply(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord)
   }
   if (plan.bmsId >= 0 || plan.batteryId >= 0) batterySwapRecord(ctx, s.batterySwap, r, plan);
   if (plan.alarms.length > 0) alarmRecord(ctx, s.alarms, r, plan, s.soc.latest);
-  if (plan.waits) for (let w = 0; w < WAITERS.length; w++) wait(ctx, s, plan, w, r);
+  if (plan.waits) {
+    const settled = settledThrough(ctx, s);
+    chargingWait(ctx, s, plan, r, settled);
+    const soc = valueAt(r, plan.soc);
+    if (soc === soc) drainWait(ctx, s, r.time, soc, settled);
+  }
 }
 
 /**
- * **Waits.** Charging reads whether the vehicle moved at a CAN record's time (for a record charging by
- * its current alone), and the drain whether it stood parked (for every soc): both the track's, which is
- * final only once the GPS stream has passed that time (a fix it still holds unconfirmed may yet change
- * it, `motionSettledThrough`). So each of the two takes such a record once the track has passed it, and
- * the records after it in turn (`Stream.held`, one queue each), whatever the two streams' lag: the same
- * records in the same order as in-order delivery. A record waits at most EVENTS_MAX_SKEW (of its own
- * stream's time, or of wall time with nothing from the GPS stream) and not at all for a vehicle that
- * never sent a GPS record; taken so, what it took the track to be is checked once the track passes
+ * **Waits.** Charging reads whether the vehicle moved at a CAN record's time (for a record charging by its
+ * current alone), and the drain whether it stood parked (for every soc): both the track's, final only once
+ * the GPS stream has passed that time (a fix it still holds unconfirmed may yet change it,
+ * `motionSettledThrough`). So each takes such a record once the track has passed it, and the records after
+ * it in turn, whatever the two streams' lag: the same records in the same order as in-order delivery.
+ * Charging's wait in `Stream.held` (whole records, stored beside the pending ones: a wait may be minutes of
+ * records); the drain's in its slice (a time and a soc each, at most DRAIN_WAITING: a drain is a matter of
+ * hours, and past that the oldest is taken as the track is then). A record waits at most EVENTS_MAX_SKEW (of
+ * its own stream's time, or of wall time with nothing from the GPS stream) and not at all for a vehicle that
+ * never sent a GPS record; taken so, what it took the track to be is noted, checked once the track passes
  * there, and corrected if it was otherwise. Charging goes first; the drain reads it by time
  * (`chargingUnderWayAt`), as it may be ahead.
  */
-interface Waiter {
-  /** Whether it takes a record at all. */
-  takes(plan: StreamPlan, r: StreamRecord): boolean;
-  /** Whether it reads the track for this record (else only its queue's order holds it). */
-  readsTrack(plan: StreamPlan, r: StreamRecord): boolean;
-  take(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord): void;
+const has = (r: StreamRecord, i: number): boolean => i >= 0 && valueAt(r, i) === valueAt(r, i);
+
+/** Whether charging takes a record at all, and whether it reads the track for it (a current without load_status). */
+const chargingTakes = (plan: StreamPlan, r: StreamRecord): boolean => has(r, plan.load) || has(r, plan.current) || has(r, plan.soc);
+const chargingReadsTrack = (plan: StreamPlan, r: StreamRecord): boolean => !has(r, plan.load) && has(r, plan.current);
+
+/**
+ * A record that a waiting detector may take at `time` before the track has: may it go now (the track gone
+ * quiet, absent, or `lead` of its own stream past it), and if not, must it wait?
+ */
+function mayGo(ctx: Context, s: VehicleState, time: number, lead: number, nowMs: number, final: boolean): 'settled' | 'premature' | 'wait' {
+  if (time <= settledThrough(ctx, s)) return 'settled';
+  if (!final) return 'wait';
+  const track = s.streams[TRACK_STREAM]!;
+  const absent = track.newest === -Infinity;
+  const silent = track.pending.length === 0 && nowMs - track.lastArrivalMs >= ctx.opts.maxSkewMs;
+  return absent || silent || lead - time > ctx.opts.maxSkewMs ? 'premature' : 'wait';
 }
 
-const has = (r: StreamRecord, i: number): boolean => valueOf(r, i) !== undefined;
+/** A committed record of a waiting stream, to charging: taken now (the track `settled` through its time), or queued. */
+function chargingWait(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord, settled: number): void {
+  if (!chargingTakes(plan, r)) return;
+  const stream = s.streams[plan.streamId]!;
+  if (stream.held.length === 0 && (r.time <= settled || !chargingReadsTrack(plan, r))) return chargingTake(ctx, s, plan, r, false);
+  stream.held.insert(stream.held.length, r);
+  stream.heldNew++;
+}
 
-const WAITERS: readonly Waiter[] = [
-  {
-    takes: (plan, r) => has(r, plan.load) || has(r, plan.current) || has(r, plan.soc),
-    readsTrack: (plan, r) => !has(r, plan.load) && has(r, plan.current),
-    take(ctx, s, plan, r) {
-      const charges = has(r, plan.load) || has(r, plan.current);
-      if (charges) chargingGap(ctx, s.charging, r.time);
-      chargingSoc(s.charging, r, plan);
-      if (charges) chargingRecord(ctx, s.charging, r, plan, s.track);
-    },
-  },
-  {
-    takes: (plan, r) => has(r, plan.soc),
-    readsTrack: () => true,
-    take(ctx, s, plan, r) {
-      if (!chargingKnownAt(s.charging, r.time)) correctFrom(s.late, r.time);
-      drainRecord(ctx, s.drain, r, plan, s.ignition, s.track, s.charging);
-    },
-  },
-];
-if (WAITERS.length !== WAITER_COUNT) throw new Error('vehicle events: streams.ts keeps a queue a waiter; WAITER_COUNT differs');
+function chargingTake(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord, premature: boolean): void {
+  s.late.chargingThrough = r.time;
+  if (chargingReadsTrack(plan, r)) readTrack(s, r.time, premature);
+  const charges = has(r, plan.load) || has(r, plan.current);
+  if (charges) chargingGap(ctx, s.charging, r.time);
+  chargingSoc(s.charging, r, plan);
+  if (charges) chargingRecord(ctx, s.charging, r, plan, s.track);
+}
+
+/** A soc of a waiting stream, to the drain: taken now (the track `settled` through its time), or queued (the oldest taken first when the queue is full). */
+function drainWait(ctx: Context, s: VehicleState, time: number, soc: number, settled: number): void {
+  const q = s.drain.waiting;
+  if (q.length === 0 && time <= settled) return drainTake(ctx, s, time, soc, false);
+  if (q.length >= 2 * DRAIN_WAITING) drainTake(ctx, s, q.shift()!, q.shift()!, true);
+  q.push(time, soc);
+}
+
+function drainTake(ctx: Context, s: VehicleState, time: number, soc: number, premature: boolean): void {
+  readTrack(s, time, premature);
+  // Charging ran behind it (a full queue let it go early), or its history no longer reaches back: corrected.
+  const charging = s.streams[SOC_STREAM]!.held;
+  if ((charging.length > 0 && charging.timeAt(0) <= time) || !chargingKnownAt(s.charging, time)) correctFrom(s.late, time);
+  drainReading(ctx, s.drain, time, soc, s.ignition, s.track, s.charging);
+}
+
+/** A waiting detector reads the track at `time`: before it passed there (noted, to check), or where its history no longer reaches (corrected). */
+function readTrack(s: VehicleState, time: number, premature: boolean): void {
+  if (premature) notePremature(s.late, 'track', time, time, assumption(s, time));
+  else if (!motionCovers(s.track, time) || !ignitionCovers(s.ignition, time)) correctFrom(s.late, time);
+}
+
+/** What the waiting detectors hold that the track (or, `final`, the wall clock or the record's own stream's lead) now lets go: charging's first. */
+function release(ctx: Context, s: VehicleState, nowMs: number, final: boolean): void {
+  for (const plan of WAITING) {
+    const stream = s.streams[plan.streamId]!;
+    const held = stream.held;
+    while (held.length > 0) {
+      const r = held.read(0, RELEASING);
+      const go = chargingReadsTrack(plan, r) ? mayGo(ctx, s, r.time, stream.newest, nowMs, final) : 'settled';
+      if (go === 'wait') break;
+      held.dropFirst(1);
+      stream.heldTaken = true;
+      chargingTake(ctx, s, plan, r, go === 'premature');
+    }
+    if (stream.heldNew > held.length) stream.heldNew = held.length;
+    const q = s.drain.waiting;
+    while (q.length > 0) {
+      const go = mayGo(ctx, s, q[0]!, stream.newest, nowMs, final);
+      if (go === 'wait') break;
+      drainTake(ctx, s, q.shift()!, q.shift()!, go === 'premature');
+    }
+  }
+}
 
 /**
  * A record a checkpoint's state had committed, given again (a replay, corrections/replay.ts): queued for
- * each waiter that had not taken it yet (after its `waitedThrough`).
+ * charging if it had not taken it yet (the drain's waiting readings are in its slice, kept with the state).
  */
 export function holdAgain(s: VehicleState, input: EventInput): void {
   const plan = STREAMS.get(input.type);
   if (plan === undefined || !plan.waits) return;
   const stream = s.streams[plan.streamId]!;
-  if (input.time > stream.watermark) return;
+  if (input.time > stream.watermark || input.time <= s.late.chargingThrough) return;
   const r = recordOf(input, plan, ARRIVING);
-  if (r === undefined) return;
-  for (let w = 0; w < WAITERS.length; w++) {
-    if (input.time > streamLate(s.late, heldSetId(w, plan.streamId)).waitedThrough && WAITERS[w]!.takes(plan, r)) stream.held[w]!.insert(stream.held[w]!.length, r);
-  }
+  if (r !== undefined && chargingTakes(plan, r)) stream.held.insert(stream.held.length, r);
 }
 
-/** Where a replay from state `s` begins each stream's records: after its watermark, or for a waiting stream after the least any waiter took. */
+/** Where a replay from state `s` begins each stream's records: after its watermark, or for a waiting stream after what charging took. */
 export function replayAfter(s: VehicleState): Map<number, number> {
   const after = new Map<number, number>();
   for (const plan of STREAMS.values()) {
     let t = s.streams[plan.streamId]!.watermark;
-    if (plan.waits) for (let w = 0; w < WAITERS.length; w++) t = Math.min(t, streamLate(s.late, heldSetId(w, plan.streamId)).waitedThrough);
+    if (plan.waits) t = Math.min(t, s.late.chargingThrough);
     after.set(plan.streamId, t);
   }
   return after;
-}
-
-/** A committed record of a waiting stream, to waiter `w`: taken now, or queued. */
-function wait(ctx: Context, s: VehicleState, plan: StreamPlan, w: number, r: StreamRecord): void {
-  const waiter = WAITERS[w]!;
-  if (!waiter.takes(plan, r)) return;
-  const stream = s.streams[plan.streamId]!;
-  const held = stream.held[w]!;
-  if (held.length === 0 && (!waiter.readsTrack(plan, r) || r.time <= settledThrough(ctx, s))) return taken(ctx, s, plan, w, r, false);
-  held.insert(held.length, r);
-  stream.heldNew[w]!++;
-}
-
-/** What the waiters hold that the track (or, `final`, the wall clock or the record's own stream's lead) now lets go. */
-function release(ctx: Context, s: VehicleState, nowMs: number, final: boolean): void {
-  for (const plan of WAITING) {
-    const stream = s.streams[plan.streamId]!;
-    for (let w = 0; w < WAITERS.length; w++) {
-      const held = stream.held[w]!;
-      while (held.length > 0) {
-        const r = held.read(0, RELEASING);
-        let premature = false;
-        if (WAITERS[w]!.readsTrack(plan, r) && r.time > settledThrough(ctx, s)) {
-          if (!final) break;
-          const track = s.streams[TRACK_STREAM]!;
-          const absent = track.newest === -Infinity;
-          const silent = track.pending.length === 0 && nowMs - track.lastArrivalMs >= ctx.opts.maxSkewMs;
-          if (!(absent || silent || stream.newest - r.time > ctx.opts.maxSkewMs)) break;
-          premature = true;
-        }
-        held.dropFirst(1);
-        taken(ctx, s, plan, w, r, premature);
-      }
-      if (stream.heldNew[w]! > held.length) stream.heldNew[w] = held.length;
-    }
-  }
-}
-
-/** Waiter `w` takes a record: what it reads of the track is read there, or noted as read before the track passed it. */
-function taken(ctx: Context, s: VehicleState, plan: StreamPlan, w: number, r: StreamRecord, premature: boolean): void {
-  const waiter = WAITERS[w]!;
-  streamLate(s.late, heldSetId(w, plan.streamId)).waitedThrough = r.time;
-  if (waiter.readsTrack(plan, r)) {
-    if (premature) notePremature(s.late, TRACK_STREAM, r.time, r.time, assumption(s, r.time));
-    else if (!motionCovers(s.track, r.time) || !ignitionCovers(s.ignition, r.time)) correctFrom(s.late, r.time);
-  }
-  waiter.take(ctx, s, plan, r);
 }
 
 /** The time through which the track is final (its stream committed, and no fix it holds may still change its motion there). */

@@ -32,7 +32,7 @@ export function roundTrip(s: VehicleState): VehicleState {
         ? []
         : [
             { streamId, members: st.pending.records().map((r) => writePending(STREAM_BY_ID.get(streamId)!, r)) },
-            ...st.held.map((h, w) => ({ streamId: heldSetId(w, streamId), members: h.records().map((r) => writePending(STREAM_BY_ID.get(streamId)!, r)) })),
+            { streamId: heldSetId(streamId), members: st.held.records().map((r) => writePending(STREAM_BY_ID.get(streamId)!, r)) },
           ],
     ),
   );

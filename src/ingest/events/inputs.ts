@@ -85,6 +85,8 @@ export function deriveSchemaOf(types: readonly RecordTypeSpec[]): DeriveSchema {
   const tracks = plans.filter((p) => p.lat >= 0 && p.ignition >= 0);
   const socs = plans.filter((p) => p.soc >= 0 && p.lat < 0);
   if (tracks.length !== 1 || socs.length !== 1) throw new Error('vehicle events: expected one type with a position and ignition, and one with the soc and no position');
+  // What waits for the track is the soc stream's (the corrections' state keeps how far it went: one stream).
+  if (plans.some((p) => p.waits && p !== socs[0])) throw new Error('vehicle events: only the soc stream may wait for the track');
   return { fields, streams: new Map(plans.map((p) => [p.name, p])), byStreamId: new Map(plans.map((p) => [p.streamId, p])), track: tracks[0]!, soc: socs[0]! };
 }
 

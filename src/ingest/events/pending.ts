@@ -30,8 +30,11 @@ export function zeros(n: number): number[] {
   return a;
 }
 
+/** The cells of a buffer that never held a record: none (most of a vehicle's held buffers stay so). */
+const NO_CELLS: number[] = [];
+
 export class PendingRecords {
-  private cells: number[] = zeros(FIRST_ROOM * CELLS);
+  private cells: number[] = NO_CELLS;
   private start = 0;
   /** How many records are pending. */
   length = 0;
@@ -151,6 +154,10 @@ export class PendingRecords {
 
   /** Room at the end for one more: the records moved to the front, or a larger array. */
   private makeRoom(): void {
+    if (this.cells === NO_CELLS) {
+      this.cells = zeros(FIRST_ROOM * CELLS);
+      return;
+    }
     if (this.start * CELLS < this.cells.length / 2) {
       this.resize(2 * (this.cells.length / CELLS));
       return;

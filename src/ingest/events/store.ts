@@ -4,7 +4,6 @@ import type { WrittenRecord } from '../../telemetry/record.js';
 import { flush, ingest, pendingSince, type AddedRecords, type Derived, type DeriveOptions, type EventInput, type VehicleState } from './derive.js';
 import { emptyRecord, STREAM_BY_ID, type StreamPlan } from './inputs.js';
 import { heldSetId, pendingMax, prepareCommitted, restore, writeCheckpoint, writeCommitted, writePending, writePendingAt, writePrepared, type StoredPending } from './wire.js';
-import { WAITER_COUNT } from './streams.js';
 import { toldField, toldLine, toldOf } from './corrections/ledger.js';
 import { chooseCheckpoint, correction, packCheckpoint, readCorrections, recordsFor, replayFrom, replayUntil, type VehicleCorrections } from './corrections/correct.js';
 import type { RecordSource } from './corrections/records.js';
@@ -50,13 +49,13 @@ export interface RecordSet {
   plan: StreamPlan;
   /** The set's id: the stream's, or its held records' (`heldSetId`). */
   id: number;
-  /** The waiter whose held records it is (-1: the stream's pending records). */
-  waiter: number;
+  /** Its records are held for charging (else the stream's pending records). */
+  held: boolean;
 }
 const STREAM_ORDER: readonly StreamPlan[] = [...STREAM_BY_ID.values()].sort((a, b) => a.streamId - b.streamId);
 export const RECORD_SETS: readonly RecordSet[] = [
-  ...STREAM_ORDER.map((plan) => ({ plan, id: plan.streamId, waiter: -1 })),
-  ...STREAM_ORDER.filter((p) => p.waits).flatMap((plan) => Array.from({ length: WAITER_COUNT }, (_, w) => ({ plan, id: heldSetId(w, plan.streamId), waiter: w }))),
+  ...STREAM_ORDER.map((plan) => ({ plan, id: plan.streamId, held: false })),
+  ...STREAM_ORDER.filter((p) => p.waits).map((plan) => ({ plan, id: heldSetId(plan.streamId), held: true })),
 ];
 
 /**
@@ -184,15 +183,16 @@ export class CommitArgs {
     const prefix = `${version + 1} `;
     body.room(4 + prepareCommitted(state, prefix));
     body.wrote(writePrepared(body.buf, body.len + 4));
-    body.number(pendingSince(state, opts));
+    const since = pendingSince(state, opts);
+    body.number(since === Infinity ? undefined : since);
     for (const set of RECORD_SETS) {
       const plan = set.plan;
       const stream = state.streams[plan.streamId]!;
-      if (set.waiter >= 0) {
-        // Held records leave from the front as their waiter takes them; the call's own are the last.
-        const held = stream.held[set.waiter]!;
-        const added = stream.heldNew[set.waiter]!;
-        const through = state.late.streams[set.id]?.waitedThrough;
+      if (set.held) {
+        // Held records leave from the front as charging takes them (removed only when some did); the call's own are the last.
+        const held = stream.held;
+        const added = stream.heldNew;
+        const through = stream.heldTaken ? state.late.chargingThrough : undefined;
         body.number(through === undefined || through === -Infinity ? undefined : through);
         body.count(0);
         body.count(added);
@@ -519,13 +519,13 @@ export class VehicleEvents {
       vehicleno,
       version === 0 ? '' : String(version),
       Buffer.concat([Buffer.from(`${version + 1} `), writeCommitted(state)]),
-      since === undefined ? '' : String(since),
+      since === Infinity ? '' : String(since),
       state.late.correctFrom === Infinity ? '' : String(now + this.correctionDelayMs),
       String(RECORD_SETS.length),
     ];
     for (const set of RECORD_SETS) {
       const stream = state.streams[set.plan.streamId]!;
-      const records = (set.waiter >= 0 ? stream.held[set.waiter]! : stream.pending).records();
+      const records = (set.held ? stream.held : stream.pending).records();
       args.push(String(records.length));
       for (const r of records) args.push(String(r.time), writePending(set.plan, r));
     }

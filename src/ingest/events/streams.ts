@@ -41,24 +41,22 @@ export interface Stream {
   ringN: number;
   ringAt: number;
   /**
-   * Per detector that waits for another stream (derive.ts, `WAITERS`), the committed records it has not
-   * taken yet, oldest first; `heldNew[w]` of them (the last) were added by the call under way (a store
-   * writes those).
+   * Committed records charging has not taken yet, waiting for the track (derive.ts, "Waits"), oldest first;
+   * `heldNew` of them (the last) were added by the call under way (a store writes those).
    */
-  held: PendingRecords[];
-  heldNew: number[];
+  held: PendingRecords;
+  heldNew: number;
+  /** Whether charging took held records in the call under way (a store then removes them). */
+  heldTaken: boolean;
 }
 
-/** Detectors whose records may wait for another stream (derive.ts, `WAITERS`): charging, the drain. */
-export const WAITER_COUNT = 2;
-
 /**
- * A stream's records held for a waiting detector (`Stream.held`) are stored as the pending records of a
- * set of their own (wire.ts, store.ts), `heldSetId` (at or above HELD): a release that does not know it
- * skips it. (Stream ids stay below 32.)
+ * A stream's records held for charging (`Stream.held`) are stored as the pending records of a set of their
+ * own (wire.ts, store.ts), `heldSetId` (HELD above the stream's id): a release that does not know it skips
+ * it. (Stream ids stay below HELD.)
  */
 export const HELD = 128;
-export const heldSetId = (waiter: number, streamId: number): number => HELD + 32 * waiter + streamId;
+export const heldSetId = (streamId: number): number => HELD + streamId;
 
 export interface StreamOptions {
   windowMs: number;
@@ -76,8 +74,9 @@ export function newStream(streamId: number): Stream {
     ring: zeros(RING),
     ringN: 0,
     ringAt: 0,
-    held: Array.from({ length: WAITER_COUNT }, () => new PendingRecords(streamId)),
-    heldNew: Array.from({ length: WAITER_COUNT }, () => 0),
+    held: new PendingRecords(streamId),
+    heldNew: 0,
+    heldTaken: false,
   };
 }
 

@@ -195,13 +195,13 @@ export function restore(committed: Buffer | undefined, pending: readonly StoredP
   for (const id of plans.keys()) s.streams[id] = newStream(id);
   if (committed !== undefined) readCommitted(s, committed, plans);
   for (const p of pending) {
-    const waiter = p.streamId >= HELD ? (p.streamId - HELD) >> 5 : -1;
-    const id = waiter >= 0 ? (p.streamId - HELD) & 31 : p.streamId;
+    const held = p.streamId >= HELD;
+    const id = held ? p.streamId - HELD : p.streamId;
     const plan = plans.get(id);
     const stream = s.streams[id];
-    if (plan === undefined || stream === undefined || waiter >= stream.held.length) continue;
+    if (plan === undefined || stream === undefined) continue;
     const records = PendingRecords.of(plan.streamId, p.members.map((m) => readPending(plan, m)));
-    if (waiter >= 0) stream.held[waiter] = records;
+    if (held) stream.held = records;
     else stream.pending = records;
   }
   return s;

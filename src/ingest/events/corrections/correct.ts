@@ -93,7 +93,7 @@ export function recordsFor(live: VehicleState, after: ReadonlyMap<number, number
   for (const plan of STREAMS.values()) {
     const st = live.streams[plan.streamId]!;
     const from = after.get(plan.streamId)!;
-    for (const list of [st.pending, ...st.held]) {
+    for (const list of [st.pending, st.held]) {
       for (const r of list.records()) if (r.time > from && !byKey.has(`${plan.name}:${r.time}`)) byKey.set(`${plan.name}:${r.time}`, inputOfRecord(plan, r));
     }
     for (let j = 0; j < st.ringN; j++) {

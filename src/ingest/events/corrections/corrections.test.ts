@@ -153,15 +153,15 @@ function drive(seconds: number, runaway: readonly [number, number] = [Infinity, 
 }
 const T = Date.UTC(2026, 0, 5, 8, 0, 0);
 
-/** Delivered in bulks of `size` seconds of records, each shuffled within it, each at its end plus `lag`. */
-function inBulks(records: readonly Named[], size: number, lag = 0, seed = 1): Array<[number, Named[]]> {
+/** Delivered in bulks of `size` seconds of records, each shuffled within it (unless `inOrder`), each at its end plus `lag`. */
+function inBulks(records: readonly Named[], size: number, lag = 0, seed = 1, inOrder = false): Array<[number, Named[]]> {
   const rnd = mulberry32(seed);
   const bulks = new Map<number, Named[]>();
   for (const r of records) {
     const k = Math.floor((r.time - T) / (size * S));
     bulks.set(k, [...(bulks.get(k) ?? []), r]);
   }
-  return [...bulks.entries()].map(([k, rs]) => [T + (k + 1) * size * S + lag, rs.map((r) => [rnd(), r] as const).sort((a, b) => a[0] - b[0]).map(([, r]) => r)]);
+  return [...bulks.entries()].map(([k, rs]) => [T + (k + 1) * size * S + lag, inOrder ? rs : rs.map((r) => [rnd(), r] as const).sort((a, b) => a[0] - b[0]).map(([, r]) => r)]);
 }
 
 /** Deliveries through the model, corrections run as they come due, then quiet; returns the vehicle. */
@@ -247,19 +247,39 @@ describe('the cases of issue #45', () => {
     expect(twice.sent.length).toBe(v.sent.length);
   });
 
-  it('GPS 8 minutes behind CAN: regenerative braking while driving is never told as charging', () => {
-    // A 10-min drive with a 90-s regen (+12 A, no load_status) from minute 4; CAN realtime, the drive's GPS in one bulk 8 minutes after it.
+  /** A 10-min drive from T with a 90-s regen (+12 A, no load_status) from minute 4, parked a minute before: GPS and CAN a second each. */
+  const regen = (): Named[] => {
     const rs: Named[] = [gps(T - 60 * S, 12.9, 77.59, 0, 0)];
     for (let j = 0; j <= 600; j++) {
       const t = T + j * S;
       rs.push(gps(t, 12.9 + north(10 * j), 77.59, j === 600 ? 0 : 36, j === 600 ? 0 : 1));
       rs.push(can(t + 500, { soc: 60 - Math.floor(j / 60), current: j >= 240 && j < 330 ? 12 : -25, battery_voltage: 51 }));
     }
+    return rs;
+  };
+  const charging = (v: CorrectedVehicle) => v.sent.filter((e) => e.kind === 'charging' || (e.kind === 'event' && e.event.startsWith('charging')));
+
+  it('GPS 8 minutes behind CAN: regenerative braking while driving is never told as charging; the trip’s soc is the CAN’s at its ends', () => {
+    const rs = regen();
+    // The parked fix as it came; then CAN realtime, and the drive's GPS in 1-minute bulks, each 8 minutes after it ends.
     const canLive = rs.filter((r) => r.type === 'can').map((r): [number, Named[]] => [r.time + 200, [r]]);
-    const v = through([[T - 59 * S, rs.slice(0, 1)], ...canLive, [T + 1_080 * S, rs.filter((r) => r.type === 'gps').slice(1)]]);
-    expect(v.sent.filter((e) => e.kind === 'charging' || (e.kind === 'event' && e.event.startsWith('charging')))).toEqual([]);
+    const gpsLate = inBulks(rs.filter((r) => r.type === 'gps').slice(1), 60, 8 * 60 * S, 1, true);
+    const v = through([[T - 59 * S, rs.slice(0, 1)], ...canLive, ...gpsLate]);
+    expect(charging(v)).toEqual([]);
     expect(held(v)).toEqual(inOrder(rs, DEFAULT_DERIVE_OPTIONS));
     const trip = [...v.told.values()].find((e) => e.kind === 'trip') as { socStart: number; socEnd: number };
     expect(trip).toMatchObject({ socStart: 60, socEnd: 51 });
+  });
+
+  it('GPS further behind than EVENTS_MAX_SKEW: what was read of it early is corrected once it comes, told as retracted', () => {
+    const rs = regen();
+    // CAN realtime; the drive's GPS in one bulk 8 minutes after the drive ended: 18 minutes after its start.
+    const canLive = rs.filter((r) => r.type === 'can').map((r): [number, Named[]] => [r.time + 200, [r]]);
+    const v = through([[T - 59 * S, rs.slice(0, 1)], ...canLive, [T + 1_080 * S, rs.filter((r) => r.type === 'gps').slice(1)]]);
+    expect(held(v)).toEqual(inOrder(rs, DEFAULT_DERIVE_OPTIONS));
+    // The regen was taken for charging once the wait was over, then retracted when the track came.
+    const told = charging(v);
+    expect(told.length).toBeGreaterThan(0);
+    expect(told.filter((e) => (e.kind === 'event' ? e.fields.retracted : (e as { retracted?: number }).retracted) === 1)).toHaveLength(told.length / 2);
   });
 });

@@ -1,10 +1,8 @@
 import { flush, holdAgain, ingest, replayAfter, type Derived, type VehicleState } from '../derive.js';
-import { STREAMS, type EventInput } from '../inputs.js';
-import { heldSetId, WAITER_COUNT } from '../streams.js';
+import { SOC_STREAM, STREAMS, type EventInput } from '../inputs.js';
 import type { DeriveOptions } from '../detectors/context.js';
 import { outputsOf, type OutboxEntry } from '../outbox.js';
 import { restore, writeCheckpoint } from '../wire.js';
-import { streamLate } from './state.js';
 
 /** A kept checkpoint (README.md beside this file): the epoch it begins, its cut, its committed part. */
 export interface Checkpoint {
@@ -36,7 +34,7 @@ function stateOf(from: Checkpoint, opts: DeriveOptions): VehicleState {
     // Epoch 0 of a state whose corrections began afresh (derive.ts `begin`): as that call began them.
     s.late.firstCut = from.cut;
     s.late.bucket = Math.floor(from.cut / opts.checkpointIntervalMs);
-    for (const plan of STREAMS.values()) if (plan.waits) for (let w = 0; w < WAITER_COUNT; w++) streamLate(s.late, heldSetId(w, plan.streamId)).waitedThrough = s.streams[plan.streamId]!.watermark;
+    s.late.chargingThrough = s.streams[SOC_STREAM]!.watermark;
   }
   s.late.epoch = from.epoch;
   return s;

@@ -2,10 +2,10 @@ import type { Slice } from '../detectors/context.js';
 
 /**
  * What a vehicle's state keeps for corrections (README.md beside this file): which epoch its outputs are
- * told in, when its last checkpoint was taken, from when a correction is due, and what its detectors read
- * of another stream before that stream had passed the time (premature reads, each corrected once the
- * stream passes it and shows something else). Also, per stream, how far the detectors that wait for
- * another stream (`waits` in derive.ts) have taken its records.
+ * told in, when its last checkpoint was taken, from when a correction is due, what its detectors read of
+ * the other stream before that stream had passed the time (premature reads: each checked once the stream
+ * passes it, and corrected if it shows something else), and how far charging, which waits for the track,
+ * took the soc stream's records (derive.ts, "Waits").
  */
 export interface LateState {
   /** Checkpoints taken since the state's corrections began; outputs are told in this epoch. NaN: none yet. */
@@ -16,28 +16,26 @@ export interface LateState {
   firstCut: number;
   /** A correction is due from this record time (Infinity: none). */
   correctFrom: number;
-  /** Per stream id: its premature reads and its waiting records' progress (absent: none). */
-  streams: StreamLate[];
+  /** What was read early of the track's stream (charging and the drain let go after waiting), and of the soc's (trips told before it came). */
+  track: Awaited;
+  soc: Awaited;
+  /** The last of the soc stream's records charging took (-Infinity: none); those after it up to the watermark wait in `Stream.held`. */
+  chargingThrough: number;
 }
 
-export interface StreamLate {
-  /** The earliest and latest record time another stream's detector read of this one before it passed there (Infinity / -Infinity: none). */
-  awaitFrom: number;
-  awaitTo: number;
-  /** What the reads took this stream's state to be (`assumption` codes; NaN: nothing to check, correct once passed; -1: they differed). */
+/** Reads of a stream made before it passed there. */
+export interface Awaited {
+  /** The earliest and latest record time read (Infinity / -Infinity: none). */
+  from: number;
+  to: number;
+  /** What the reads took the stream to be (a code, or a time: `notePremature`'s merge; NaN: nothing to check, correct once passed; -1: they differed). */
   assumed: number;
-  /** The last of this stream's records the waiting detectors took (-Infinity: none); those after it up to the watermark wait. */
-  waitedThrough: number;
 }
 
-export const freshStreamLate = (): StreamLate => ({ awaitFrom: Infinity, awaitTo: -Infinity, assumed: NaN, waitedThrough: -Infinity });
+const freshAwaited = (): Awaited => ({ from: Infinity, to: -Infinity, assumed: NaN });
 
 export function freshLate(): LateState {
-  return { epoch: NaN, bucket: -Infinity, firstCut: -Infinity, correctFrom: Infinity, streams: [] };
-}
-
-export function streamLate(s: LateState, streamId: number): StreamLate {
-  return (s.streams[streamId] ??= freshStreamLate());
+  return { epoch: NaN, bucket: -Infinity, firstCut: -Infinity, correctFrom: Infinity, track: freshAwaited(), soc: freshAwaited(), chargingThrough: -Infinity };
 }
 
 /** A correction is due from `time` (the earliest asked for wins). */
@@ -46,39 +44,39 @@ export function correctFrom(s: LateState, time: number): void {
 }
 
 /**
- * A detector read stream `streamId`'s state from `from` to `to` before the stream had passed there, taking
- * it to be `assumed` (NaN: nothing to check). Reads taking it alike (`merge: 'equal'`: the same code, else
- * -1, they differed) or from the earliest (`'earliest'`: a time, the least kept) are checked together once
- * the stream passes the latest of them (`awaitPassed`).
+ * A detector read the `which` stream's state from `from` to `to` before the stream had passed there, taking
+ * it to be `assumed`. Reads taking it alike (`merge: 'equal'`: the same code, else -1, they differed) or
+ * from the earliest (`'earliest'`: a time, the least kept) are checked together once the stream passes the
+ * latest of them (`awaitPassed`).
  */
-export function notePremature(s: LateState, streamId: number, from: number, to: number, assumed: number, merge: 'equal' | 'earliest' = 'equal'): void {
-  const st = streamLate(s, streamId);
-  if (st.awaitFrom === Infinity) {
-    st.awaitFrom = from;
-    st.awaitTo = to;
-    st.assumed = assumed;
+export function notePremature(s: LateState, which: 'track' | 'soc', from: number, to: number, assumed: number, merge: 'equal' | 'earliest' = 'equal'): void {
+  const a = s[which];
+  if (a.from === Infinity) {
+    a.from = from;
+    a.to = to;
+    a.assumed = assumed;
     return;
   }
-  if (from < st.awaitFrom) st.awaitFrom = from;
-  if (to > st.awaitTo) st.awaitTo = to;
-  if (merge === 'earliest') st.assumed = Math.min(st.assumed, assumed);
-  else if (!Object.is(st.assumed, assumed)) st.assumed = -1;
+  if (from < a.from) a.from = from;
+  if (to > a.to) a.to = to;
+  if (merge === 'earliest') a.assumed = Math.min(a.assumed, assumed);
+  else if (!Object.is(a.assumed, assumed)) a.assumed = -1;
 }
 
 /**
- * The stream has passed `through`: if it passed its premature reads, `held(from, to, assumed)` says whether
- * what they took it to be held (undefined: cannot tell); a correction is due from the first read where not.
+ * The `which` stream has passed `through`: if it passed its premature reads, `held(from, to, assumed)` says
+ * whether what they took it to be held; a correction is due from the first read where not.
  */
-export function awaitPassed(s: LateState, streamId: number, through: number, held: (from: number, to: number, assumed: number) => boolean): void {
-  const st = s.streams[streamId];
-  if (st === undefined || st.awaitFrom === Infinity || through < st.awaitTo) return;
-  if (!(st.assumed === st.assumed && st.assumed !== -1 && held(st.awaitFrom, st.awaitTo, st.assumed))) correctFrom(s, st.awaitFrom);
-  st.awaitFrom = Infinity;
-  st.awaitTo = -Infinity;
-  st.assumed = NaN;
+export function awaitPassed(s: LateState, which: 'track' | 'soc', through: number, held: (from: number, to: number, assumed: number) => boolean): void {
+  const a = s[which];
+  if (a.from === Infinity || through < a.to) return;
+  if (!(a.assumed === a.assumed && a.assumed !== -1 && held(a.from, a.to, a.assumed))) correctFrom(s, a.from);
+  a.from = Infinity;
+  a.to = -Infinity;
+  a.assumed = NaN;
 }
 
-/** Stored after its four numbers: a count of streams, then each stream's id and four numbers. */
+/** Eleven doubles: epoch, bucket, firstCut, correctFrom; the track's reads (from, to, assumed), the soc's; chargingThrough. */
 export const LATE_SLICE: Slice<LateState> = {
   id: 15,
   name: 'late',
@@ -88,20 +86,14 @@ export const LATE_SLICE: Slice<LateState> = {
     out[at + 1] = s.bucket;
     out[at + 2] = s.firstCut;
     out[at + 3] = s.correctFrom;
-    let n = 0;
-    let o = at + 5;
-    s.streams.forEach((st, id) => {
-      if (st === undefined) return;
-      out[o] = id;
-      out[o + 1] = st.awaitFrom;
-      out[o + 2] = st.awaitTo;
-      out[o + 3] = st.assumed;
-      out[o + 4] = st.waitedThrough;
-      o += 5;
-      n++;
-    });
-    out[at + 4] = n;
-    return o;
+    out[at + 4] = s.track.from;
+    out[at + 5] = s.track.to;
+    out[at + 6] = s.track.assumed;
+    out[at + 7] = s.soc.from;
+    out[at + 8] = s.soc.to;
+    out[at + 9] = s.soc.assumed;
+    out[at + 10] = s.chargingThrough;
+    return at + 11;
   },
   load(x) {
     const s = freshLate();
@@ -109,11 +101,9 @@ export const LATE_SLICE: Slice<LateState> = {
     if (x(1) === x(1)) s.bucket = x(1);
     if (x(2) === x(2)) s.firstCut = x(2);
     if (x(3) === x(3)) s.correctFrom = x(3);
-    const n = x(4);
-    for (let j = 0; j < (n === n ? n : 0); j++) {
-      const o = 5 + 5 * j;
-      s.streams[x(o)] = { awaitFrom: x(o + 1), awaitTo: x(o + 2), assumed: x(o + 3), waitedThrough: x(o + 4) };
-    }
+    if (x(4) === x(4)) s.track = { from: x(4), to: x(5), assumed: x(6) };
+    if (x(7) === x(7)) s.soc = { from: x(7), to: x(8), assumed: x(9) };
+    if (x(10) === x(10)) s.chargingThrough = x(10);
     return s;
   },
 };

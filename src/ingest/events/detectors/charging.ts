@@ -1,6 +1,6 @@
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { readings } from './alarms.js';
-import { emitEvent, emitSession, type ChargingSession, type Context, type Slice } from './context.js';
+import { emitEvent, emitSession, flatSlice, type ChargingSession, type Context, type Slice } from './context.js';
 import { Changes } from './changes.js';
 import { movingAt, standingAt, type TrackState } from './track.js';
 import { geofenceNamesAt } from './geofences.js';
@@ -128,8 +128,8 @@ export const chargingUnderWayAt = (s: ChargingState, time: number): boolean => s
 /** Whether what was under way is known at `time` (the changes kept reach back to it). */
 export const chargingKnownAt = (s: ChargingState, time: number): boolean => s.underWay.covers(time);
 
-/** Changes of `underWay` kept: a CAN stream's drain minutes behind charging's own. */
-const UNDER_WAY_CHANGES = 8;
+/** Changes of `underWay` kept: the drain runs at most a few records behind charging (derive.ts, "Waits"). */
+const UNDER_WAY_CHANGES = 4;
 
 function stop(ctx: Context, s: ChargingState, at: number, fields: Record<string, number>): void {
   const durationS = (at - s.start) / 1000;
@@ -148,6 +148,7 @@ function stop(ctx: Context, s: ChargingState, at: number, fields: Record<string,
 
 const KEYS = ['phase', 'start', 'startSoc', 'startVoltage', 'startCurrent', 'energyWh', 'integrated', 'powerTime', 'power', 'lastTime', 'startLat', 'startLng', 'soc'] as const;
 
+/** A fresh state, always built by this one literal: one shape for every state (the slice's compiled save reads it fast). */
 const fresh = (): ChargingState => ({
   phase: NOT,
   start: NaN,
@@ -165,24 +166,22 @@ const fresh = (): ChargingState => ({
   underWay: new Changes(UNDER_WAY_CHANGES),
 });
 
-/** Its numbers in KEYS' order (append only), then the changes of `underWay`. */
+/** Its numbers, as a flat slice stores them (KEYS' order, append only). */
+const NUMBERS = flatSlice<Omit<ChargingState, 'underWay'>>(5, 'charging', KEYS, fresh);
+
+/** Its numbers in KEYS' order, then the changes of `underWay`. */
 export const CHARGING_SLICE: Slice<ChargingState> = {
   id: 5,
   name: 'charging',
   fresh,
-  save(s, out, at) {
-    for (let i = 0; i < KEYS.length; i++) out[at + i] = s[KEYS[i]!];
-    return s.underWay.save(out, at + KEYS.length);
-  },
-  load(x) {
-    const s = fresh();
-    for (let i = 0; i < KEYS.length; i++) {
-      const v = x(i);
-      if (v === v) s[KEYS[i]!] = v;
-    }
+  save: (s, out, at) => s.underWay.save(out, NUMBERS.save(s, out, at)),
+  load(x, stored) {
+    // (flatSlice's load fills a `fresh()`: the state it returns is one.)
+    const s = NUMBERS.load(x, stored) as ChargingState;
     // Stored before the changes were kept: what is under way now, since its start.
-    if (x(KEYS.length) !== x(KEYS.length) && s.phase !== NOT) s.underWay.note(s.start, 1);
-    else s.underWay.load(x, KEYS.length);
+    if (x(KEYS.length) !== x(KEYS.length)) {
+      if (s.phase !== NOT) s.underWay.note(s.start, 1);
+    } else s.underWay.load(x, KEYS.length);
     return s;
   },
 };

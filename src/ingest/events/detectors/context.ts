@@ -89,7 +89,7 @@ export interface Derived {
   /** Of those, records older than EVENTS_HORIZON (or than the vehicle's first checkpoint): stored, but changing no output. */
   tooLate: number;
   /** The first of them, for the log. */
-  tooLateFirst?: { type: string; time: number };
+  tooLateFirst: { type: string; time: number } | undefined;
   /** Records already pending with the same values, or among the last committed. */
   duplicates: number;
   /** Records committed early because their stream's pending buffer was full (maxPending): their order is no longer guaranteed. */
@@ -100,7 +100,7 @@ export interface Derived {
    * A checkpoint the call took at its end (`../corrections/`): the state after it starts this epoch, cut at
    * this time (the last record its streams committed, of any stream). A store keeps the state's bytes.
    */
-  checkpoint?: { epoch: number; cut: number };
+  checkpoint: { epoch: number; cut: number } | undefined;
   /**
    * The call began the state's corrections afresh (a new vehicle, or a state a release without them
    * wrote): the state before it is epoch 0's checkpoint, cut at `firstCut` of the state's `late`, and a
@@ -205,7 +205,8 @@ export interface Context {
 
 // Most calls derive nothing: their outputs share these empty lists, and a list is made at its first output.
 const NONE: readonly never[] = Object.freeze([]);
-export const emptyDerived = (): Derived => ({ events: NONE, trips: NONE, sessions: NONE, stops: NONE, late: 0, tooLate: 0, duplicates: 0, forced: 0, epoch: NaN, reset: false });
+// Every field present from the start: one shape for every call's outputs.
+export const emptyDerived = (): Derived => ({ events: NONE, trips: NONE, sessions: NONE, stops: NONE, late: 0, tooLate: 0, tooLateFirst: undefined, duplicates: 0, forced: 0, epoch: NaN, checkpoint: undefined, reset: false });
 /** `list` to add to: the call's own, made at its first output (the shared empty one is never written). */
 const own = <T>(list: readonly T[]): T[] => (list === NONE ? [] : (list as T[]));
 

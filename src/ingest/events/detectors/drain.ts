@@ -1,4 +1,3 @@
-import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitEvent, type Context, type Slice } from './context.js';
 import { chargingUnderWayAt, type ChargingState } from './charging.js';
 import { ignitionAt, type IgnitionState } from './ignition.js';
@@ -20,38 +19,46 @@ export interface DrainState {
   highest: WindowedExtreme;
   /** 1 once told this spell. */
   told: number;
+  /**
+   * Readings (time, soc, one after the other) waiting for the GPS track to pass their time (derive.ts,
+   * "Waits"), oldest first: a drain is a matter of hours, so a few numbers a reading, kept in the state,
+   * and at most DRAIN_WAITING of them (beyond, the oldest is taken as the track is then).
+   */
+  waiting: number[];
 }
 
 /** Levels held at most: a 5-point fall in 0.1-point steps is 50. */
 const HELD = 64;
+/** Readings waiting for the track at most. */
+export const DRAIN_WAITING = 48;
 
-export function drainRecord(ctx: Context, s: DrainState, r: StreamRecord, plan: StreamPlan, ignition: IgnitionState, track: TrackState, charging: ChargingState): void {
-  const soc = valueOf(r, plan.soc);
-  if (soc === undefined) return;
-  const parked = ignitionAt(ignition, r.time) === 0 && !movingAt(track, r.time) && !chargingUnderWayAt(charging, r.time);
+/** A soc reading of a CAN record at `time`, in order, once the track has passed it (derive.ts). */
+export function drainReading(ctx: Context, s: DrainState, time: number, soc: number, ignition: IgnitionState, track: TrackState, charging: ChargingState): void {
+  const parked = ignitionAt(ignition, time) === 0 && !movingAt(track, time) && !chargingUnderWayAt(charging, time);
   if (!parked) {
     s.highest.clear();
     s.told = 0;
     return;
   }
   const o = ctx.opts;
-  s.highest.expire(r.time - o.socDrainWindowMs);
+  s.highest.expire(time - o.socDrainWindowMs);
   const from = s.highest.value;
   if (from !== undefined && s.told === 0 && from - soc >= o.socDrainMinPercent) {
     s.told = 1;
-    emitEvent(ctx, 'soc_drain_while_parked', r.time, 1, { soc_from: from, soc_to: soc, over_s: (r.time - s.highest.time!) / 1000 });
+    emitEvent(ctx, 'soc_drain_while_parked', time, 1, { soc_from: from, soc_to: soc, over_s: (time - s.highest.time!) / 1000 });
   }
-  s.highest.push(r.time, soc);
+  s.highest.push(time, soc);
 }
 
 /**
  * Stored as the releases before it stored one highest (`maxSoc`, `maxAt`, `told`: the queue's front), then
- * the count and the readings held: a release that knew only the front reads its front.
+ * the count and the readings held, then the count and the readings waiting: a release that knew only the
+ * front reads its front.
  */
 export const DRAIN_SLICE: Slice<DrainState> = {
   id: 14,
   name: 'drain',
-  fresh: () => ({ highest: new WindowedExtreme('highest', HELD), told: 0 }),
+  fresh: () => ({ highest: new WindowedExtreme('highest', HELD), told: 0, waiting: [] }),
   save(s, out, at) {
     out[at] = s.highest.value ?? NaN;
     out[at + 1] = s.highest.time ?? NaN;
@@ -62,7 +69,10 @@ export const DRAIN_SLICE: Slice<DrainState> = {
       out[at + 4 + 2 * i] = s.highest.times[i]!;
       out[at + 5 + 2 * i] = s.highest.values[i]!;
     }
-    return at + 4 + 2 * n;
+    const w = at + 4 + 2 * n;
+    out[w] = s.waiting.length / 2;
+    for (let i = 0; i < s.waiting.length; i++) out[w + 1 + i] = s.waiting[i]!;
+    return w + 1 + s.waiting.length;
   },
   load(x) {
     const s = DRAIN_SLICE.fresh();
@@ -71,6 +81,9 @@ export const DRAIN_SLICE: Slice<DrainState> = {
     if (n === n) for (let i = 0; i < n; i++) s.highest.push(x(4 + 2 * i), x(5 + 2 * i));
     // Stored by a release that kept one highest: it is the queue.
     else if (x(0) === x(0)) s.highest.push(x(1), x(0));
+    const w = 4 + 2 * (n === n ? n : 0);
+    const waiting = x(w);
+    for (let i = 0; i < 2 * (waiting === waiting ? waiting : 0); i++) s.waiting.push(x(w + 1 + i));
     return s;
   },
 };

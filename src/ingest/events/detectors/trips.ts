@@ -1,7 +1,6 @@
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitTrip, flatSlice, type Context, type Slice, type Trip } from './context.js';
 import { socAtOrBefore, socCovers, socFirstAfter, type SocState } from './soc.js';
-import { SOC_STREAM } from '../inputs.js';
 import { correctFrom, notePremature } from '../corrections/state.js';
 import { settleTrack, type Step, type TrackState } from './track.js';
 import { geofenceNamesAt } from './geofences.js';
@@ -189,7 +188,7 @@ function tell(ctx: Context, waiting: FinishedTrips, soc: SocState): void {
   const d = waiting.shift()!;
   // Told before the CAN stream passed its end: checked once it has (a soc change after what it had reached then: corrected);
   // told with a soc history that no longer reaches it: corrected.
-  if (soc.through < d.end) notePremature(ctx.late, SOC_STREAM, d.start, d.end, soc.through, 'earliest');
+  if (soc.through < d.end) notePremature(ctx.late, 'soc', d.start, d.end, soc.through, 'earliest');
   else if (!socCovers(soc, d.end)) correctFrom(ctx.late, d.start);
   const t: Trip = {
     vehicleno: ctx.vehicleno,
