@@ -12,7 +12,7 @@ const SECRET = `whsec_${Buffer.from('worker-kill-events-secret').toString('base6
  * than the lock a killed worker's job waits out: the retried job's records come late, past the window, and
  * correct what the jobs derived meanwhile (EVENTS_ORDER_WAIT, under the lock, lets those go first).
  */
-const WINDOW_MS = 500;
+const WINDOW_MS = 1;
 
 let stack: Stack;
 let hook: Server;
@@ -53,17 +53,19 @@ afterAll(async () => {
 
 it('a worker killed with SIGKILL in the middle of a write: its job is taken again and every record lands exactly once', async () => {
   const receiver = await stack.spawn('receiver');
-  stack.influx.front.setWriteDelay(1_500);
-  // The victim takes one job; killed in its write, the job waits out its lock while the next worker derives the jobs after it.
+  stack.influx.front.setWriteDelay(8_000);
+  // The victim takes the first job, one at a time; killed in its write, the job waits out its lock while
+  // the other worker, started before the kill, writes and derives the jobs after it.
   const victim = await stack.spawn('worker', { WORKER_CONCURRENCY: '1' });
 
   const feed = await runFeed({ url: receiver.url, token: TOKEN, mode: 'bulk', bulkSize: 200, count: 1_000, rate: Infinity, vehicles: 12, seed: 7, keep: true });
   expect(feed.acknowledged).toBe(1_000);
 
   await waitUntil(async () => stack.influx.front.writesStarted() > 0, 10_000, 'a write under way');
-  await victim.stop('SIGKILL');
+  // Held 8 s, the victim's write; the writes after it go at once.
   stack.influx.front.setWriteDelay(0);
   const survivor = await stack.spawn('worker', { LOG_LEVEL: 'info' });
+  await victim.stop('SIGKILL');
 
   const r = await stack.settle(feed.records.acknowledged);
   expect(r).toEqual({ expected: 1_000, missing: [], wrong: [], extra: 0 });
@@ -93,5 +95,6 @@ it('a worker killed with SIGKILL in the middle of a write: its job is taken agai
   await waitUntil(async () => same(), 60_000, `the ${want.size} events of an ordered run held`).catch(() => undefined);
   expect(new Map([...held].sort())).toEqual(new Map([...want].sort()));
   // The killed job's records came late, past the window, and corrected what the jobs after it had derived.
+  await waitUntil(async () => /corrected from a late record/.test(survivor.output()), 10_000, 'a correction logged').catch(() => undefined);
   expect(survivor.output()).toMatch(/corrected from a late record/);
 }, 180_000);

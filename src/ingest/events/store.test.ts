@@ -160,7 +160,7 @@ describe('vehicle events in Redis', () => {
       args.vehicle(v, i, state, added, d, DEFAULT_DERIVE_OPTIONS);
     });
     const read = readCommitArgs(args.finish(['{"kind":"event"}', 'ü']));
-    expect(read.vehicles.map((v) => [v.vehicleno, v.version, v.since, v.streams.map((st) => st.adds.length)])).toEqual(plates.map((v, i) => [v, i === 0 ? '' : String(i), T0 + 1_000, [0, 1, 0, 0]]));
+    expect(read.vehicles.map((v) => [v.vehicleno, v.version, v.since, v.streams.map((st) => st.adds.length)])).toEqual(plates.map((v, i) => [v, i === 0 ? '' : String(i), T0 + 1_000, [0, 1, 0]]));
     const back = read.vehicles.map((v) => {
       const st = v.streams.find((x) => x.streamId === can.streamId)!;
       return restore(v.committed.subarray(v.committed.indexOf(0x20) + 1), [{ streamId: can.streamId, members: st.adds.map((a) => a[1]) }]).streams[can.streamId]!.pending.records();
