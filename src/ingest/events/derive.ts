@@ -147,8 +147,6 @@ export function ingest(
   into?: AddedRecords,
 ): Derived {
   const ctx = begin(vehicleno, s, opts);
-  /** Records at or before it are past the horizon (read at the first late record: the cut before this call). */
-  let tooLateThrough = NaN;
   for (const input of inputs) {
     const plan = STREAMS.get(input.type);
     // Times are integer epoch ms (validation makes them so); the store scores records by them exactly.
@@ -158,19 +156,29 @@ export function ingest(
     const taken = addRecord(s.streams[plan.streamId]!, r, nowMs, opts);
     if (taken === 'added' || taken === 'merged') into?.push(plan.streamId, r.time);
     else if (taken === 'duplicate') ctx.out.duplicates++;
-    else {
-      // Late: what was told is corrected from it (corrections/), unless it is older than the horizon.
-      ctx.out.late++;
-      if (tooLateThrough !== tooLateThrough) tooLateThrough = Math.max(s.late.firstCut, cutOf(s) - opts.horizonMs);
-      if (r.time > tooLateThrough) correctFrom(s.late, r.time);
-      else {
-        ctx.out.tooLate++;
-        ctx.out.tooLateFirst ??= { type: plan.name, time: r.time };
-      }
-    }
+    else late(ctx, s, plan, r.time);
   }
   commitDue(ctx, s, nowMs, false);
   return end(ctx, s);
+}
+
+/**
+ * A late record: what was told is corrected from it (corrections/), unless it is older than the horizon.
+ * (Out of `ingest`'s loop, which stays small enough for the engine to inline what it calls there.)
+ */
+function late(ctx: Context, s: VehicleState, plan: StreamPlan, time: number): void {
+  ctx.out.late++;
+  if (time > Math.max(s.late.firstCut, cutBefore(ctx, s) - ctx.opts.horizonMs)) correctFrom(s.late, time);
+  else {
+    ctx.out.tooLate++;
+    ctx.out.tooLateFirst ??= { type: plan.name, time };
+  }
+}
+
+/** The cut as the call began (read at its first late record: records added do not move it). */
+function cutBefore(ctx: Context, s: VehicleState): number {
+  if (ctx.cutBefore !== ctx.cutBefore) ctx.cutBefore = cutOf(s);
+  return ctx.cutBefore;
 }
 
 /**
@@ -182,7 +190,7 @@ const COMMITTING: StreamRecord = emptyRecord(0, 0);
 const RELEASING: StreamRecord = emptyRecord(0, 0);
 
 /** The call's context, reused (calls never nest): only its outputs are new. */
-const CTX: Context = { vehicleno: '', opts: DEFAULT_DERIVE_OPTIONS, out: emptyDerived(), late: SLICES.late.fresh() };
+const CTX: Context = { vehicleno: '', opts: DEFAULT_DERIVE_OPTIONS, out: emptyDerived(), late: SLICES.late.fresh(), cutBefore: NaN };
 
 /**
  * A call begins: its context, and, for a state whose corrections have not begun (a new vehicle, or one a
@@ -193,21 +201,23 @@ function begin(vehicleno: string, s: VehicleState, opts: DeriveOptions): Context
   CTX.opts = opts;
   CTX.out = emptyDerived();
   CTX.late = s.late;
-  for (let k = 0; k < WAITING.length; k++) {
-    const stream = s.streams[WAITING[k]!.streamId]!;
-    stream.heldNew = 0;
-    stream.heldTaken = false;
-  }
-  if (s.late.epoch !== s.late.epoch) {
-    const cut = cutOf(s);
-    s.late.epoch = 0;
-    s.late.firstCut = cut;
-    s.late.bucket = Math.floor(cut / opts.checkpointIntervalMs);
-    // Records a release without waiting streams committed were taken by every detector.
-    s.late.chargingThrough = s.streams[SOC_STREAM]!.watermark;
-    CTX.out.reset = true;
-  }
+  CTX.cutBefore = NaN;
+  const waiting = s.streams[SOC_STREAM]!;
+  waiting.heldNew = 0;
+  waiting.heldTaken = false;
+  if (s.late.epoch !== s.late.epoch) beginCorrections(CTX, s, opts);
   return CTX;
+}
+
+/** A state whose corrections have not begun: they begin with it as it is (epoch 0, `begin`). */
+function beginCorrections(ctx: Context, s: VehicleState, opts: DeriveOptions): void {
+  const cut = cutOf(s);
+  s.late.epoch = 0;
+  s.late.firstCut = cut;
+  s.late.bucket = Math.floor(cut / opts.checkpointIntervalMs);
+  // Records a release without waiting streams committed were taken by every detector.
+  s.late.chargingThrough = s.streams[SOC_STREAM]!.watermark;
+  ctx.out.reset = true;
 }
 
 /** The last record time a vehicle's streams committed, of any stream (-Infinity: none): a checkpoint's cut. */
@@ -292,8 +302,11 @@ function commitDue(ctx: Context, s: VehicleState, nowMs: number, idle: boolean):
     apply(ctx, s, plan, r);
   }
   if (any) for (let k = 0; k < ORDER.length; k++) if (DUE[k]! > 0) dropCommitted(s.streams[ORDER[k]!.streamId]!, DUE[k]!);
-  release(ctx, s, nowMs, true);
+  if (waiting(s)) release(ctx, s, nowMs, true);
 }
+
+/** Whether records wait for the track (for charging, or the drain). */
+const waiting = (s: VehicleState): boolean => s.streams[SOC_STREAM]!.held.length > 0 || s.drain.waiting.length > 0;
 
 /** Streams in the order their records go at one instant. */
 const ORDER: readonly StreamPlan[] = [...STREAMS.values()].sort((a, b) => Number(a.lat >= 0) - Number(b.lat >= 0) || a.streamId - b.streamId);
@@ -324,7 +337,7 @@ function apply(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord)
     towingRecord(ctx, s.towing, s.track, r, plan, steps);
     ignitionRecord(ctx, s.ignition, r, plan);
     // The track moved on: what waited for it to pass may go.
-    if (plan.streamId === TRACK_STREAM) release(ctx, s, 0, false);
+    if (plan.streamId === TRACK_STREAM && waiting(s)) release(ctx, s, 0, false);
   }
   if (plan.soc >= 0) {
     noteSoc(s.soc, r, plan);
@@ -333,12 +346,15 @@ function apply(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord)
   }
   if (plan.bmsId >= 0 || plan.batteryId >= 0) batterySwapRecord(ctx, s.batterySwap, r, plan);
   if (plan.alarms.length > 0) alarmRecord(ctx, s.alarms, r, plan, s.soc.latest);
-  if (plan.waits) {
-    const settled = settledThrough(ctx, s);
-    chargingWait(ctx, s, plan, r, settled);
-    const soc = valueAt(r, plan.soc);
-    if (soc === soc) drainWait(ctx, s, r.time, soc, settled);
-  }
+  if (plan.waits) waits(ctx, s, plan, r);
+}
+
+/** A committed record of a waiting stream, to the detectors that wait for the track ("Waits", below). */
+function waits(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord): void {
+  const settled = settledThrough(ctx, s);
+  chargingWait(ctx, s, plan, r, settled);
+  const soc = valueAt(r, plan.soc);
+  if (soc === soc) drainWait(ctx, s, r.time, soc, settled);
 }
 
 /**

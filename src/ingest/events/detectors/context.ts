@@ -201,6 +201,8 @@ export interface Context {
   out: Derived;
   /** The vehicle's corrections (premature reads are noted there). */
   late: LateState;
+  /** The last record time the vehicle's streams had committed as the call began (NaN: not read yet). */
+  cutBefore: number;
 }
 
 // Most calls derive nothing: their outputs share these empty lists, and a list is made at its first output.
