@@ -1,7 +1,8 @@
 #!/usr/bin/env node
+import { constants } from 'node:os';
 import { ConfigError, loadConfig, MODES, redactedConfig, type Mode } from '../config/index.js';
-import { createLogger } from '../log/index.js';
-import { startService } from '../ingest/service/index.js';
+import { createLogger, type Logger } from '../log/index.js';
+import { startService, type RunningService } from '../ingest/service/index.js';
 
 /** `telematics-ingest [all|receiver|worker]`; the argument wins over SERVICE_MODE. */
 async function main(): Promise<void> {
@@ -28,16 +29,43 @@ async function main(): Promise<void> {
   log.info({ config: redactedConfig(cfg) }, 'configuration');
   const service = await startService(cfg, log);
 
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal, graceMs: cfg.SHUTDOWN_GRACE }, 'shutting down');
-    const force = setTimeout(() => {
-      log.error('shutdown grace time exceeded; exiting with work in flight (jobs return to the queue)');
+  stopOnSignals(service, cfg.SHUTDOWN_GRACE, log);
+}
+
+/**
+ * A signal this soon after the first is the same one relayed: a terminal's Ctrl-C reaches every process
+ * of its foreground group, and `npm start` (and tsx) pass the one they got on to this process as well.
+ */
+const SAME_SIGNAL_MS = 1_000;
+
+/** The exit code of a process ended by `signal`, as a shell reports it. */
+const signalExitCode = (signal: NodeJS.Signals): number => 128 + (constants.signals[signal] ?? 0);
+
+/**
+ * SIGTERM or SIGINT closes the service, bounded by `graceMs` (SHUTDOWN_GRACE): exit 0 once it closed;
+ * past the bound, what had not finished is logged by name and the process exits 1 (jobs in flight
+ * return to the queue once their locks expire). A second signal (a second after the first at least)
+ * exits at once. Every way out is `process.exit`: nothing left open (a connection, a timer, a client
+ * reconnecting) can keep the process.
+ */
+function stopOnSignals(service: RunningService, graceMs: number, log: Logger): void {
+  let stopping: NodeJS.Signals | undefined;
+  let stoppingAt = 0;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      if (Date.now() - stoppingAt < SAME_SIGNAL_MS) return;
+      log.warn({ signal, unfinished: service.unfinished() }, `${signal} while shutting down already: exiting now, unfinished: ${service.unfinished().join(', ') || 'nothing'}`);
+      process.exit(signalExitCode(signal));
+    }
+    stopping = signal;
+    stoppingAt = Date.now();
+    log.info({ signal, graceMs }, 'shutting down');
+    // Not unref'd: the bound holds even when what close() waits for keeps nothing else alive.
+    setTimeout(() => {
+      const unfinished = service.unfinished();
+      log.error({ graceMs, unfinished }, `shutdown did not finish within SHUTDOWN_GRACE (${graceMs} ms): ${unfinished.join(', ') || 'nothing named'} unfinished; exiting (jobs in flight return to the queue)`);
       process.exit(1);
-    }, cfg.SHUTDOWN_GRACE);
-    force.unref();
+    }, graceMs);
     service.close().then(
       () => process.exit(0),
       (err: unknown) => {

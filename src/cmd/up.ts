@@ -3,7 +3,9 @@
  * Quick start: the whole pipeline on this machine. Starts a private redis-server and influxd
  * (with its /api/v2/write front) when REDIS_URL / INFLUX_URL are not set, installing the
  * Debian packages first when run as root, then receiver and worker in one process; pushes a
- * sample and prints it as queried back from InfluxDB. Ctrl-C stops everything.
+ * sample and prints it as queried back from InfluxDB. Ctrl-C stops everything: the service first (its
+ * Redis still there for the jobs in flight), then the private servers, within SHUTDOWN_GRACE (5 s
+ * unless set) and their few seconds; a second Ctrl-C at once.
  * `npm run up -- --feed [records/s]` also keeps the emulator's push feed running against it, and serves
  * the emulator's operations as UPSTREAM_URL, so the feed's fuel history is synced (its thefts, refuels); with
  * `--sign` the demo sender signs every push (Standard Webhooks) and the service requires it;
@@ -11,7 +13,9 @@
  * (src/devstack/v2front.ts).
  */
 import { randomBytes } from 'node:crypto';
+import { constants } from 'node:os';
 import { loadConfig, redactedConfig, type Config } from '../config/index.js';
+import { parseDuration } from '../config/duration.js';
 import { createLogger } from '../log/index.js';
 import { startService, type RunningService } from '../ingest/service/index.js';
 import { ensureDebianPackages, waitFor } from '../devstack/process.js';
@@ -54,21 +58,30 @@ interface DemoSender {
   signingSecret?: string;
 }
 
+/** How long a private server has to stop before it is killed: its data is thrown away with it. */
+const SERVER_STOP_MS = 3_000;
+
+/** A signal this soon after the first is the same one (see stopOnSignals); a second Ctrl-C must come later to count. */
+const SAME_SIGNAL_MS = 1_000;
+
+/** SHUTDOWN_GRACE unless set: the service's drain matters little when its queue is thrown away with the private Redis. */
+const UP_SHUTDOWN_GRACE = '5s';
+
 const stopServers = async ({ redis, influx }: PrivateServers): Promise<void> => {
-  await influx?.stop();
-  await redis?.stop();
+  await Promise.all([influx?.stop({ timeoutMs: SERVER_STOP_MS }), redis?.stop({ timeoutMs: SERVER_STOP_MS })]);
 };
 
 /** A private redis-server and influxd for whichever of REDIS_URL / INFLUX_URL is unset; their addresses go into `env`. */
-async function startPrivateServers(env: Env): Promise<PrivateServers> {
-  const servers: PrivateServers = {};
+async function startPrivateServers(env: Env, servers: PrivateServers): Promise<void> {
   const needs = [
     ...(env.REDIS_URL ? [] : [{ bin: 'redis-server', pkg: 'redis-server' }]),
     ...(env.INFLUX_URL ? [] : [{ bin: 'influxd', pkg: 'influxdb' }]),
   ];
   ensureDebianPackages(needs, say);
+  // In process groups of their own: a Ctrl-C reaches this process alone, which stops the service
+  // before the servers it drains into (and kills them however it exits; see spawnServer).
   if (!env.REDIS_URL) {
-    const redis = await startRedis({ appendonly: true });
+    const redis = await startRedis({ appendonly: true, ownGroup: true });
     servers.redis = redis;
     env.REDIS_URL = redis.url;
     say(`redis-server (private, AOF on) at ${redis.url}`);
@@ -80,7 +93,7 @@ async function startPrivateServers(env: Env): Promise<PrivateServers> {
     const profile = asked === '3-core-v3' ? '3-core' : asked;
     if (profile !== undefined && !(profile in PROFILES)) throw new Error(`--influx-profile: one of ${[...Object.keys(PROFILES), '3-core-v3'].join(', ')}`);
     if (asked === '3-core-v3') env.INFLUX_API ??= 'v3';
-    const influx = await startInflux(profile === undefined ? {} : { profile: profile as InfluxProfile });
+    const influx = await startInflux({ ownGroup: true, ...(profile === undefined ? {} : { profile: profile as InfluxProfile }) });
     servers.influx = influx;
     env.INFLUX_URL = influx.url;
     env.INFLUX_TOKEN = influx.token;
@@ -88,7 +101,6 @@ async function startPrivateServers(env: Env): Promise<PrivateServers> {
     await influx.createDatabase(env.INFLUX_BUCKET);
     say(`influxd (private) at ${influx.rawUrl}, /api/v2/write front at ${influx.url}`);
   }
-  return servers;
 }
 
 /** Unless senders are configured (or PUSH_AUTH=none), a "demo" sender for this run, written into `env`. */
@@ -114,28 +126,88 @@ async function loadConfigOrStop(env: Env, servers: PrivateServers): Promise<Conf
   }
 }
 
-/** Receiver and worker in this process, once ready. */
-async function startReadyService(cfg: Config): Promise<RunningService> {
+/** Receiver and worker in this process, once ready; in `run` as soon as it started, for a Ctrl-C to stop. */
+async function startReadyService(cfg: Config, run: Run): Promise<RunningService> {
   const log = createLogger(cfg.LOG_LEVEL);
   log.debug({ config: redactedConfig(cfg) }, 'configuration');
   const service = await startService(cfg, log);
+  run.service = service;
   say(`telematics-ingest (receiver + worker) at ${service.url}`);
   await waitFor('readiness (/readyz)', async () => (await fetch(`${service.url}/readyz`)).ok, 30_000);
   return service;
 }
 
-/** Ctrl-C (or SIGTERM) stops the feed, the service and the private servers; the signal returned aborts the feed. */
-function stopOnSignal(service: RunningService, servers: PrivateServers, upstream?: { close(): Promise<void> }): AbortSignal {
-  const feedAbort = new AbortController();
-  const stopAll = async () => {
-    feedAbort.abort();
-    await upstream?.close();
-    await service.close();
-    await stopServers(servers);
+/** What this run started, as far as it got: what a Ctrl-C stops. */
+interface Run {
+  servers: PrivateServers;
+  upstream?: { close(): Promise<void> };
+  service?: RunningService;
+  /** Aborts the push feed. */
+  feed: AbortController;
+  /** Set once a signal came: the start gives up, and its errors are not the exit's. */
+  stopping?: NodeJS.Signals;
+}
+
+/**
+ * Ctrl-C (SIGINT), SIGTERM or SIGHUP stops the feed, the emulator, the service (bounded by `graceMs`:
+ * past it, what had not finished is named and left), then the private servers (each killed if it
+ * has not stopped within SERVER_STOP_MS; at once when it is gone already), and exits: 0 when all
+ * stopped, 1 otherwise. A second signal (a second after the first at least) exits at once, the private
+ * servers killed as it exits.
+ * Installed before anything starts, so that a Ctrl-C while starting stops what was started.
+ */
+function stopOnSignals(run: Run, graceMs: number): void {
+  const pending = new Set<string>();
+  const unfinished = () => [...pending].flatMap((p) => (p === 'service' && run.service ? run.service.unfinished().map((u) => `service: ${u}`) : [p]));
+  const step = async (name: string, work: () => Promise<unknown> | undefined): Promise<boolean> => {
+    pending.add(name);
+    try {
+      await work();
+      return true;
+    } catch (err) {
+      say(`${name}: ${err instanceof Error ? err.message : String(err)}`);
+      return false;
+    } finally {
+      pending.delete(name);
+    }
   };
-  process.once('SIGINT', () => void stopAll().then(() => process.exit(0)));
-  process.once('SIGTERM', () => void stopAll().then(() => process.exit(0)));
-  return feedAbort.signal;
+  let stoppingAt = 0;
+  const stop = (signal: NodeJS.Signals) => {
+    if (run.stopping) {
+      // The same Ctrl-C, relayed: the terminal signals npm, tsx and this process, and npm and tsx pass it on.
+      if (Date.now() - stoppingAt < SAME_SIGNAL_MS) return;
+      const left = unfinished();
+      say(`\n${signal} while stopping already: exiting now${left.length > 0 ? `; unfinished: ${left.join(', ')}` : ''}`);
+      process.exit(128 + (constants.signals[signal] ?? 0));
+    }
+    run.stopping = signal;
+    stoppingAt = Date.now();
+    say(`\n${signal}: stopping the service, then the private servers (${signal === 'SIGINT' ? 'Ctrl-C' : signal} again exits at once)`);
+    // The last resort, should stopping a server hang itself: nothing outlives this.
+    setTimeout(() => {
+      say(`not stopped within ${graceMs + SERVER_STOP_MS + 2_000} ms; unfinished: ${unfinished().join(', ')}; exiting`);
+      process.exit(1);
+    }, graceMs + SERVER_STOP_MS + 2_000);
+    void (async () => {
+      run.feed.abort();
+      const closed = (async () => {
+        const emulator = await step('emulator', () => run.upstream?.close());
+        return (await step('service', () => run.service?.close())) && emulator;
+      })();
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<'late'>((resolve) => {
+        timer = setTimeout(() => resolve('late'), graceMs);
+      });
+      const outcome = await Promise.race([closed, late]);
+      clearTimeout(timer);
+      if (outcome === 'late') say(`the service did not stop within SHUTDOWN_GRACE (${graceMs} ms); unfinished: ${unfinished().join(', ')}; stopping the private servers regardless`);
+      const stopped = await Promise.all([step('influxd', () => run.servers.influx?.stop({ timeoutMs: SERVER_STOP_MS })), step('redis-server', () => run.servers.redis?.stop({ timeoutMs: SERVER_STOP_MS }))]);
+      const ok = outcome === true && stopped.every(Boolean);
+      say(ok ? 'stopped' : 'stopped, not cleanly (see above)');
+      process.exit(ok ? 0 : 1);
+    })();
+  };
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => stop(signal));
 }
 
 /** Pushes the sample bulk as the sender would, signed when it signs; returns what was pushed. */
@@ -203,37 +275,47 @@ function startFeedIfAsked(url: string, token: string | undefined, signingSecret:
   void runFeed({ url, token, ...(signingSecret ? { signingSecret } : {}), mode: 'mixed', rate, durationMs: 7 * 86_400_000, vehicles: FEED_VEHICLES, seed: 1, signal, maxAttempts: 20 });
 }
 
+const run: Run = { servers: {}, feed: new AbortController() };
+
 async function main(): Promise<void> {
   const env: Env = { ...process.env };
+  env.SHUTDOWN_GRACE ||= UP_SHUTDOWN_GRACE;
+  stopOnSignals(run, parseDuration(env.SHUTDOWN_GRACE) ?? parseDuration(UP_SHUTDOWN_GRACE)!);
   // With a feed, its events are there to be seen: the emulator's fleet passes 50 km/h now and then, and
   // starts and ends its drives at its depots (each a 300-m geofence).
   // Its fuel history is synced from the emulator's operations too, the last day's first: its thefts and refuels.
-  let upstream: Awaited<ReturnType<typeof startEmulator>> | undefined;
   if (process.argv.includes('--feed')) {
     env.SPEED_LIMIT ??= '50';
     env.GEOFENCES_FILE ??= writeFeedDepots();
     if (!env.UPSTREAM_URL) {
-      upstream = await startEmulator({ fleet: Fleet.create({ seed: 1, size: FEED_VEHICLES }) });
+      const upstream = await startEmulator({ fleet: Fleet.create({ seed: 1, size: FEED_VEHICLES }) });
+      run.upstream = upstream;
       env.UPSTREAM_URL = upstream.url;
       env.UPSTREAM_TOKEN = upstream.token;
       env.FUEL_SYNC_INTERVAL ??= '1m';
     }
   }
-  const servers = await startPrivateServers(env);
+  const { servers } = run;
+  await startPrivateServers(env, servers);
+  if (run.stopping) return;
   const demo = addDemoSender(env);
   const cfg = await loadConfigOrStop(env, servers);
-  const service = await startReadyService(cfg);
-  const feedSignal = stopOnSignal(service, servers, upstream);
+  const service = await startReadyService(cfg, run);
+  if (run.stopping) return;
 
   const token = demo.token ?? process.env.PUSH_TOKEN;
   const push = await pushSample(service.url, token, demo.signingSecret);
   await showQueriedBack(servers.influx?.rawUrl ?? cfg.INFLUX_URL, cfg.INFLUX_BUCKET, push.bulkData[0]!.data.time);
+  if (run.stopping) return;
   sayWhereToGoNext(service, token);
-  startFeedIfAsked(service.url, token, demo.signingSecret, feedSignal);
+  startFeedIfAsked(service.url, token, demo.signingSecret, run.feed.signal);
   say('\nRunning; Ctrl-C stops the service and the private servers.');
 }
 
 main().catch((err: unknown) => {
+  // Once stopping, what failed to start is what the stop stops; the stop decides the exit.
+  if (run.stopping) return;
   process.stderr.write(`up failed: ${err instanceof Error ? err.message : String(err)}\n`);
+  // The private servers are killed as this process exits (spawnServer's ownGroup).
   process.exit(1);
 });

@@ -82,6 +82,26 @@ describe('loadConfig', () => {
     expect(text).not.toContain('hunter2');
   });
 
+  it('cuts credentials out of every URL it shows, a password holding @ too, and refuses them in the webhook URL', () => {
+    const cfg = loadConfig({
+      PUSH_TOKENS: TOKEN,
+      REDIS_URL: 'redis://ops:p@ss:w0rd@redis:6379/0',
+      INFLUX_URL: 'https://reader:in@flux@influx.example:8086',
+      UPSTREAM_URL: 'https://u:up@stream@api.example/api',
+      UPSTREAM_TOKEN: 't',
+    });
+    const shown = redactedConfig(cfg);
+    expect(shown).toMatchObject({
+      REDIS_URL: 'redis://[credentials]@redis:6379/0',
+      INFLUX_URL: 'https://[credentials]@influx.example:8086',
+      UPSTREAM_URL: 'https://[credentials]@api.example/api',
+    });
+    for (const secret of ['p@ss', 'ss:w0rd', 'in@flux', 'up@stream']) expect(JSON.stringify(shown)).not.toContain(secret);
+    expect(() => loadConfig({ PUSH_TOKENS: TOKEN, EVENTS_WEBHOOK_URL: 'https://user:pass@hooks.example/t', EVENTS_WEBHOOK_SECRET: `whsec_${Buffer.from('k'.repeat(32)).toString('base64')}` })).toThrow(
+      /EVENTS_WEBHOOK_URL: must not carry credentials \(user:password@\): the receiver verifies each delivery by its signature/,
+    );
+  });
+
   it('reads the data-quality and fleet settings, and names what is wrong with them', () => {
     const cfg = loadConfig({ PUSH_TOKENS: TOKEN, TIME_MAX_AGE: '0', PLAUSIBLE_RANGES: 'battery_voltage=0..60, speed=off,power=-5000..5000.5', SILENT_AFTER: '1h,15m' });
     expect(cfg.TIME_MAX_AHEAD).toBe(15 * 60_000);

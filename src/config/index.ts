@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { IANAZone } from 'luxon';
 import { DURATION_HINT, parseDuration } from './duration.js';
 import { parseSenders, type Sender } from './senders.js';
-import { SECRET_SETTINGS, withoutCredentials } from './secrets.js';
+import { hasCredentials, SECRET_SETTINGS, withoutCredentials } from './secrets.js';
 import { secretKey } from '../telemetry/signature.js';
 
 /**
@@ -72,7 +72,9 @@ const webhookUrl = z
   .string()
   .trim()
   .url('expected a URL such as https://example.com/hooks/telematics')
-  .regex(/^https?:\/\//i, 'expected an http:// or https:// URL');
+  .regex(/^https?:\/\//i, 'expected an http:// or https:// URL')
+  // It would be logged, and kept in every failed delivery's reason: deliveries are signed instead (EVENTS_WEBHOOK_SECRET).
+  .refine((u) => !hasCredentials(u), 'must not carry credentials (user:password@): the receiver verifies each delivery by its signature (EVENTS_WEBHOOK_SECRET)');
 
 /** A PLAUSIBLE_RANGES entry: `rule=min..max` or `rule=off` (a name that is no rule is a field, bounded so). */
 export type RangeOverride = { name: string; off: true } | { name: string; off?: false; min: number; max: number };
@@ -107,6 +109,7 @@ const env = z.object({
   ADMIN_PORT: int(0, 65_535).default(9464),
   METRICS_SAMPLE_INTERVAL: duration.default(5_000),
   QUEUE_UI: z.enum(['on', 'off']).default('off'),
+  QUEUE_UI_WRITES: z.enum(['on', 'off']).default('off'),
   ADMIN_CREDENTIALS: z.string().optional(),
   ADMIN_AUTH: z.enum(['basic', 'none']).default('basic'),
   LOG_SUMMARY_INTERVAL: duration.default(60_000),
@@ -148,7 +151,7 @@ const env = z.object({
   BODY_LIMIT: size.default(10 * 1_048_576),
   MAX_RECORDS_PER_PUSH: int(1, 1_000_000).default(10_000),
   QUARANTINE_RAW_LIMIT: size.default(64 * 1_024),
-  QUARANTINE_MAX_ENTRIES: int(1_000, 100_000_000).default(100_000),
+  QUARANTINE_MAX_BYTES: size.default(256 * 1_048_576),
   ENQUEUE_TIMEOUT: duration.default(5_000),
   ENQUEUE_LINGER: duration.default(2),
   RETRY_AFTER: duration.default(5_000),
@@ -223,6 +226,10 @@ const env = z.object({
       { label: '24h', ms: 86_400_000 },
     ]),
   FLEET_STATUS_INTERVAL: duration.default(60_000),
+  /** Vehicles the service keeps state for; a new one beyond, neither known nor listed upstream, is refused. 0: no bound. */
+  MAX_VEHICLES: int(0, 100_000_000).default(100_000),
+  /** A vehicle not heard from this long has its state removed (last seen, position, events). 0: never. */
+  VEHICLE_EXPIRY: duration.default(90 * 86_400_000),
 
   // Vehicle events (issue #28): derived per vehicle, committed to a per-partition outbox stream.
   EVENTS: z.enum(['on', 'off']).default('on'),
@@ -274,6 +281,8 @@ const env = z.object({
   GEOFENCES_FILE: z.string().trim().optional(),
   /** A vehicle is taken inside or outside a geofence once its fixes stayed so this long (no flapping on a border). */
   GEOFENCE_MIN_DWELL: duration.default(60_000),
+  /** A raised alarm that is no safety alarm is told once it held this long; safety alarms at once. 0: every alarm at once. */
+  ALARM_MIN_DURATION: duration.default(30_000),
   /** Percent: a battery at or under SOC_LOW is low (soc_low), and recovered at or over SOC_RECOVERED (soc_recovered). */
   SOC_LOW: num(0, 100).default(20),
   SOC_RECOVERED: num(0, 100).default(30),
@@ -332,9 +341,13 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   }
   const senders = parseSenders(cfg.PUSH_TOKENS, cfg.PUSH_SIGNING_SECRETS);
   problems.push(...senders.problems);
-  if (cfg.QUEUE_UI === 'on' && cfg.ADMIN_AUTH === 'basic' && !/^[^:]+:.{12,}$/.test(cfg.ADMIN_CREDENTIALS ?? '')) {
+  // Whenever they are set: they guard the fleet routes (plates, positions, geofences) as well as the queue UI.
+  const weak = cfg.ADMIN_CREDENTIALS === undefined ? undefined : credentialWeakness(cfg.ADMIN_CREDENTIALS);
+  if (weak !== undefined) problems.push(`ADMIN_CREDENTIALS: ${weak}`);
+  else if (cfg.QUEUE_UI === 'on' && cfg.ADMIN_AUTH === 'basic' && cfg.ADMIN_CREDENTIALS === undefined) {
     problems.push('ADMIN_CREDENTIALS: the queue UI (QUEUE_UI=on) needs user:password (a password of 12+ characters), or ADMIN_AUTH=none to expose it on purpose');
   }
+  if (cfg.QUEUE_UI_WRITES === 'on' && cfg.QUEUE_UI !== 'on') problems.push('QUEUE_UI_WRITES: lets the queue UI change jobs; it needs QUEUE_UI=on');
   if (Boolean(cfg.TLS_CERT) !== Boolean(cfg.TLS_KEY)) problems.push('TLS_CERT, TLS_KEY: set both (PEM files) to serve HTTPS, or neither');
   if (cfg.TLS_CLIENT_CA && !cfg.TLS_CERT) problems.push('TLS_CLIENT_CA: needs TLS_CERT and TLS_KEY (client certificates are asked for over TLS only)');
   if (cfg.REDIS_CLUSTER_NODES.length > 0 && cfg.REDIS_SENTINELS.length > 0) problems.push('REDIS_CLUSTER_NODES, REDIS_SENTINELS: a Redis is either a Cluster or Sentinel-managed; set one');
@@ -358,13 +371,45 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     }
   }
   if (cfg.EVENTS_WEBHOOK_TIMEOUT <= 0) problems.push('EVENTS_WEBHOOK_TIMEOUT: must be above 0');
+  const share = quarantineShareOf(cfg.QUARANTINE_MAX_BYTES, cfg.PUSH_AUTH === 'none' ? 0 : senders.senders.length);
+  if (share < 2 * cfg.QUARANTINE_RAW_LIMIT) {
+    problems.push(`QUARANTINE_MAX_BYTES: a sender's share (${share} bytes, one of ${cfg.QUARANTINE_MAX_BYTES} shared by the senders and the service) must hold at least two entries of QUARANTINE_RAW_LIMIT (${cfg.QUARANTINE_RAW_LIMIT})`);
+  }
+  const longestSilence = cfg.SILENT_AFTER.at(-1)!;
+  if (cfg.VEHICLE_EXPIRY > 0 && cfg.VEHICLE_EXPIRY <= Math.max(longestSilence.ms, cfg.EVENTS_HORIZON)) {
+    problems.push(`VEHICLE_EXPIRY: must be longer than the longest SILENT_AFTER (${longestSilence.label}) and EVENTS_HORIZON, or a silent vehicle is forgotten before it is told silent, or its late records corrected`);
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return { ...cfg, SENDERS: cfg.PUSH_AUTH === 'none' ? [] : senders.senders };
 }
 
+/**
+ * Why admin credentials are too weak to guard anything, or undefined: `user:password`, a password of
+ * 12+ characters that is not the user's name or one character repeated. Nothing of it is said back.
+ */
+export function credentialWeakness(credentials: string): string | undefined {
+  const colon = credentials.indexOf(':');
+  if (colon <= 0) return 'expected user:password';
+  const user = credentials.slice(0, colon);
+  const password = credentials.slice(colon + 1);
+  if ([...password].length < 12) return 'the password must have 12 or more characters';
+  if (password === user || new Set(password).size < 4) return 'the password is too easy to guess (the user name, or a few characters repeated); choose another';
+  return undefined;
+}
+
+/**
+ * A sender's share of the quarantine: QUARANTINE_MAX_BYTES in equal parts, one per sender (one,
+ * `anonymous`, without authentication) and one for the service's own stages (points the store refused).
+ */
+export function quarantineShareOf(maxBytes: number, senders: number): number {
+  return Math.floor(maxBytes / (Math.max(1, senders) + 1));
+}
+
 /** The configuration as it may be logged: secrets replaced by their presence (lists by their length). */
 export function redactedConfig(cfg: Config): Record<string, unknown> {
-  const shown: Record<string, unknown> = { ...cfg, SENDERS: cfg.SENDERS.map((s) => s.name), REDIS_URL: withoutCredentials(cfg.REDIS_URL, '[credentials]@') };
+  const shown: Record<string, unknown> = { ...cfg, SENDERS: cfg.SENDERS.map((s) => s.name) };
+  // Every URL without the credentials it may carry.
+  for (const [key, v] of Object.entries(cfg)) if (typeof v === 'string' && v.includes('://')) shown[key] = withoutCredentials(v, '[credentials]@');
   for (const key of SECRET_SETTINGS) {
     const v = cfg[key];
     shown[key] = Array.isArray(v) ? `[${v.length} set]` : v ? '[set]' : '[unset]';

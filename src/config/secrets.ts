@@ -13,5 +13,20 @@ export const SECRET_SETTINGS = [
   'REDIS_SENTINEL_PASSWORD',
 ] as const;
 
-/** `redis://user:pass@host` → `redis://<mark>host`: the URL as it may be logged. */
-export const withoutCredentials = (url: string, mark = ''): string => url.replace(/\/\/[^@/]*@/, `//${mark}`);
+/**
+ * `redis://user:pass@host` → `redis://<mark>host`: the URL as it may be logged. Read as a URL parser
+ * reads it (the credentials end at the last `@` before the host, so a password holding `@` is cut
+ * whole); text that is no URL is cut at its last `@` before any path.
+ */
+export function withoutCredentials(url: string, mark = ''): string {
+  const scheme = url.indexOf('://');
+  if (scheme < 0) return url;
+  const from = scheme + 3;
+  const slash = url.indexOf('/', from);
+  const authority = url.slice(from, slash < 0 ? url.length : slash);
+  const at = authority.lastIndexOf('@');
+  return at < 0 ? url : `${url.slice(0, from)}${mark}${url.slice(from + at + 1)}`;
+}
+
+/** Whether a URL carries credentials (`user:pass@`), which a setting may then refuse. */
+export const hasCredentials = (url: string): boolean => withoutCredentials(url) !== url;

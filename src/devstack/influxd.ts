@@ -23,7 +23,8 @@ export interface LocalInflux {
   /** Stops influxd only (the front keeps answering, with 502): an outage as the service sees it. */
   stopServer(): Promise<void>;
   startServer(): Promise<void>;
-  stop(): Promise<void>;
+  /** Stops the front and influxd (SIGKILL after `timeoutMs`, 10 s by default; at once when it is gone already). */
+  stop(opts?: { timeoutMs?: number }): Promise<void>;
 }
 
 interface InfluxSeries {
@@ -71,9 +72,10 @@ export async function influxQLStatements<T = Record<string, unknown>>(rawUrl: st
 /**
  * A private influxd and its /api/v2/write front. With `pinCpus` (`taskset -c` form) influxd and the
  * front run on those cores, the front in a process of its own (the benchmark's pinned topology);
- * such a front cannot be slowed or counted from here (`setWriteDelay`, `writesStarted`).
+ * such a front cannot be slowed or counted from here (`setWriteDelay`, `writesStarted`). With
+ * `ownGroup`, a Ctrl-C in the terminal does not reach influxd: the caller stops it (see `spawnServer`).
  */
-export async function startInflux(opts: { token?: string; pinCpus?: string; profile?: InfluxProfile } = {}): Promise<LocalInflux> {
+export async function startInflux(opts: { token?: string; pinCpus?: string; profile?: InfluxProfile; ownGroup?: boolean } = {}): Promise<LocalInflux> {
   const bin = which('influxd');
   if (!bin) throw new Error('influxd not found: apt-get install -y influxdb');
   const dir = mkdtempSync(join(tmpdir(), 'telematics-influx-'));
@@ -102,7 +104,8 @@ export async function startInflux(opts: { token?: string; pinCpus?: string; prof
   );
   const rawUrl = `http://127.0.0.1:${httpPort}`;
   const ping = async () => (await fetch(`${rawUrl}/ping`)).status === 204;
-  const pinned = (cmd: string, args: string[]) => (opts.pinCpus ? spawnServer('taskset', ['-c', opts.pinCpus, cmd, ...args]) : spawnServer(cmd, args));
+  const group = { ownGroup: opts.ownGroup === true };
+  const pinned = (cmd: string, args: string[]) => (opts.pinCpus ? spawnServer('taskset', ['-c', opts.pinCpus, cmd, ...args], group) : spawnServer(cmd, args, group));
   let child = pinned(bin, ['run', '-config', conf]);
   await waitFor('influxd', ping, 30_000, child);
   const token = opts.token ?? 'devstack-influx-token';
@@ -126,9 +129,9 @@ export async function startInflux(opts: { token?: string; pinCpus?: string; prof
       child = pinned(bin, ['run', '-config', conf]);
       await waitFor('influxd', ping, 30_000, child);
     },
-    async stop() {
+    async stop({ timeoutMs = 10_000 } = {}) {
       await front.close();
-      await stopProcess(child);
+      await stopProcess(child, 'SIGTERM', timeoutMs);
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -52,9 +52,34 @@ export async function waitFor(what: string, probe: () => Promise<boolean>, timeo
   throw new Error(`${what} did not become ready within ${timeoutMs} ms`);
 }
 
-/** Spawns a server process that dies with us; stderr is kept for error messages. */
-export function spawnServer(bin: string, args: string[]): ChildProcess & { output: () => string } {
-  const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+/** Children spawned in a process group of their own, killed when this process exits (`spawnServer`'s `ownGroup`). */
+const grouped = new Set<ChildProcess>();
+let killOnExit = false;
+
+/**
+ * Spawns a server process; stderr is kept for error messages. It is in this process's group, so a
+ * Ctrl-C in the terminal reaches it too, unless `ownGroup`: then only this process stops it (in the
+ * order it chooses: `npm run up` stops the service before its Redis), and it is killed (SIGKILL) when
+ * this process exits, however it exits: by the kernel where util-linux's `setpriv` sets its
+ * parent-death signal (a SIGKILL of this process included: tsx sends one to a child slow to confirm
+ * a Ctrl-C), else as this process exits.
+ */
+export function spawnServer(bin: string, args: string[], opts: { ownGroup?: boolean } = {}): ChildProcess & { output: () => string } {
+  const setpriv = opts.ownGroup ? which('setpriv') : undefined;
+  // setpriv execs the server: the pid is the server's.
+  const child = setpriv
+    ? spawn(setpriv, ['--pdeathsig', 'KILL', '--', bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    : spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: opts.ownGroup === true });
+  if (opts.ownGroup) {
+    grouped.add(child);
+    child.once('exit', () => grouped.delete(child));
+    if (!killOnExit) {
+      killOnExit = true;
+      process.on('exit', () => {
+        for (const c of grouped) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+      });
+    }
+  }
   let out = '';
   const keep = (b: Buffer) => {
     out = (out + b.toString()).slice(-8_000);
@@ -64,6 +89,7 @@ export function spawnServer(bin: string, args: string[]): ChildProcess & { outpu
   return Object.assign(child, { output: () => out });
 }
 
+/** Stops `child` with `signal`, with SIGKILL after `timeoutMs`; at once when it is gone already. */
 export function stopProcess(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 10_000): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {

@@ -8,8 +8,11 @@ export interface LocalRedis {
   url: string;
   port: number;
   dir: string;
-  /** Stops the server; with `keepData` the directory survives for a restart on the same port. */
-  stop(opts?: { signal?: NodeJS.Signals; keepData?: boolean }): Promise<void>;
+  /**
+   * Stops the server (SIGKILL after `timeoutMs`, 10 s by default; at once when it is gone already);
+   * with `keepData` the directory survives for a restart on the same port.
+   */
+  stop(opts?: { signal?: NodeJS.Signals; keepData?: boolean; timeoutMs?: number }): Promise<void>;
   /** Starts it again on the same port and directory (AOF replays when it was on). */
   restart(): Promise<void>;
 }
@@ -33,9 +36,10 @@ function ping(port: number): Promise<boolean> {
 
 /**
  * A private redis-server on a free loopback port, configured as BullMQ requires (noeviction). With `appendonly`, every write is fsynced before Redis answers (`appendfsync always`), so an
- * acknowledged push survives even a SIGKILL of Redis or a power loss.
+ * acknowledged push survives even a SIGKILL of Redis or a power loss. With `ownGroup`, a Ctrl-C in the
+ * terminal does not reach it: the caller stops it (see `spawnServer`).
  */
-export async function startRedis(opts: { appendonly?: boolean; maxmemory?: string } = {}): Promise<LocalRedis> {
+export async function startRedis(opts: { appendonly?: boolean; maxmemory?: string; ownGroup?: boolean } = {}): Promise<LocalRedis> {
   const bin = which('redis-server');
   if (!bin) throw new Error('redis-server not found: apt-get install -y redis-server');
   const port = await freePort();
@@ -46,18 +50,19 @@ export async function startRedis(opts: { appendonly?: boolean; maxmemory?: strin
     '--maxmemory-policy', 'noeviction', '--daemonize', 'no', '--loglevel', 'warning',
     ...(opts.maxmemory ? ['--maxmemory', opts.maxmemory] : []),
   ];
-  let child = spawnServer(bin, args);
+  const spawnIt = () => spawnServer(bin, args, { ownGroup: opts.ownGroup === true });
+  let child = spawnIt();
   await waitFor(`redis-server on port ${port}`, () => ping(port), 15_000, child);
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
     dir,
-    async stop({ signal = 'SIGTERM', keepData = false } = {}) {
-      await stopProcess(child, signal);
+    async stop({ signal = 'SIGTERM', keepData = false, timeoutMs = 10_000 } = {}) {
+      await stopProcess(child, signal, timeoutMs);
       if (!keepData) rmSync(dir, { recursive: true, force: true });
     },
     async restart() {
-      child = spawnServer(bin, args);
+      child = spawnIt();
       await waitFor(`redis-server on port ${port}`, () => ping(port), 15_000, child);
     },
   };

@@ -18,3 +18,15 @@ export class LogThrottle {
     this.held = 0;
   }
 }
+
+/** One throttle per logger and cause: each process's log (and each test's service) says each cause once an interval. */
+const byLogger = new WeakMap<object, Map<string, LogThrottle>>();
+
+/** The throttle of `cause` on `log`, made on first use; causes are a fixed few (reasons, senders), never a value a sender chooses. */
+export function throttleOf(log: object, cause: string): LogThrottle {
+  let causes = byLogger.get(log);
+  if (!causes) byLogger.set(log, (causes = new Map()));
+  let t = causes.get(cause);
+  if (!t) causes.set(cause, (t = new LogThrottle()));
+  return t;
+}

@@ -26,6 +26,10 @@ export class Metrics {
   readonly receivedBytes = this.counter('received_bytes_total', 'Bytes of push bodies read (after decompression)', []);
   readonly recordsReceived = this.counter('records_received_total', 'Records in pushes that parsed', []);
   readonly recordsAccepted = this.counter('records_accepted_total', 'Records queued, by type', ['type']);
+  readonly quarantineRefusedPushes = this.counter('quarantine_refused_pushes_total', 'Pushes refused whole (429 quarantine_share_full) because their refused records would not fit in their sender\'s share of the quarantine', ['sender']);
+  readonly vehiclesRefused = this.counter('vehicles_refused_total', 'Records of new vehicles refused at the edge: MAX_VEHICLES reached and the vehicle neither known nor listed by the upstream', ['sender']);
+  readonly maxVehicles = this.gauge('fleet_max_vehicles', 'MAX_VEHICLES: the vehicles the service keeps state for (0: no bound)', []);
+  readonly vehiclesExpired = this.counter('fleet_vehicles_expired_total', 'Vehicles whose state was removed, not heard from for VEHICLE_EXPIRY', []);
   readonly recordsRejected = this.counter('records_rejected_total', 'Records refused by validation, by the rule they broke', ['reason']);
   readonly enqueueDuration = this.histogram('enqueue_duration_seconds', 'Redis round trip of an enqueue (one group commit)', []);
   readonly jobsEnqueued = this.counter('jobs_enqueued_total', 'Jobs queued, by payload: text, or deflated (JOB_DEFLATE: while a backlog builds)', ['payload']);
@@ -51,7 +55,8 @@ export class Metrics {
   readonly queueJobs = this.gauge('queue_jobs', 'Jobs in the push queue, by state', ['state']);
   readonly oldestWaitingAge = this.gauge('queue_oldest_waiting_age_seconds', 'Age of the oldest job waiting for a worker (the lag to scale on)', []);
   readonly quarantineEntries = this.gauge('quarantine_entries', 'Entries in the quarantine stream', []);
-  readonly quarantineMaxEntries = this.gauge('quarantine_max_entries', 'QUARANTINE_MAX_ENTRIES: beyond it the oldest entries are dropped', []);
+  readonly quarantineBytes = this.gauge('quarantine_bytes', 'Bytes the quarantine holds, by sender (`(service)`: points the store refused, of records already acknowledged)', ['sender']);
+  readonly quarantineShare = this.gauge('quarantine_share_bytes', 'A sender\'s share of QUARANTINE_MAX_BYTES: a push whose refused records would not fit in it is refused whole (429 quarantine_share_full)', []);
   readonly sampleErrors = this.counter('redis_sample_errors_total', 'Samples of the queue gauges that failed', []);
   readonly fleetVehicles = this.gauge('fleet_vehicles', 'Vehicles known: seen at least once (sampled from Redis)', []);
   readonly connectionsShed = this.counter(

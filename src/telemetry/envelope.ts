@@ -84,6 +84,8 @@ export type FailureCode =
   | 'invalid_idempotency_key'
   | 'invalid_signature'
   | 'rate_limited'
+  | 'quarantine_share_full'
+  | 'vehicle_not_admitted'
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'unavailable'

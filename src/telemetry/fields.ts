@@ -99,11 +99,13 @@ export const WIRE_ID: ReadonlyMap<string, number> = new Map(FIELD_DICTIONARY.map
 export interface AlarmInfo {
   readonly name: string;
   readonly bit: number;
+  /** A safety alarm (vehicleData.ts, `safety`): told at once, whatever ALARM_MIN_DURATION. */
+  readonly safety: boolean;
 }
 
 /** The alarms of some record types; throws where bits repeat, or pass the 30 a stored mask holds. */
 export function alarmsOf(types: readonly RecordTypeSpec[]): readonly AlarmInfo[] {
-  const alarms = types.flatMap((t) => t.fields.flatMap((f) => (f.alarmBit === undefined ? [] : [{ name: f.name, bit: f.alarmBit }])));
+  const alarms = types.flatMap((t) => t.fields.flatMap((f) => (f.alarmBit === undefined ? [] : [{ name: f.name, bit: f.alarmBit, safety: f.safety === true }])));
   const bits = new Set(alarms.map((a) => a.bit));
   if (bits.size !== alarms.length) throw new Error('alarms: two alarms share a bit');
   for (const a of alarms) if (!Number.isInteger(a.bit) || a.bit < 0 || a.bit >= 30) throw new Error(`alarm ${a.name}: its bit must be 0–29`);

@@ -45,6 +45,28 @@ export function unrepresentableTag(s: string): string | undefined {
   return undefined;
 }
 
+/** C0, DEL and C1 control characters: never part of a tag (a newline would start another line). */
+export const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f]/;
+
+/**
+ * Why `s` cannot be a tag value (or key), or undefined when it can: empty, a control character, or a
+ * backslash line protocol cannot carry. The one rule every tag passes before it is written (`formatLine`,
+ * and the record path's own validation of plates), whatever it came from.
+ */
+export function tagValueFaults(s: string): string | undefined {
+  if (s.length === 0) return 'must not be empty';
+  if (CONTROL_CHARS.test(s)) return 'must not contain control characters';
+  return unrepresentableTag(s);
+}
+
+/** A point that cannot be written as given: named, so that it is refused and said why, never written raw. */
+export class UnwritablePoint extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnwritablePoint';
+  }
+}
+
 /**
  * A float field value. Every numeric field is written as a float whatever its value, so a
  * field never changes type between points (85 then 85.5 would otherwise conflict).
@@ -54,21 +76,27 @@ export function formatFloat(n: number): string {
   return Object.is(n, -0) ? '0' : String(n);
 }
 
-/** Tag keys that need escaping are rare; field keys are restricted at validation to letters, digits and _. */
-const FIELD_KEY_SPECIAL = /[,= \\]/;
-
 /**
  * One point as a line: tags sorted by key (InfluxDB's preferred order), every field a float, time in
  * milliseconds. For the few points built outside the record path (fuel readings, derived points);
- * the record path's hand-tuned copy of the same rules is `src/ingest/flatten/flatten.ts`.
+ * the record path's hand-tuned copy of the same rules is `src/ingest/flatten/flatten.ts`. A tag or field
+ * that line protocol cannot carry as given (a geofence's name, a plate from the upstream) throws
+ * UnwritablePoint naming it: refused, never written raw into another line.
  */
 export function formatLine(measurement: string, tags: Readonly<Record<string, string>>, fields: Readonly<Record<string, number>>, timeMs: number): string {
-  const tagText = Object.keys(tags)
-    .sort()
-    .map((k) => `,${escapeTag(k)}=${escapeTag(tags[k]!)}`)
-    .join('');
-  const fieldText = Object.keys(fields)
-    .map((k) => `${FIELD_KEY_SPECIAL.test(k) ? escapeTag(k) : k}=${formatFloat(fields[k]!)}`)
-    .join(',');
+  const keys = Object.keys(tags).sort();
+  for (const k of keys) {
+    const fault = tagValueFaults(k) ?? tagValueFaults(tags[k]!);
+    if (fault !== undefined) throw new UnwritablePoint(`${measurement} tag ${JSON.stringify(k)}=${JSON.stringify(tags[k])}: ${fault}`);
+  }
+  const names = Object.keys(fields);
+  if (names.length === 0) throw new UnwritablePoint(`${measurement}: a point has at least one field`);
+  for (const k of names) {
+    if (!FIELD_NAME.test(k)) throw new UnwritablePoint(`${measurement} field ${JSON.stringify(k)}: a field name is a letter, then letters, digits and _`);
+    if (!Number.isFinite(fields[k])) throw new UnwritablePoint(`${measurement} field ${k}=${fields[k]}: not a finite number`);
+  }
+  if (!Number.isSafeInteger(timeMs)) throw new UnwritablePoint(`${measurement}: time ${timeMs} is not a whole number of milliseconds`);
+  const tagText = keys.map((k) => `,${escapeTag(k)}=${escapeTag(tags[k]!)}`).join('');
+  const fieldText = names.map((k) => `${k}=${formatFloat(fields[k]!)}`).join(',');
   return `${measurement.replace(/[, ]/g, '\\$&')}${tagText} ${fieldText} ${timeMs}`;
 }

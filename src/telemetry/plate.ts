@@ -1,5 +1,5 @@
 import { VEHICLENO_MAX } from './record.js';
-import { unrepresentableTag } from './lineProtocol.js';
+import { CONTROL_CHARS, unrepresentableTag } from './lineProtocol.js';
 
 /**
  * What a plate (`vehicleno`) may be: it becomes an InfluxDB tag value, so no control characters, not
@@ -8,8 +8,6 @@ import { unrepresentableTag } from './lineProtocol.js';
  * byte-level subset it checks as it reads: a plate of such bytes, not all spaces, has no fault).
  */
 
-/** C0, DEL and C1 control characters. */
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 const NO_FAULTS: readonly string[] = [];
 
 /** A byte that cannot make a plate faulty: printable ASCII other than the backslash. */
@@ -27,7 +25,7 @@ export function plainPlate(length: number, blank: boolean): boolean {
  * cannot be written as an InfluxDB tag and are never a real plate or id.
  */
 export function plateFaults(s: string): readonly string[] {
-  const control = CONTROL.test(s);
+  const control = CONTROL_CHARS.test(s);
   const blank = s.length > 0 && s.trim().length === 0;
   const why = unrepresentableTag(s);
   if (!control && !blank && why === undefined) return NO_FAULTS;

@@ -50,6 +50,11 @@ export interface FieldSpec {
    * wherever it sits in the list.
    */
   readonly alarmBit?: number;
+  /**
+   * A safety alarm (a fire risk): told the moment it is raised, never held back by ALARM_MIN_DURATION,
+   * and paged (TelematicsBatteryCritical).
+   */
+  readonly safety?: boolean;
   readonly range?: RangeSpec;
   /** How InfluxDB stores it: every value a float, so a field never changes type between points. */
   readonly stored: 'float';
@@ -139,7 +144,7 @@ const CELL_TEMPERATURE: RangeSpec = {
 };
 
 const flag = (id: number, name: string, description: string): FieldSpec => field(id, name, description, { json: 'integer', unit: '0/1', flag: true, range: CAN_FLAG });
-const alarm = (id: number, name: string, description: string, alarmBit: number): FieldSpec => ({ ...flag(id, name, description), alarmBit });
+const alarm = (id: number, name: string, description: string, alarmBit: number, safety: boolean): FieldSpec => ({ ...flag(id, name, description), alarmBit, ...(safety ? { safety } : {}) });
 
 export const GPS: RecordTypeSpec = {
   name: 'gps',
@@ -168,7 +173,7 @@ export const GPS: RecordTypeSpec = {
   ],
 };
 
-const ALERTS: ReadonlyArray<[string, string]> = [
+const ALERTS: ReadonlyArray<[string, string, 'safety'?]> = [
   ['alert_board_over_temp', 'the BMS board is too hot'],
   ['alert_board_under_temp', 'the BMS board is too cold'],
   ['alert_cell_conn_broken', 'a cell connection is broken'],
@@ -181,8 +186,8 @@ const ALERTS: ReadonlyArray<[string, string]> = [
   ['alert_over_temp', 'the pack is too hot'],
   ['alert_pack_ov_fault_total_pack_voltage_is_higher_than_set_threshold', 'the pack voltage is above its threshold'],
   ['alert_prl_fault_fault_in_battery_connected_in_parallel', 'a fault in a battery connected in parallel'],
-  ['alert_short_circuit', 'a short circuit'],
-  ['alert_thermal_runaway', 'thermal runaway'],
+  ['alert_short_circuit', 'a short circuit', 'safety'],
+  ['alert_thermal_runaway', 'thermal runaway', 'safety'],
   ['alert_under_temp', 'the pack is too cold'],
 ];
 
@@ -220,7 +225,7 @@ export const CAN: RecordTypeSpec = {
       range: CELL_TEMPERATURE,
     }),
     flag(58, 'alert', 'any alert raised: 1 yes, 0 no'),
-    ...ALERTS.map(([name, what], i) => alarm(59 + i, name, `alarm: ${what}`, i)),
+    ...ALERTS.map(([name, what, safety], i) => alarm(59 + i, name, `alarm: ${what}${safety ? ' (a safety alarm: told at once)' : ''}`, i, safety === 'safety')),
   ],
   families: [
     { pattern: /^cell_voltage_\d{2}$/, range: CELL_VOLTAGE },

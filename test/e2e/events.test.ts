@@ -114,15 +114,17 @@ describe('derived from a scripted drive, alarm flaps and a charge', () => {
 
   for (const v of ['EV-ORDERED', 'EV-SHUFFLED']) {
     it(`${v}: the events, in InfluxDB, each once`, async () => {
-      const rows = await svc.waitForRows(`SELECT value, event FROM vehicle_events WHERE vehicleno = ${q(v)}`, 6, 60_000);
+      const rows = await svc.waitForRows(`SELECT value, event, since FROM vehicle_events WHERE vehicleno = ${q(v)}`, 6, 60_000);
       expect(rows.map((r) => [r.time, r.event, r.value])).toEqual([
         [T0 + 10 * S, 'ignition_on', 1],
-        [T0 + 105 * S, 'alert_over_temp_raised', 1],
+        // Raised at 105 s; no safety alarm, so told once it held ALARM_MIN_DURATION (30 s), since its raise.
+        [T0 + 135 * S, 'alert_over_temp_raised', 1],
         [T0 + 155 * S, 'alert_over_temp_cleared', 0],
         [T0 + 300 * S, 'ignition_off', 0],
         [T0 + 325 * S, 'charging_started', 1],
         [T0 + 515 * S, 'charging_stopped', 0],
       ]);
+      expect(rows.find((r) => r.event === 'alert_over_temp_raised')!.since).toBe(T0 + 105 * S);
     });
 
     it(`${v}: one trip, its distance within 0.5 % of the path's`, async () => {

@@ -49,7 +49,7 @@ it('pulls each vehicle’s fuel history into measurement fuel once; a second run
 
   const first = await syncFuel(opts);
   const want1 = await expected(clock - 6 * HOUR, clock);
-  expect(first).toEqual({ vehicles: 3, readings: want1.length, changes: 0, whileMoving: 0, failed: [] });
+  expect(first).toEqual({ vehicles: 3, readings: want1.length, changes: 0, whileMoving: 0, failedCount: 0, failed: [] });
   expect(want1.length).toBe(3 * 2 * 73); // a reading every 5 minutes over 6 hours, both ends included, per vehicle and unit
   expect(sorted(await stored())).toEqual(sorted(want1));
 
@@ -58,7 +58,7 @@ it('pulls each vehicle’s fuel history into measurement fuel once; a second run
   const second = await syncFuel(opts);
   const fresh = (await expected(before + 1, clock)).length;
   expect(fresh).toBe(3 * 2 * 12);
-  expect(second).toEqual({ vehicles: 3, readings: fresh, changes: 0, whileMoving: 0, failed: [] });
+  expect(second).toEqual({ vehicles: 3, readings: fresh, changes: 0, whileMoving: 0, failedCount: 0, failed: [] });
   expect(sorted(await stored())).toEqual(sorted(await expected(clock - 7 * HOUR, clock)));
 
   const third = await syncFuel(opts);
@@ -159,4 +159,26 @@ it('tells a theft and a refuel once, not a drop while driving, through a failed 
   } finally {
     await scripted.close();
   }
+});
+
+it('refuses a vehicle number line protocol cannot carry, and names only the first failures of many', async () => {
+  const db = uniqueName('fuelnames');
+  await influxQuery(db, `CREATE DATABASE "${db}"`);
+  const sink = new InfluxSink({ url: inject('influxUrl'), token: inject('influxToken'), org: '', bucket: db, timeoutMs: 5_000 });
+  // What an upstream's listvehicles may answer: a number with a line break in it, and 3,000 whose history fails.
+  const failing = Array.from({ length: 3_000 }, (_, i) => ({ vehicleno: `GONE-${i}` }));
+  const client = {
+    listVehicles: async () => [{ vehicleno: 'FUEL-1\nvehicle_events' }, { vehicleno: 'FUEL-2' }, ...failing],
+    getFuelHistory: async ({ vehicleno }: { vehicleno: string }) => {
+      if (vehicleno.startsWith('GONE-')) throw new Error(`no such vehicle ${vehicleno}: ${'x'.repeat(200)}`);
+      return [{ time: clock - 60_000, value: 12.5 }];
+    },
+  };
+  const r = await syncFuel({ client: client as never, sink, redis, watermarkKey: `${db}:wm`, units: ['litres'], lookbackMs: HOUR, maxRangeMs: 2 * HOUR, now: () => clock });
+  expect(r.failedCount).toBe(3_001);
+  expect(r.failed).toHaveLength(10);
+  expect(r.failed[0]).toEqual({ vehicleno: '"FUEL-1\\nvehicle_events"', error: 'vehicle number refused: must not contain control characters' });
+  expect(JSON.stringify(r.failed).length).toBeLessThan(5_000);
+  expect(await influxQuery(db, 'SELECT value, vehicleno FROM fuel')).toEqual([{ time: clock - 60_000, value: 12.5, vehicleno: 'FUEL-2' }]);
+  expect(await influxQuery(db, 'SELECT * FROM vehicle_events')).toEqual([]);
 });

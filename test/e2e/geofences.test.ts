@@ -5,13 +5,19 @@
  * small yard between two fixes, a vehicle standing on the depot's border. What InfluxDB holds
  * (`vehicle_events`, tagged with the geofence) and what the CLI lists.
  */
+import { adminBodyTooLarge } from '../../src/ingest/service/admin.js';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProgram } from '../../src/cli/program.js';
 import { FLEET } from '../../src/ingest/fleet/commands.js';
-import { square } from '../../src/ingest/geofences/geofences.testkit.js';
+import { redisKeys } from '../../src/ingest/queue/keys.js';
+import { GeofenceRegistry } from '../../src/ingest/geofences/registry.js';
+import { GEOFENCES_BODY_MAX } from '../../src/ingest/geofences/routes.js';
+import { square, wavy } from '../../src/ingest/geofences/geofences.testkit.js';
 import { captureIO } from '../harness/io.js';
 import { startTestService, waitUntil, type TestService } from '../harness/service.js';
 
@@ -123,9 +129,166 @@ describe('geofences through the service', () => {
     expect(((await bad.json()) as { msg: string }).msg).toContain('properties.kind');
     const names = async () => ((await (await fetch(url)).json()) as { data: { features: Array<{ properties: { name: string } }> } }).data.features.map((f) => f.properties.name);
     expect(await names()).toContain('Charger 7');
-    expect((await fetch(`${url}/Charger%207`, { method: 'DELETE' })).status).toBe(200);
-    expect((await fetch(`${url}/Charger%207`, { method: 'DELETE' })).status).toBe(404);
+    expect((await fetch(`${url}?name=Charger%207`, { method: 'DELETE' })).status).toBe(200);
+    expect((await fetch(`${url}?name=Charger%207`, { method: 'DELETE' })).status).toBe(404);
     expect(await names()).not.toContain('Charger 7');
     expect((await fleetCli('geofences', 'list', '--all')).out).toMatch(/Charger 7 +charging/);
+  });
+});
+
+/** Hostile and mistaken geofences (issue #46): what InfluxDB tags, terminals, the event loop and the map can take. */
+describe('geofences the service refuses', () => {
+  const url = () => `${svc.adminUrl}/fleet/geofences`;
+  type Answer = { status: number; body: { err: string; msg: string; data: { id?: number; properties?: { name: string }; added?: Array<{ id: number }> } } };
+  const send = async (method: string, path: string, body?: unknown): Promise<Answer> => {
+    const res = await fetch(`${url()}${path}`, { method, headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    return { status: res.status, body: (await res.json()) as Answer['body'] };
+  };
+  const names = async () => ((await (await fetch(url())).json()) as { data: { features: Array<{ id: number; properties: { name: string } }> } }).data.features;
+  /** A square far from every drive of this file (south of the equator). */
+  const far = (name: string, k = 0) => ({ type: 'Feature', properties: { name, kind: 'other' }, geometry: { type: 'Polygon', coordinates: square(-10 - k * 0.01, 20, 100) } });
+
+  it('refuses names that would break InfluxDB lines or terminals (400, naming the field and why)', async () => {
+    const refused = [
+      ['Depot North\ngps', 'must not contain control characters (U+000A at 11)'],
+      ['Zone \u001b[2J', 'must not contain control characters (U+001B at 5)'],
+      ['Zone \u202eA', 'must not contain Unicode bidirectional controls (U+202E at 5)'],
+      ['Zone\\', 'must not end with a backslash'],
+      ['Zone\\ A', 'must not have a backslash before a comma, space or equals sign'],
+    ] as const;
+    for (const [name, why] of refused) {
+      const res = await send('POST', '', far(name));
+      expect(res.status, name).toBe(400);
+      expect(res.body).toMatchObject({ err: 'invalid_geofence', msg: expect.stringContaining(`geofences: properties.name: ${why}`) });
+    }
+    const held = (await names()).map((f) => f.properties.name);
+    for (const [name] of refused) expect(held).not.toContain(name);
+  });
+
+  it('the CLI prints a name stored by an older release escaped, and removes it by --name', async () => {
+    const redis = new Redis(svc.cfg.REDIS_URL!, { maxRetriesPerRequest: 1 });
+    const old = 'Old\u001b[2J\u001b]0;x\u0007 \u202eenoz';
+    try {
+      // As an older release stored it: the registry itself takes what it is given.
+      await new GeofenceRegistry(redis, redisKeys(svc.cfg.QUEUE_NAME).geofences).add([{ name: old, kind: 'other', geometry: far('x', 1).geometry as never }]);
+    } finally {
+      redis.disconnect();
+    }
+    for (const args of [['list'], ['list', '--all'], ['list', '--json']]) {
+      const { code, out } = await fleetCli('geofences', ...args);
+      expect(code).toBe(0);
+      expect(out, args.join(' ')).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/);
+      expect(out).toContain(args[1] === '--json' ? '"Old\\u001b[2J\\u001b]0;x\\u0007 \\u202eenoz"' : '"Old\\u001b[2J\\u001b]0;x\\u0007 \\u202eenoz"');
+    }
+    const removed = await fleetCli('geofences', 'remove', '--name', old);
+    expect(removed.code).toBe(0);
+    expect(removed.out).toMatch(/^removed \d+ "Old\\u001b\[2J\\u001b\]0;x\\u0007 \\u202eenoz": records from /);
+  });
+
+  it('removes by id or by name, never one taken for the other: DELETE /fleet/geofences/1 is id 1, ?name=1 the zone named "1"', async () => {
+    const added = await send('POST', '', far('1', 2));
+    expect(added.status).toBe(201);
+    const id = added.body.data.added![0]!.id;
+    expect(id).not.toBe(1);
+    // By name: the zone named "1", not geofence 1 (Depot A, from the file).
+    const byName = await send('DELETE', '?name=1');
+    expect(byName.status).toBe(200);
+    expect(byName.body.data).toMatchObject({ id, properties: { name: '1' } });
+    expect((await names()).find((f) => f.id === 1)?.properties.name).toBe('Depot A');
+    // A path that is not digits is not a name: refused, saying how to remove by name.
+    const byPath = await send('DELETE', '/Depot%20A');
+    expect(byPath.status).toBe(400);
+    expect(byPath.body).toMatchObject({ err: 'invalid_id', msg: expect.stringContaining('DELETE /fleet/geofences?name=<name>') });
+    expect((await names()).map((f) => f.properties.name)).toContain('Depot A');
+    expect((await send('DELETE', `/${id}`)).status).toBe(404);
+    // The CLI: --id or --name, never a bare word.
+    const bare = await fleetCli('geofences', 'remove', '1');
+    expect(bare.code).toBe(2);
+    expect(bare.err).toContain('remove takes --id <id> or --name <name>');
+    const again = await send('POST', '', far('2', 3));
+    const cliById = await fleetCli('geofences', 'remove', '--id', String(again.body.data.added![0]!.id));
+    expect(cliById).toMatchObject({ code: 0, out: expect.stringMatching(/^removed \d+ 2: /) });
+    expect((await fleetCli('geofences', 'remove', '--id', 'Depot A')).code).toBe(2);
+  });
+
+  /** POSTs `total` bytes chunked (no Content-Length), 64 KiB a write as the server takes them: its answer, and how much had been sent when it came. */
+  const postChunked = (total: number) =>
+    new Promise<{ status: number; body: string; sentWhenAnswered: number }>((resolve, reject) => {
+      const chunk = Buffer.alloc(64 << 10, ' ');
+      let sent = 0;
+      let answered = false;
+      const req = request(url(), { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
+        answered = true;
+        const at = sent;
+        let text = '';
+        res.on('data', (b: Buffer) => (text += b.toString()));
+        res.on('end', () => resolve({ status: res.statusCode!, body: text, sentWhenAnswered: at }));
+        res.on('error', reject);
+      });
+      // Writing on after the answer may meet a closed socket: the answer is what counts.
+      req.on('error', (err) => (answered ? undefined : reject(err)));
+      const pump = () => {
+        while (!answered && sent < total) {
+          const next = sent === 0 ? Buffer.from('{"type":"FeatureCollection","features":[') : chunk;
+          sent += next.length;
+          if (!req.write(next)) return void req.once('drain', pump);
+        }
+        if (!answered) req.end();
+      };
+      pump();
+    });
+
+  it(`answers 413 to a chunked body (no Content-Length) past ${GEOFENCES_BODY_MAX} bytes, counted as it arrives, and stops reading`, async () => {
+    const over = await postChunked(GEOFENCES_BODY_MAX * 2);
+    expect(over.status).toBe(413);
+    // The admin listener counts every body before any route reads it.
+    expect(JSON.parse(over.body)).toMatchObject({ err: 'payload_too_large', msg: adminBodyTooLarge });
+    // A far larger one is answered long before it is all sent (what sockets buffer in between aside), never read whole.
+    const huge = await postChunked(64 << 20);
+    expect(huge.status).toBe(413);
+    expect(huge.sentWhenAnswered).toBeLessThan(40 << 20);
+    // A body declared over the cap is refused before it is read; the listener answers on.
+    const declared = await fetch(url(), { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.alloc(GEOFENCES_BODY_MAX + 1, ' ') });
+    expect(declared.status).toBe(413);
+    expect((await fetch(url())).status).toBe(200);
+    expect((await fetch(`${svc.url}/healthz`)).status).toBe(200);
+  });
+
+  it('refuses a geofence of more vertices than the cap, and a body of more geofences (413), takes one at the cap', async () => {
+    const city = (vertices: number) => ({ type: 'Feature', properties: { name: 'City', kind: 'other' }, geometry: { type: 'Polygon', coordinates: wavy(-20, 30, 5_000, vertices) } });
+    const over = await send('POST', '', city(10_001));
+    expect(over.status).toBe(413);
+    expect(over.body).toMatchObject({ err: 'too_many_vertices', msg: 'geofences: geometry ("City"): 10001 vertices, more than the 10000 a geofence may have (each costs every fix near it); simplify it (mapshaper -simplify, ST_Simplify)' });
+    const atCap = await send('POST', '', city(10_000));
+    expect(atCap.status).toBe(201);
+    expect((await send('DELETE', `/${atCap.body.data.added![0]!.id}`)).status).toBe(200);
+    const many = await send('POST', '', { type: 'FeatureCollection', features: Array.from({ length: 10_001 }, (_, i) => far(`z${i}`)) });
+    expect(many.status).toBe(413);
+    expect(many.body).toMatchObject({ err: 'too_many_geofences', msg: 'geofences: 10001 features, more than the 10000 a document may hold; send them in parts' });
+  });
+
+  it('refuses shapes across the antimeridian (a ring from 179° to -179°, a circle over ±180°), saying to split them into a MultiPolygon', async () => {
+    const ring = await send('POST', '', { type: 'Feature', properties: { name: 'Fiji' }, geometry: { type: 'Polygon', coordinates: [[[179, -17], [-179, -17], [-179, -16], [179, -16], [179, -17]]] } });
+    expect(ring.status).toBe(400);
+    expect(ring.body.msg).toBe(
+      'geofences: geometry.coordinates.0.1 ("Fiji"): the edge from [179, -17] to [-179, -17] spans more than 180° of longitude: a shape across the antimeridian (±180°) is not read as drawn; split it at ±180° into a MultiPolygon, a polygon each side',
+    );
+    const circle = await send('POST', '', { type: 'Feature', properties: { name: 'Port', radius_m: 5_000 }, geometry: { type: 'Point', coordinates: [-179.99, -17] } });
+    expect(circle.status).toBe(400);
+    expect(circle.body.msg).toContain('properties.radius_m ("Port"): the circle of 5000 m around [-179.99, -17] reaches across the antimeridian (±180°)');
+    const split = await send('POST', '', {
+      type: 'Feature',
+      properties: { name: 'Fiji' },
+      geometry: { type: 'MultiPolygon', coordinates: [[[[179, -17], [180, -17], [180, -16], [179, -16], [179, -17]]], [[[-180, -17], [-179, -17], [-179, -16], [-180, -16], [-180, -17]]]] },
+    });
+    expect(split.status).toBe(201);
+    expect((await send('DELETE', '?name=Fiji')).status).toBe(200);
+  });
+
+  it('refuses a ring crossing itself, naming the feature and where; the document is taken whole or not at all', async () => {
+    const res = await send('POST', '', { type: 'FeatureCollection', features: [far('Fine'), { type: 'Feature', properties: { name: 'Bow tie' }, geometry: { type: 'Polygon', coordinates: [[[20, -10], [20.01, -9.99], [20.01, -10], [20, -9.99], [20, -10]]] } }] });
+    expect(res.status).toBe(400);
+    expect(res.body.msg).toBe('geofences: features.1.geometry.coordinates.0 ("Bow tie"): the ring crosses itself at [20.005, -9.995]: a geofence\'s border must not cross or touch itself (draw one loop, or a MultiPolygon of several)');
+    expect((await names()).map((f) => f.properties.name)).not.toContain('Fine');
   });
 });

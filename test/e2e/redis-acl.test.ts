@@ -102,3 +102,21 @@ it('a fetch Redis refuses mid-run (READONLY, as during a failover): backs off, n
     await redis.stop();
   }
 }, 90_000);
+
+it('never logs a Redis password, one holding @ included', async () => {
+  const admin = new Redis(server.url);
+  await admin.call('ACL', 'SETUSER', 'app2', 'on', '>app@pass-w0rd-9876', '~*', '&*', '+@all');
+  admin.disconnect();
+  const db = uniqueName('acl');
+  await influxQuery(db, `CREATE DATABASE "${db}"`);
+  const svc = await spawnService('all', testEnv(db, { REDIS_URL: server.url.replace('redis://', 'redis://app2:app@pass-w0rd-9876@'), LOG_LEVEL: 'debug' }));
+  try {
+    const res = await fetch(`${svc.url}/push/realtime`, { method: 'POST', headers: { authorization: `Bearer ${TEST_TOKEN}` }, body: JSON.stringify({ vehicleno: 'ACL-2', type: 'can', data: { time: T0, soc: 9 } }) });
+    expect(res.status).toBe(202);
+    await waitUntil(async () => (await influxQuery(db, 'SELECT soc FROM can')).length === 1, 15_000, 'the point written');
+    expect(svc.output()).toContain('"redis":"redis://');
+    expect(svc.output()).not.toContain('pass-w0rd');
+  } finally {
+    await svc.stop();
+  }
+}, 60_000);

@@ -52,11 +52,12 @@ it('a field-type conflict made by another writer: the rest of the batch lands, t
   await queue.close();
 });
 
-it('a line InfluxDB cannot parse (a job from a faulty producer) is quarantined; the rest of its job lands, nothing retries forever', async () => {
+it('a record a push would refuse, in a job from a faulty producer, is quarantined by the worker; the rest of its job lands, nothing retries forever', async () => {
   const queue = new Queue(svc.cfg.QUEUE_NAME, { connection: { url: svc.cfg.REDIS_URL } });
   const records = [
     { vehicleno: 'M-1', type: 'can' as const, time: T0 + 10, fields: { soh: 90 } },
-    // A trailing backslash escapes the separator: the validator refuses it, this job bypassed the validator.
+    // A trailing backslash escapes the separator: the validator refuses it. The job bypassed the receiver,
+    // so it carries no seal: the worker checks it as a push, and InfluxDB never sees the line.
     { vehicleno: 'M-bad\\', type: 'can' as const, time: T0 + 11, fields: { soh: 91 } },
     { vehicleno: 'M-2', type: 'can' as const, time: T0 + 12, fields: { soh: 92 } },
   ];
@@ -71,7 +72,8 @@ it('a line InfluxDB cannot parse (a job from a faulty producer) is quarantined; 
     if (!entry) await new Promise((r) => setTimeout(r, 100));
   }
   expect(entry && JSON.parse(entry.raw)).toEqual({ vehicleno: 'M-bad\\', type: 'can', data: { soh: 91, time: T0 + 11 } });
-  expect(entry!.reason).toMatch(/^InfluxDB refused the point: InfluxDB answered 400: unable to parse/);
+  expect(entry!.reason).toBe('in a job no receiver sealed: vehicleno: must not end with a backslash (InfluxDB line protocol cannot store it)');
+  expect(entry!.route).toBe('queue');
   for (let i = 0; i < 50 && !(await job.isCompleted()) && (await job.getState()) !== 'unknown'; i++) await new Promise((r) => setTimeout(r, 100));
   expect(await queue.getFailedCount()).toBe(0);
   await queue.close();

@@ -69,7 +69,7 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
   return {
     ...svc,
     cfg,
-    quarantine: new Quarantine(redis, redisKeys(cfg.QUEUE_NAME).quarantine),
+    quarantine: new Quarantine(redis, redisKeys(cfg.QUEUE_NAME)),
     async close() {
       await svc.close();
       redis.disconnect();

@@ -96,7 +96,7 @@ export class DeadLetters {
     /** The rules as the tool's settings give them (PLAUSIBLE_RANGES, TIME_MAX_*): widen one to replay what it refused. */
     private readonly plausibility?: Plausibility,
   ) {
-    this.quarantine = new Quarantine(redis, keys.quarantine);
+    this.quarantine = new Quarantine(redis, keys);
     this.outboxes = keys.partitions.map((_, i) => keys.eventsOutbox(i));
     this.queues = keys.partitions.map((name) => {
       const q = new Queue(name, { connection: redis, ...bull });

@@ -55,6 +55,7 @@ export function deriveOptions(cfg: Config): DeriveOptions {
     overspeedMinDurationMs: cfg.OVERSPEED_MIN_DURATION,
     towMinDistanceM: cfg.TOW_MIN_DISTANCE,
     geofenceMinDwellMs: cfg.GEOFENCE_MIN_DWELL,
+    alarmMinDurationMs: cfg.ALARM_MIN_DURATION,
     speedLimitPreferLowest: cfg.SPEED_LIMIT_PREFER_LOWEST === 'on',
     socLowPercent: cfg.SOC_LOW,
     socRecoveredPercent: cfg.SOC_RECOVERED,
@@ -123,12 +124,16 @@ export function startEvents(
   const fromFile = cfg.GEOFENCES_FILE ? parseGeofencesFile(cfg.GEOFENCES_FILE) : undefined;
   const geofences = new GeofenceWatch(registry, log);
   void (async () => {
-    if (fromFile) {
-      // The file's geofences are the fleet's standing ones: new names hold for every record time, changes from now.
-      const change = await registry.add(fromFile, Date.now(), 0);
-      log.info({ file: cfg.GEOFENCES_FILE, added: change.added.length, replaced: change.ended.length, unchanged: change.unchanged.length }, 'geofences: GEOFENCES_FILE added to the registry');
+    try {
+      if (fromFile) {
+        // The file's geofences are the fleet's standing ones: new names hold for every record time, changes from now.
+        const change = await registry.add(fromFile, Date.now(), 0);
+        log.info({ file: cfg.GEOFENCES_FILE, added: change.added.length, replaced: change.ended.length, unchanged: change.unchanged.length }, 'geofences: GEOFENCES_FILE added to the registry');
+      }
+    } finally {
+      // Whatever the file's fate (over the live caps, Redis away): the workers judge by what the registry holds.
+      geofences.start();
     }
-    geofences.start();
   })().catch((err: Error) => log.error({ err: err.message }, 'geofences: adding GEOFENCES_FILE failed; the registry holds what it held'));
   const speedLimits = new SpeedLimitWatch(new SpeedLimitRegistry(redis, keys.speedLimits), log);
   speedLimits.start();

@@ -48,7 +48,7 @@ export function deriveSchemaOf(types: readonly RecordTypeSpec[]): DeriveSchema {
     const alarmNames = new Set(alarms.map((a) => a.name));
     const own = fields.filter((name) => declared.has(name) && !alarmNames.has(name));
     const at = (name: string | undefined): number => (name === undefined ? -1 : own.indexOf(name));
-    const typeAlarms = alarms.filter((a) => declared.has(a.name)).map((a) => ({ name: a.name, slot: slot.get(a.name)!, wireId: wireId.get(a.name)!, bit: a.bit }));
+    const typeAlarms = alarms.filter((a) => declared.has(a.name)).map((a) => ({ name: a.name, slot: slot.get(a.name)!, wireId: wireId.get(a.name)!, bit: a.bit, safety: a.safety }));
     return {
       name: t.name,
       streamId: t.streamId,
@@ -70,6 +70,7 @@ export function deriveSchemaOf(types: readonly RecordTypeSpec[]): DeriveSchema {
       alarms: typeAlarms,
       alarmSlots: Int32Array.from(typeAlarms, (a) => a.slot),
       alarmBits: Int32Array.from(typeAlarms, (a) => 1 << a.bit),
+      safetyAlarms: typeAlarms.reduce((m, a) => (a.safety ? m | (1 << a.bit) : m), 0),
       // Charging (current, load) and the drain (soc) of a stream without a position read where the track stood and moved.
       waits: !t.position && (declared.has(CURRENT) || declared.has(LOAD) || declared.has(SOC)),
     };
@@ -124,6 +125,7 @@ export interface AlarmSlot {
   slot: number;
   wireId: number;
   bit: number;
+  safety: boolean;
 }
 
 /**
@@ -156,6 +158,8 @@ export interface StreamPlan {
   /** The alarms' slots and their bits (1 << alarmBit), apart: read for every record (`recordOf`). */
   alarmSlots: Int32Array;
   alarmBits: Int32Array;
+  /** The bits of its safety alarms, told at once whatever ALARM_MIN_DURATION. */
+  safetyAlarms: number;
   /**
    * Whether some of its detectors read the track's stream at its records' times (charging, the drain):
    * those take its records once the track has passed them (derive.ts, "waits").

@@ -30,7 +30,7 @@ it('a derived point InfluxDB refuses is kept in the quarantine (stage derive), a
   const entry = (vehicleno: string, time: number): OutboxEntry => ({ kind: 'event', vehicleno, event: 'ignition_on', time, value: 1, fields: {} });
   await redis.xadd(outbox, '*', 'e', JSON.stringify(entry('V1', T)));
   await redis.xadd(outbox, '*', 'e', JSON.stringify(entry('V2', T2)));
-  const quarantine = new Quarantine(redis, keys.quarantine);
+  const quarantine = new Quarantine(redis, keys);
   const dispatch = startDispatch({ redis, outboxes: [outbox], sink, consumer: 'test', log: createLogger('silent'), everyMs: 60_000, quarantine: (e) => quarantine.add(e) });
   try {
     await dispatch.once();

@@ -1,6 +1,6 @@
 import type { RedisClient } from '../../redis/connect.js';
 import type { Logger } from '../../log/index.js';
-import { formatLine } from '../../telemetry/lineProtocol.js';
+import { formatLine, UnwritablePoint } from '../../telemetry/lineProtocol.js';
 import { CHARGING, STOPS, TRIPS, VEHICLE_EVENTS } from '../../telemetry/derivedMeasurements.js';
 import { Lines } from '../write/lines.js';
 import { PartialWriteError, type PointSink } from '../write/sink.js';
@@ -115,20 +115,40 @@ export function startDispatch(opts: DispatchOptions): { stop(): Promise<void>; o
 
   async function deliver(key: string, entries: Array<[string, string[]]>): Promise<number> {
     if (entries.length === 0) return 0;
-    const parsed = entries.map(([, f]) => JSON.parse(f[1]!) as OutboxEntry);
+    const at = Date.now();
+    const kept: NewQuarantineEntry[] = [];
+    const keep = (i: number, reason: string) => kept.push(quarantineEntry({ deliveryId: entries[i]![0], sender: '', receivedAt: at, route: key, stage: 'derive' }, i, reason, entries[i]![1][1] ?? ''));
+    // An entry that is not one (a replay's, edited by hand) or whose point line protocol cannot carry (a
+    // geofence's name from before names were checked) is kept in the quarantine, never written raw, and
+    // never blocks the entries beside it.
+    const parsed: OutboxEntry[] = [];
+    const lines: string[] = [];
+    const lineOf: number[] = [];
+    entries.forEach(([, f], i) => {
+      let e: OutboxEntry;
+      try {
+        e = JSON.parse(f[1] ?? '') as OutboxEntry;
+        lines.push(pointOf(e));
+      } catch (err) {
+        keep(i, `not written: ${err instanceof UnwritablePoint ? err.message : `not an outbox entry (${(err as Error).message})`}`);
+        return;
+      }
+      parsed.push(e);
+      lineOf.push(i);
+    });
     try {
-      await opts.sink.write(Lines.of(parsed.map(pointOf)));
+      await opts.sink.write(Lines.of(lines));
     } catch (err) {
       // A point InfluxDB refuses for good (a field-type conflict someone else's writes made) would stall
       // the outbox forever if retried: it is kept in the quarantine (stage `derive`, its outbox entry whole,
       // for `telematics-deadletter replay` once the cause is fixed), logged and counted; the rest is written and posted.
       if (!(err instanceof PartialWriteError)) throw err;
-      const at = Date.now();
-      await opts.quarantine?.(
-        err.refused.map((r) => quarantineEntry({ deliveryId: entries[r.line]![0], sender: '', receivedAt: at, route: key, stage: 'derive' }, r.line, `InfluxDB refused the derived point: ${r.error}`, entries[r.line]![1][1]!)),
-      );
-      log.error({ refused: err.refused.length, first: err.refused[0]?.error }, 'vehicle events: InfluxDB refused derived points; kept in the quarantine (stage derive) and posted to the webhook');
-      opts.metrics?.pointsRefused.inc(err.refused.length);
+      for (const r of err.refused) keep(lineOf[r.line]!, `InfluxDB refused the derived point: ${r.error}`);
+    }
+    if (kept.length > 0) {
+      await opts.quarantine?.(kept);
+      log.error({ refused: kept.length, first: kept[0]!.reason }, 'vehicle events: derived points not written; kept in the quarantine (stage derive)');
+      opts.metrics?.pointsRefused.inc(kept.length);
     }
     await opts.webhook?.(parsed.map(webhookPayloadOf));
     const ids = entries.map(([id]) => id);

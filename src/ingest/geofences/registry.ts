@@ -3,7 +3,7 @@ import type { RedisClient } from '../../redis/connect.js';
 import type { Logger } from '../../log/index.js';
 import { VersionedWatch } from '../../metrics/sampler.js';
 import { GeofenceLookup } from './lookup.js';
-import { parseGeofences, type Geofence, type GeofenceInput } from './geofence.js';
+import { GEOFENCE_LIMITS, GeofenceLimitError, parseGeofences, verticesOf, type Geofence, type GeofenceInput, type GeofenceLimits } from './geofence.js';
 
 /**
  * The fleet's geofences in Redis (one hash, `RedisKeys.geofences`): every version of every geofence by
@@ -28,10 +28,15 @@ export type GeofenceChange = { added: Geofence[]; ended: Geofence[]; unchanged: 
 const same = (a: GeofenceInput, b: GeofenceInput): boolean =>
   a.name === b.name && a.kind === b.kind && a.speedLimitKmh === b.speedLimitKmh && a.radiusM === b.radiusM && JSON.stringify(a.geometry) === JSON.stringify(b.geometry);
 
+/** Which geofence to remove: by its id, or by its name, saying which (a name may be digits: `{ name: "1" }` is not id 1). */
+export type GeofenceRef = { id: number } | { name: string };
+
 export class GeofenceRegistry {
   constructor(
     private readonly redis: RedisClient,
     private readonly key: string,
+    /** `live` and `liveVertices` are held here: a change that would pass them is refused (GeofenceLimitError). */
+    private readonly limits: Pick<GeofenceLimits, 'live' | 'liveVertices'> = GEOFENCE_LIMITS,
   ) {}
 
   /** Every version stored, by id. */
@@ -73,14 +78,32 @@ export class GeofenceRegistry {
           out.added.push({ ...input, id: 0, from: old || newFrom === undefined ? now : newFrom });
         }
       }
+      this.withinLimits(held, out);
       return out;
     });
   }
 
-  /** Ends the geofence of this id or name that holds now; undefined when none does. */
-  async remove(idOrName: string, now = Date.now()): Promise<Geofence | undefined> {
+  /** Throws a GeofenceLimitError when the geofences holding after `change` would pass the limits (ones already past them may stay, not grow). */
+  private withinLimits(held: readonly Geofence[], change: GeofenceChange): void {
+    const live = held.length - change.ended.length + change.added.length;
+    if (live > held.length && live > this.limits.live) {
+      throw new GeofenceLimitError('too_many_geofences', `geofences: ${held.length} hold now and this adds ${live - held.length}: the registry holds at most ${this.limits.live} at once; remove some first`);
+    }
+    const vertices = (gs: readonly Geofence[]) => gs.reduce((n, g) => n + verticesOf(g.geometry), 0);
+    const before = vertices(held);
+    const after = before - vertices(change.ended) + vertices(change.added);
+    if (after > before && after > this.limits.liveVertices) {
+      throw new GeofenceLimitError(
+        'too_many_vertices',
+        `geofences: those holding now have ${before} vertices and would have ${after}: the registry holds at most ${this.limits.liveVertices} at once (every worker tests fixes against them); remove or simplify some first`,
+      );
+    }
+  }
+
+  /** Ends the geofence of this id, or of this name, that holds now; undefined when none does. */
+  async remove(ref: GeofenceRef, now = Date.now()): Promise<Geofence | undefined> {
     const change = await this.change(now, (held) => {
-      const g = held.find((x) => String(x.id) === idOrName || x.name === idOrName);
+      const g = held.find((x) => ('id' in ref ? x.id === ref.id : x.name === ref.name));
       return { added: [], ended: g ? [{ ...g, to: now }] : [], unchanged: [] };
     });
     return change.ended[0];
@@ -90,7 +113,13 @@ export class GeofenceRegistry {
     for (let attempt = 0; attempt < 20; attempt++) {
       await this.redis.watch(this.key);
       const all = await this.all();
-      const out = plan(all.filter((g) => g.to === undefined));
+      let out: GeofenceChange;
+      try {
+        out = plan(all.filter((g) => g.to === undefined));
+      } catch (err) {
+        await this.redis.unwatch();
+        throw err;
+      }
       if (out.added.length === 0 && out.ended.length === 0) {
         await this.redis.unwatch();
         return out;

@@ -43,6 +43,8 @@ export interface JobPayloadV3 {
   k?: number;
   t?: string;
   z?: string;
+  /** The receiver's seal (queue/seal.ts): absent on jobs of releases before it, and on any job a receiver did not write. */
+  s?: string;
 }
 export type JobPayload = JobPayloadV1 | JobPayloadV2 | JobPayloadV3;
 

@@ -11,6 +11,11 @@ describe('key names', () => {
     expect(k.quarantine).toBe('telematics-push:quarantine');
   });
 
+  it('keeps the quarantine’s byte shares on the stream’s slot, so one script removes an entry and frees its bytes', () => {
+    const k = redisKeys('telematics-push', { partitions: 6, cluster: true });
+    expect(keySlot(k.quarantineBytes)).toBe(keySlot(k.quarantine));
+  });
+
   it('tags every queue in cluster mode, so each BullMQ script stays in one slot', () => {
     const k = redisKeys('q', { partitions: 1, cluster: true });
     expect(k.partitions).toEqual([`q{${partitionTag(0, 1)}}`]);

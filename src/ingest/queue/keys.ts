@@ -37,6 +37,16 @@ export interface RedisKeys {
   partitions: readonly string[];
   /** Stream of what did not land: records the receiver refused, points InfluxDB refused. */
   quarantine: string;
+  /**
+   * Hash: bytes the quarantine holds per sender (`sender` of its entries; empty for the service's own
+   * stages), each sender's share counted against QUARANTINE_MAX_BYTES (queue/quarantine.ts). Its name
+   * is the stream's in a hash tag, so one script updates both on a Redis Cluster.
+   */
+  quarantineBytes: string;
+  /** String: the key receivers seal their jobs with and workers check them by (queue/seal.ts). */
+  jobSeal: string;
+  /** Set: the plates the upstream lists (`listvehicles`, kept by the fuel sync), admitted whatever MAX_VEHICLES (fleet/admission.ts). */
+  listedVehicles: string;
   /** BullMQ's list of a queue's jobs being processed now (`bull:<queue>:active`): a partition's jobs are derived in their order (worker/batches.ts). */
   activeJobs(queue: string): string;
   /** BullMQ queue whose job scheduler runs the fuel sync on one replica at a time. */
@@ -119,6 +129,9 @@ export function redisKeys(queueName: string, layout: KeyLayout = SINGLE_QUEUE): 
   return {
     partitions,
     quarantine: `${queueName}:quarantine`,
+    quarantineBytes: `{${queueName}:quarantine}:bytes`,
+    jobSeal: `${queueName}:jobs:seal`,
+    listedVehicles: `${queueName}:vehicles:listed`,
     activeJobs: (queue) => `${BULL_PREFIX}:${queue}:active`,
     fuelQueue: layout.cluster ? `{${queueName}-fuel}` : `${queueName}-fuel`,
     fuelWatermarks: `${queueName}:fuel:watermarks`,

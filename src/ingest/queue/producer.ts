@@ -2,6 +2,7 @@ import { Queue } from 'bullmq';
 import { masterFor, type RedisClient } from '../../redis/connect.js';
 import type { TelemetryRecord } from '../../telemetry/record.js';
 import type { Metrics } from '../../metrics/index.js';
+import type { JobSeal } from './seal.js';
 import { encodeJob, encodePointsJob, recordsOfParts, type JobPayload, type RowsPart } from './codec.js';
 import { PointRows, rowsOf } from '../flatten/points.js';
 import type { FlattenOptions } from '../flatten/flatten.js';
@@ -48,6 +49,8 @@ export interface ProducerOptions {
    * jobs of the few records that arrived during one round trip. An idle producer sends at once.
    */
   lingerMs?: number;
+  /** Seals the v3 jobs written (queue/seal.ts), so workers copy their rows unchecked; unsealed jobs are checked record by record. */
+  seal?: JobSeal;
 }
 
 const NO_ROWS = new PointRows(0);
@@ -201,7 +204,7 @@ export class Producer {
 
     const jobs: Array<{ name: string; data: JobPayload }> = [];
     try {
-      for (const data of chunked(waiters, this.opts.maxRecordsPerJob, this.opts.deflate?.() ?? true, this.format())) jobs.push({ name: JOB_NAME, data });
+      for (const data of chunked(waiters, this.opts.maxRecordsPerJob, this.opts.deflate?.() ?? true, this.format())) jobs.push({ name: JOB_NAME, data: this.sealed(data) });
       // Encoded: the rows need not live through the round trip (see receive/push.ts).
       for (const w of waiters) w.rows = NO_ROWS;
     } catch (err) {
@@ -252,9 +255,13 @@ export class Producer {
   async enqueueRowsOnce(rows: PointRows, once: { id: string; ttlMs: number }, dictionary = WHOLE_DICTIONARY): Promise<void> {
     if (rows.records === 0) return;
     if (this.redis.status !== 'ready') throw new EnqueueError(`Redis is not reachable (connection ${this.redis.status})`);
-    const jobs = chunked([{ rows, dictionary }], this.opts.maxRecordsPerJob, this.opts.deflate?.() ?? true, this.format()).map((data, i) => ({ name: JOB_NAME, data, opts: { deduplication: { id: `${once.id}:${i}`, ttl: once.ttlMs } } }));
+    const jobs = chunked([{ rows, dictionary }], this.opts.maxRecordsPerJob, this.opts.deflate?.() ?? true, this.format()).map((data, i) => ({ name: JOB_NAME, data: this.sealed(data), opts: { deduplication: { id: `${once.id}:${i}`, ttl: once.ttlMs } } }));
     await confirmedWithin(this.queue.addBulk(jobs).then(() => this.replicated(this.opts.timeoutMs)), this.opts.timeoutMs, this.opts.timeoutMs);
     this.count(jobs);
+  }
+
+  private sealed(data: JobPayload): JobPayload {
+    return data.v === 3 && this.opts.seal ? this.opts.seal.seal(data) : data;
   }
 
   /** Jobs Redis confirmed, by payload form. */

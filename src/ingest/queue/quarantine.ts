@@ -1,4 +1,6 @@
 import type { RedisClient } from '../../redis/connect.js';
+import { defineScript } from '../../redis/scripts.js';
+import type { RedisKeys } from './keys.js';
 
 /**
  * Records the receiver could not accept, kept whole in a Redis stream so nothing a sender
@@ -37,46 +39,84 @@ export function quarantineEntry(origin: QuarantineOrigin, index: number, reason:
   return { ...origin, index, reason, raw: truncated ? raw.slice(0, rawLimit) : raw, truncated };
 }
 
+/** Room in a sender's share, taken before its push is answered: kept once its records are queued, or given back. */
+export type Reservation =
+  | { ok: true; keep(): Promise<void>; release(): Promise<void> }
+  | { ok: false; /** Bytes the entries need. */ bytes: number; /** Bytes the sender's entries hold now. */ held: number; share: number };
+
+/**
+ * The quarantine stream, its bytes counted per sender. A sender's entries may hold `shareBytes`
+ * (QUARANTINE_MAX_BYTES shared by the senders and the service's own stages): a push whose refused
+ * records would not fit is refused whole before anything of it is acknowledged, so one sender cannot
+ * fill Redis for the others, and nothing kept is ever dropped to make room. Entries of records already
+ * acknowledged (InfluxDB refused a point; a derived point) are kept whatever the share, and counted.
+ */
 export class Quarantine {
+  private readonly key: string;
+  private readonly bytesKey: string;
+
   constructor(
     private readonly redis: RedisClient,
-    /** The stream's key (`RedisKeys.quarantine`). */
-    readonly key: string,
-    private readonly bound?: {
-      /** Entries kept (QUARANTINE_MAX_ENTRIES); Redis drops the oldest beyond, in whole blocks (`MAXLEN ~`). */
-      maxEntries: number;
-      /** Told, with the stream's length, when an add finds the stream at its bound. */
-      onFull: (length: number) => void;
-    },
-  ) {}
+    keys: Pick<RedisKeys, 'quarantine' | 'quarantineBytes'>,
+    /** Bytes one sender's entries may hold; no bound when unset (tools that only read and remove). */
+    private readonly shareBytes = Infinity,
+  ) {
+    this.key = keys.quarantine;
+    this.bytesKey = keys.quarantineBytes;
+    defineScript(redis, 'telematicsQuarantineRemove', 'quarantine-remove-2');
+  }
 
-  /** Resolves once Redis holds every entry (one round trip). */
+  /** Keeps entries whatever the shares (their records were acknowledged); resolves once Redis holds every one. */
   async add(entries: readonly NewQuarantineEntry[]): Promise<void> {
     if (entries.length === 0) return;
     const multi = this.redis.multi();
-    const cap = this.bound ? ['MAXLEN', '~', String(this.bound.maxEntries)] : [];
+    const bySender = new Map<string, number>();
     for (const e of entries) {
-      multi.xadd(
-        this.key,
-        ...cap,
-        '*',
-        'deliveryId', e.deliveryId,
-        'sender', e.sender,
-        'index', String(e.index),
-        'reason', e.reason,
-        'raw', e.raw,
-        'truncated', e.truncated ? '1' : '0',
-        'receivedAt', String(e.receivedAt),
-        'route', e.route,
-        'stage', e.stage,
-      );
+      const fields = fieldsOf(e);
+      multi.xadd(this.key, '*', ...fields);
+      bySender.set(e.sender, (bySender.get(e.sender) ?? 0) + Number(fields[fields.length - 1]));
     }
-    if (this.bound) multi.xlen(this.key);
-    const res = await multi.exec();
-    const failed = res?.find(([err]) => err);
-    if (!res || failed) throw failed?.[0] ?? new Error('quarantine write was aborted');
-    const length = this.bound ? Number(res[res.length - 1]![1]) : 0;
-    if (this.bound && length >= this.bound.maxEntries) this.bound.onFull(length);
+    for (const [sender, bytes] of bySender) multi.hincrby(this.bytesKey, sender, bytes);
+    await execAll(multi);
+  }
+
+  /**
+   * Takes room for one sender's entries from its share (optimistically: what takes a share past its
+   * bound gives it back at once, so the share is never exceeded, at worst refused a moment too early
+   * for a concurrent push). One round trip; none when there is nothing to keep.
+   */
+  async reserve(sender: string, entries: readonly NewQuarantineEntry[]): Promise<Reservation> {
+    const rows = entries.map(fieldsOf);
+    const bytes = rows.reduce((n, f) => n + Number(f[f.length - 1]), 0);
+    const noop = async () => {};
+    if (rows.length === 0) return { ok: true, keep: noop, release: noop };
+    const held = await this.redis.hincrby(this.bytesKey, sender, bytes);
+    if (held > this.shareBytes) {
+      await this.redis.hincrby(this.bytesKey, sender, -bytes);
+      return { ok: false, bytes, held: held - bytes, share: this.shareBytes };
+    }
+    const release = async () => void (await this.redis.hincrby(this.bytesKey, sender, -bytes));
+    return {
+      ok: true,
+      release,
+      keep: async () => {
+        const multi = this.redis.multi();
+        for (const f of rows) multi.xadd(this.key, '*', ...f);
+        try {
+          await execAll(multi);
+        } catch (err) {
+          // Not kept (the push is answered 503 and sent again): its room goes back.
+          await release().catch(() => {});
+          throw err;
+        }
+      },
+    };
+  }
+
+  /** Bytes held per sender (the service's own stages under the empty name). */
+  async bytesBySender(): Promise<Map<string, number>> {
+    const all = await this.redis.hgetall(this.bytesKey);
+    return new Map(Object.entries(all).map(([sender, n]) => [sender, Number(n)]));
   }
 
   async list(opts: { count?: number; after?: string } = {}): Promise<QuarantineEntry[]> {
@@ -91,9 +131,40 @@ export class Quarantine {
     return row ? parse(row[0], row[1]) : undefined;
   }
 
+  /** Removes entries and frees their bytes in their senders' shares; resolves to how many were there. */
   async remove(ids: readonly string[]): Promise<number> {
-    return ids.length ? this.redis.xdel(this.key, ...ids) : 0;
+    if (ids.length === 0) return 0;
+    const remove = (this.redis as unknown as { telematicsQuarantineRemove(...args: string[]): Promise<number> }).telematicsQuarantineRemove;
+    return remove.call(this.redis, this.key, this.bytesKey, ...ids);
   }
+}
+
+/**
+ * An entry's fields as stored, `bytes` last: the UTF-8 bytes of every other name and value, what
+ * its sender's share is charged (Redis's own overhead per entry is a few dozen bytes on top).
+ */
+function fieldsOf(e: NewQuarantineEntry): string[] {
+  const fields = [
+    'deliveryId', e.deliveryId,
+    'sender', e.sender,
+    'index', String(e.index),
+    'reason', e.reason,
+    'raw', e.raw,
+    'truncated', e.truncated ? '1' : '0',
+    'receivedAt', String(e.receivedAt),
+    'route', e.route,
+    'stage', e.stage,
+  ];
+  let bytes = 0;
+  for (const f of fields) bytes += Buffer.byteLength(f);
+  fields.push('bytes', String(bytes));
+  return fields;
+}
+
+async function execAll(multi: ReturnType<RedisClient['multi']>): Promise<void> {
+  const res = await multi.exec();
+  const failed = res?.find(([err]) => err);
+  if (!res || failed) throw failed?.[0] ?? new Error('quarantine write was aborted');
 }
 
 function parse(id: string, kv: string[]): QuarantineEntry {

@@ -3,7 +3,7 @@ import { HTTPException } from 'hono/http-exception';
 import { failure, success, type FailureCode, type PushAccepted, type RefusedFieldAnswer, type RejectedRecord } from '../../telemetry/envelope.js';
 
 /** Statuses a push can be answered with besides 202. */
-export type PushStatus = 400 | 401 | 408 | 413 | 415 | 429 | 503;
+export type PushStatus = 400 | 401 | 403 | 408 | 413 | 415 | 429 | 503;
 
 /**
  * A push refused with an envelope answer. Thrown by the checks run before the body is read

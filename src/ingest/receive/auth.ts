@@ -1,3 +1,4 @@
+import { throttleOf } from '../../log/throttle.js';
 import { timingSafeEqual } from 'node:crypto';
 import type { Context } from 'hono';
 import type { Logger } from '../../log/index.js';
@@ -66,7 +67,9 @@ export function authenticate(auth: SenderAuth, log: Logger): PushCheck {
     if (sender) delivery.sender = sender;
     else if (presented !== undefined || !c.req.header('webhook-signature') || auth.signers.length === 0) {
       const why = presented === undefined ? 'no token' : 'unknown token';
-      log.info({ why, source: remoteAddress(c), deliveryId: delivery.deliveryId }, 'push refused: unauthorized');
+      // A stranger may knock as fast as it likes: said once a minute, with how many times.
+      const source = remoteAddress(c);
+      throttleOf(log, `unauthorized:${why}`).pass((times) => log.info({ why, source, deliveryId: delivery.deliveryId, times }, 'push refused: unauthorized'));
       throw new PushRefused(401, 'unauthorized', 'missing or invalid token: send Authorization: Bearer <token>, X-Api-Key or ?token=');
     }
   };

@@ -1,3 +1,4 @@
+import { readCapped } from '../../bytes/capped.js';
 import { promisify } from 'node:util';
 import { gunzip as gunzipCb, inflate as inflateCb } from 'node:zlib';
 import { PushRefused } from './answer.js';
@@ -20,27 +21,9 @@ export class BodyError extends PushRefused {
 }
 
 async function collect(stream: ReadableStream<Uint8Array>, limit: number, what: string): Promise<Uint8Array> {
-  const reader = stream.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      throw new BodyError(413, 'payload_too_large', `${what} exceeds the limit of ${limit} bytes`);
-    }
-    chunks.push(value);
-  }
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
+  const r = await readCapped(stream, limit);
+  if (!r.ok) throw new BodyError(413, 'payload_too_large', `${what} exceeds the limit of ${limit} bytes`);
+  return r.bytes;
 }
 
 /**

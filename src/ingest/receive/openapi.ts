@@ -27,10 +27,15 @@ const answers = {
   },
   '400': failure('The push can never be stored as sent: do not retry it unchanged', ['invalid_json', 'invalid_shape', 'invalid_record', 'implausible_record', 'invalid_text', 'bad_encoding', 'invalid_idempotency_key']),
   '401': failure('No known token, or a signing sender whose signature is missing or wrong', ['unauthorized', 'invalid_signature']),
+  '403': failure('A realtime record of a new vehicle the service does not admit (MAX_VEHICLES reached; the vehicle neither known nor listed by the upstream): in a bulk, such records are listed in `rejected`', ['vehicle_not_admitted']),
   '408': { description: 'The request did not arrive within HTTP_REQUEST_TIMEOUT (the connection is closed)' },
   '413': failure('Too large: the body (BODY_LIMIT), its record count (MAX_RECORDS_PER_PUSH), or more than the rate limit can admit; split it', ['payload_too_large', 'too_many_records']),
   '415': failure('A Content-Type other than JSON, a charset other than UTF-8, or a Content-Encoding other than gzip/deflate', ['unsupported_media_type']),
-  '429': failure('Over the queue bound or the sender’s rate limit: retry after Retry-After', ['overloaded', 'rate_limited'], { 'Retry-After': retryAfter }),
+  '429': failure(
+    'Over the queue bound or the sender’s rate limit; or the push has records that cannot be stored and the sender’s share of the quarantine is full (nothing of the push was stored): retry after Retry-After',
+    ['overloaded', 'rate_limited', 'quarantine_share_full'],
+    { 'Retry-After': retryAfter },
+  ),
   '503': failure('Not stored (Redis down, slow or full): retry after Retry-After', ['unavailable', 'overloaded'], { 'Retry-After': retryAfter }),
 };
 

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../log/index.js';
 import { Metrics } from '../../metrics/index.js';
 import type { NewQuarantineEntry } from '../queue/quarantine.js';
+import { quarantineInMemory } from '../queue/quarantine.testkit.js';
 import type { TelemetryRecord } from '../../telemetry/record.js';
 import { pushRoutes } from './app.js';
 
@@ -14,7 +15,7 @@ function receiver() {
   const metrics = new Metrics({ version: 'test', mode: 'receiver' });
   const routes = pushRoutes(
     { partitions: 1, enqueueRows: async (rows) => void enqueued.push(...rows.flatMap(recordsOf)), enqueueRowsOnce: async (rows) => void enqueued.push(...rows.flatMap(recordsOf)) },
-    { add: async (e) => void quarantined.push(...e) },
+    quarantineInMemory(quarantined),
     { senders: undefined, signatureToleranceMs: 300_000, bodyLimit: 1_000_000, maxRecords: 1_000, quarantineRawLimit: 10_000, flatten: { temperatureSentinels: [] }, retryAfterSeconds: 1, log: createLogger('silent'), metrics },
   );
   const post = (path: string, body: string | Uint8Array<ArrayBuffer>, headers: Record<string, string> = {}) =>

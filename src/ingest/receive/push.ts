@@ -2,11 +2,13 @@ import type { Context } from 'hono';
 import type { Logger } from '../../log/index.js';
 import type { RefusedFieldAnswer, RejectedRecord } from '../../telemetry/envelope.js';
 import { splitPush, type PushShape } from '../../telemetry/push.js';
-import { quarantineEntry, type NewQuarantineEntry, type QuarantineOrigin } from '../queue/quarantine.js';
+import { quarantineEntry, type NewQuarantineEntry, type QuarantineOrigin, type Reservation } from '../queue/quarantine.js';
 import type { Plausibility } from '../plausibility/judge.js';
 import type { FlattenOptions } from '../flatten/flatten.js';
 import type { PointRows } from '../flatten/points.js';
-import { RecordSorter } from './sort.js';
+import { RecordSorter, VEHICLES_MAX } from './sort.js';
+import type { VehicleAdmission } from '../fleet/admission.js';
+import { throttleOf } from '../../log/throttle.js';
 import { scanPush } from '../scan/scan.js';
 import { acceptedBody, answerAccepted, PushRefused, refusalAnswer } from './answer.js';
 import type { SenderAuth } from './auth.js';
@@ -29,7 +31,8 @@ export interface RecordSink {
   enqueueRowsOnce(rows: readonly PointRows[], once: { id: string; ttlMs: number }, dictionary?: number): Promise<void>;
 }
 export interface QuarantineSink {
-  add(entries: readonly NewQuarantineEntry[]): Promise<void>;
+  /** Room for a sender's entries in its share, taken before the push is answered (queue/quarantine.ts). */
+  reserve(sender: string, entries: readonly NewQuarantineEntry[]): Promise<Reservation>;
 }
 
 export interface PushHandlerOptions {
@@ -49,6 +52,8 @@ export interface PushHandlerOptions {
   plausibility?: Plausibility;
   /** The flattening rules (CAN_TEMP_SENTINELS, PACK_HEALTH): records are queued as points. */
   flatten: FlattenOptions;
+  /** Which new vehicles are admitted (MAX_VEHICLES, fleet/admission.ts); every one when unset. */
+  vehicles?: VehicleAdmission | undefined;
   /** The job format every live worker reads (queue/formats.ts), read from memory; this release's newest when unset. */
   format?: () => JobFormat;
   log: Logger;
@@ -63,7 +68,8 @@ const decoder = new TextDecoder('utf-8', { fatal: true });
  * seen before from its first answer, parse it, validate each record, queue the valid ones and
  * quarantine the rest, and answer 202 only once Redis confirmed both. Anything that is the push's
  * fault is thrown as PushRefused (after its bytes are quarantined); anything else means the push was
- * not stored.
+ * not stored. What the quarantine is to keep is taken from the sender's share first: a push whose
+ * refused records do not fit is refused whole, before anything of it is stored.
  */
 export async function receivePush(
   c: Context,
@@ -73,7 +79,7 @@ export async function receivePush(
   quarantine: QuarantineSink,
   opts: PushHandlerOptions,
 ): Promise<Response> {
-  const intake = new Intake(c, delivery, quarantine, opts.quarantineRawLimit);
+  const intake = new Intake(c, delivery, quarantine, opts);
   const bytes = await readPushBody(c.req.raw, opts.bodyLimit, intake);
   opts.metrics?.receivedBytes.inc(bytes.byteLength);
   if (opts.auth) checkSignature(c, delivery, opts.auth, bytes, opts.signatureToleranceMs);
@@ -91,7 +97,7 @@ export async function receivePush(
   // Rows for the dictionary every live worker reads: names beyond it are written by name.
   const dictionary = opts.format?.().dictionary;
   const flatten = dictionary === undefined ? opts.flatten : flattenFor(opts.flatten, dictionary);
-  const sorter = () => new RecordSorter(intake, { ...opts, flatten, partitions: records.partitions }, bytes.byteLength);
+  const sorter = () => new RecordSorter(intake, { ...opts, flatten, partitions: records.partitions, vehicles: opts.vehicles }, bytes.byteLength);
   let sorted = sorter();
   const scanned = scanPush(bytes, shape, sorted, { plausibility: opts.plausibility, flatten, receivedAt: intake.receivedAt });
   let general: { text: string; items: unknown[] } | undefined;
@@ -119,16 +125,19 @@ export async function receivePush(
     else for (let i = 0; i < total; i++) sorted.item(i, general.items[i]);
   }
   const text = general?.text;
-  sorted.finish(() => text ?? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
+  const textOf = () => text ?? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+  sorted.finish(textOf);
+  if (sorted.unknownPlates.size > 0) await admitVehicles(sorted, opts, intake, textOf);
   if (opts.metrics) sorted.count(opts.metrics, total);
+  const { rejected, refusedFields, fieldsRefused, held } = sorted;
+  const room = held.length > 0 ? await intake.reserve(held, sorted.accepted) : undefined;
   const enqueued = digest === undefined ? records.enqueueRows(sorted.rows, dictionary) : records.enqueueRowsOnce(sorted.rows, { id: digest, ttlMs: opts.idempotency!.ttlMs }, dictionary);
   // Only counts and what is answered or quarantined cross the wait, in `outcome`: the parsed push and
   // its rows are then garbage as soon as the producer has encoded them, not kept through the Redis
   // round trip (fewer survivors for each young-generation collection, which otherwise copies and
   // promotes every push in flight).
-  const { rejected, refusedFields, fieldsRefused, held } = sorted;
-  const outcome: Outcome = { bulk, accepted: sorted.accepted, total, rejected, refusedFields, fieldsRefused, held };
-  return answerOnceStored(enqueued, outcome, digest, intake, quarantine, opts);
+  const outcome: Outcome = { bulk, accepted: sorted.accepted, total, rejected, refusedFields, fieldsRefused, room };
+  return answerOnceStored(enqueued, outcome, digest, intake, opts);
 }
 
 /**
@@ -144,7 +153,7 @@ class Intake {
     private readonly c: Context,
     private readonly delivery: Delivery,
     private readonly quarantine: QuarantineSink,
-    private readonly rawLimit: number,
+    private readonly opts: Pick<PushHandlerOptions, 'quarantineRawLimit' | 'metrics'>,
   ) {}
 
   get deliveryId(): string {
@@ -161,8 +170,23 @@ class Intake {
   }
 
   /** The whole body, kept as one entry: it could not be read as records. */
-  keepWhole(raw: string, reason: string): Promise<void> {
-    return this.quarantine.add([quarantineEntry(this.originOf(), -1, reason, raw, this.rawLimit)]);
+  async keepWhole(raw: string, reason: string): Promise<void> {
+    await (await this.reserve([quarantineEntry(this.originOf(), -1, reason, raw, this.opts.quarantineRawLimit)], 0)).keep();
+  }
+
+  /** Room for this push's entries in its sender's share; refused (429) when they do not fit, naming why. */
+  async reserve(entries: readonly NewQuarantineEntry[], valid: number): Promise<Extract<Reservation, { ok: true }>> {
+    const room = await this.quarantine.reserve(this.sender, entries);
+    if (room.ok) return room;
+    this.opts.metrics?.quarantineRefusedPushes.inc({ sender: this.sender });
+    const what = entries.length === 1 && entries[0]!.index < 0 ? 'its body cannot be stored' : `${entries.length} of its records cannot be stored`;
+    const resend = valid > 0 ? `; send its ${valid} valid record(s) again without the others, or` : '; send it again';
+    throw new PushRefused(
+      429,
+      'quarantine_share_full',
+      `push refused, nothing of it stored: ${what} and ${this.sender}'s share of the quarantine is full (it holds ${room.held} bytes of ${room.share}; these need ${room.bytes})${resend} once an operator has replayed or purged ${this.sender}'s entries (telematics-deadletter)`,
+      QUARANTINE_FULL_RETRY_AFTER_S,
+    );
   }
 }
 
@@ -207,27 +231,28 @@ interface Outcome {
   rejected: RejectedRecord[];
   refusedFields: RefusedFieldAnswer[];
   fieldsRefused: { fields: number; records: number };
-  held: NewQuarantineEntry[];
+  /** The room its refused records took in the quarantine, kept once the valid ones are queued. */
+  room: Extract<Reservation, { ok: true }> | undefined;
 }
 
 /**
  * The answer, once Redis confirmed the enqueue; the quarantine only then, so that a push answered
- * 503 leaves no entries behind for the sender's retry to duplicate. A keyed delivery's answer is kept
- * to be given again.
+ * 503 leaves no entries behind for the sender's retry to duplicate (its room goes back). A keyed
+ * delivery's answer is kept to be given again.
  */
-async function answerOnceStored(
-  enqueued: Promise<void>,
-  o: Outcome,
-  digest: string | undefined,
-  intake: Intake,
-  quarantine: QuarantineSink,
-  opts: PushHandlerOptions,
-): Promise<Response> {
-  await enqueued;
-  if (o.held.length > 0) await quarantine.add(o.held);
+async function answerOnceStored(enqueued: Promise<void>, o: Outcome, digest: string | undefined, intake: Intake, opts: PushHandlerOptions): Promise<Response> {
+  try {
+    await enqueued;
+  } catch (err) {
+    await o.room?.release().catch(() => {});
+    throw err;
+  }
+  await o.room?.keep();
   const { deliveryId } = intake;
   if (o.rejected.length > 0) {
-    opts.log.info({ deliveryId, sender: intake.sender, route: intake.originOf().route, accepted: o.accepted, rejected: o.rejected.length }, 'push had invalid records; quarantined');
+    const { sender } = intake;
+    // Senders are configured names: one throttle each, so a sender sending bad records in every push is said once a minute.
+    throttleOf(opts.log, `rejected:${sender}`).pass((times) => opts.log.info({ deliveryId, sender, route: intake.originOf().route, accepted: o.accepted, rejected: o.rejected.length, times }, 'push had invalid records; quarantined'));
   }
   const answer =
     !o.bulk && o.rejected.length > 0
@@ -270,11 +295,34 @@ function replayed(answer: StoredAnswer, deliveryId: string, replay = true): Resp
   return new Response(answer.body, { status: answer.status, headers });
 }
 
+/**
+ * When a sender whose quarantine share is full may try again: room comes back only when an operator
+ * replays or purges its entries, so sooner would only cost both sides a refusal.
+ */
+const QUARANTINE_FULL_RETRY_AFTER_S = 60;
+
 /** The sender of pushes when authentication is off. */
 const ANONYMOUS = 'anonymous';
 
-/** A realtime push's one record refused: 400, as invalid or as implausible. */
+/**
+ * The new vehicles of a push the admission refuses (MAX_VEHICLES): their records out of the rows,
+ * rejected and counted, the push kept whole in the quarantine.
+ */
+async function admitVehicles(sorted: RecordSorter, opts: PushHandlerOptions, intake: Intake, text: () => string): Promise<void> {
+  const admission = opts.vehicles!;
+  const refused = await admission.refused(new Set(sorted.unknownPlates.keys()));
+  if (refused.size === 0) return;
+  const named = [...refused].slice(0, 5).map((p) => JSON.stringify(p)).join(', ');
+  const more = refused.size > 5 ? ` and ${refused.size - 5} more` : '';
+  sorted.refuseVehicles(refused, `vehicle ${named}${more} not admitted: the service keeps state for MAX_VEHICLES (${admission.opts.maxVehicles}) vehicles, and this one is neither known nor listed by the upstream`, text);
+  const records = [...refused].reduce((n, p) => n + sorted.unknownPlates.get(p)!.length, 0);
+  opts.metrics?.vehiclesRefused.inc({ sender: intake.sender }, records);
+  throttleOf(opts.log, 'vehicles_max').pass((times) => opts.log.warn({ sender: intake.sender, vehicles: refused.size, records, first: [...refused][0]!.slice(0, 64), times }, 'records of new vehicles refused: MAX_VEHICLES reached'));
+}
+
+/** A realtime push's one record refused: 400, as invalid or as implausible; 403 for a vehicle not admitted. */
 function realtimeRefusal(r: RejectedRecord): PushRefused {
+  if (r.rule === VEHICLES_MAX) return new PushRefused(403, 'vehicle_not_admitted', `${r.error} (quarantined)`);
   return r.rule === undefined
     ? new PushRefused(400, 'invalid_record', `invalid record (quarantined): ${r.error}`)
     : new PushRefused(400, 'implausible_record', `implausible record (quarantined): ${r.error}`);

@@ -3,7 +3,7 @@ import type { RefusedFieldAnswer, RejectedRecord } from '../../telemetry/envelop
 import { boundedJson } from '../../telemetry/json.js';
 import { TYPES, typeOf, type RecordTypeInfo } from '../../telemetry/fields.js';
 import type { FlattenOptions } from '../flatten/flatten.js';
-import { PointRows, writeRecord } from '../flatten/points.js';
+import { PointRows, recordsOfRows, writeRecord } from '../flatten/points.js';
 import type { Plausibility } from '../plausibility/judge.js';
 import { partitionOf } from '../queue/keys.js';
 import { quarantineEntry, type NewQuarantineEntry, type QuarantineOrigin } from '../queue/quarantine.js';
@@ -15,6 +15,9 @@ import { validateRecord, type ValidationResult, type ValidationRule } from '../v
  * ten thousand bad records thus costs a bounded answer and a bounded quarantine.
  */
 export const REJECTED_IN_DETAIL = 100;
+
+/** The rule a record of a vehicle refused by the admission (MAX_VEHICLES) broke: in answers, the quarantine and /metrics. */
+export const VEHICLES_MAX = 'vehicles_max';
 
 /** The error of a rejected record beyond the first REJECTED_IN_DETAIL: short, since there may be thousands; the reasons are in the quarantine. */
 const BEYOND_DETAIL = 'invalid';
@@ -31,6 +34,10 @@ export interface SortOptions {
   quarantineRawLimit: number;
   /** Partitions the rows go to (QUEUE_PARTITIONS). */
   partitions: number;
+  /** Records as a job holds them, a refused required field already left out: every rule but presence (worker/unsealed.ts). */
+  partialRecords?: boolean;
+  /** Which vehicles are known (MAX_VEHICLES, fleet/admission.ts); every one when unset. */
+  vehicles?: { isKnown(plate: string): boolean } | undefined;
 }
 
 /**
@@ -60,6 +67,9 @@ export class RecordSorter {
   readonly acceptedBy: number[] = TYPES.map(() => 0);
   /** Lateness of accepted records in seconds, by type (records stamped on receipt left out). */
   readonly late: number[][] = TYPES.map(() => []);
+  /** Accepted records of plates this process does not know yet, by plate: the receiver asks whether to admit them. */
+  readonly unknownPlates = new Map<string, number[]>();
+  readonly wantsPlates: boolean;
 
   constructor(
     private readonly push: PushFacts,
@@ -70,6 +80,7 @@ export class RecordSorter {
     // A realtime push's rows fit in a slice of Node's buffer pool (under 4 KiB), not an allocation of their own.
     const capacity = Math.max(256, Math.ceil(bodyBytes / opts.partitions) + 64);
     this.rows = Array.from({ length: opts.partitions }, () => new PointRows(capacity));
+    this.wantsPlates = opts.vehicles !== undefined;
   }
 
   /** The rows a record of `vehicleno` goes to. */
@@ -77,8 +88,13 @@ export class RecordSorter {
     return this.rows[this.opts.partitions === 1 ? 0 : partitionOf(vehicleno, this.opts.partitions)]!;
   }
 
-  /** A record the scanner validated, judged and wrote. */
-  stored(type: RecordTypeInfo, time: number): void {
+  /** A record the scanner validated, judged and wrote: record `i`, of `plate` when `wantsPlates`. */
+  stored(type: RecordTypeInfo, time: number, i?: number, plate?: string): void {
+    if (plate !== undefined && !this.opts.vehicles!.isKnown(plate)) {
+      const at = this.unknownPlates.get(plate);
+      if (at) at.push(i!);
+      else this.unknownPlates.set(plate, [i!]);
+    }
     this.accepted++;
     this.acceptedBy[type.index]!++;
     if (time !== this.push.receivedAt) this.late[type.index]!.push(Math.max(0, this.push.receivedAt - time) / 1000);
@@ -87,7 +103,7 @@ export class RecordSorter {
   /** Record `i` of the push, parsed; `text`, when known, is what the quarantine keeps of it (as sent). */
   item(i: number, item: unknown, text?: string): void {
     const { receivedAt } = this.push;
-    const r = validated(item, receivedAt);
+    const r = validated(item, receivedAt, this.opts.partialRecords === true);
     if (!r.ok) {
       this.invalid.push(r.rule);
       this.reject(i, item, text, r.error);
@@ -101,13 +117,39 @@ export class RecordSorter {
       return;
     }
     writeRecord(this.rowsFor(record.vehicleno), record, this.opts.flatten);
-    this.stored(typeOf(record.type), record.time);
+    this.stored(typeOf(record.type), record.time, i, this.wantsPlates ? record.vehicleno : undefined);
     if (judged === undefined || judged.refused.length === 0) return;
     for (const f of judged.refused) this.implausible.push({ rule: f.rule, scope: 'field' });
     this.fieldsRefused.fields += judged.refused.length;
     if (++this.fieldsRefused.records > REJECTED_IN_DETAIL) return;
     for (const f of judged.refused) this.refusedFields.push({ index: i, ...f });
     this.keep(i, item, text, `implausible field(s) not stored: ${judged.refused.map((f) => `data.${f.field}: ${f.error}`).join('; ')}`);
+  }
+
+  /**
+   * The records of `plates` refused after all (the vehicles' admission said no): taken out of the rows,
+   * listed as rejected with `error` (rule `vehicles_max`), and the whole push kept once in the quarantine
+   * (`text`), to replay once the bound is raised. Only pushes with refused plates pay for this.
+   */
+  refuseVehicles(plates: ReadonlySet<string>, error: string, text: () => string): void {
+    for (let p = 0; p < this.rows.length; p++) {
+      const rows = this.rows[p]!;
+      const records = recordsOfRows(rows.buf.subarray(0, rows.len));
+      if (!records.some((r) => plates.has(r.vehicleno))) continue;
+      const kept = new PointRows(rows.len);
+      for (const r of records) {
+        if (!plates.has(r.vehicleno)) writeRecord(kept, r, this.opts.flatten);
+        else {
+          this.accepted--;
+          this.acceptedBy[typeOf(r.type).index]!--;
+        }
+      }
+      this.rows[p] = kept;
+    }
+    const indices = [...plates].flatMap((plate) => this.unknownPlates.get(plate) ?? []).sort((a, b) => a - b);
+    for (const index of indices) this.rejected.push({ index, error: this.rejected.length < REJECTED_IN_DETAIL ? error : BEYOND_DETAIL, rule: VEHICLES_MAX });
+    this.rejected.sort((a, b) => a.index - b.index);
+    this.held.push(quarantineEntry(this.push.originOf(), -1, `${indices.length} record(s) of ${plates.size} vehicle(s) refused: ${error}; the whole push is kept here`, text(), this.opts.quarantineRawLimit));
   }
 
   /** After the last record: past REJECTED_IN_DETAIL, the whole push kept once. */
@@ -162,9 +204,9 @@ export class RecordSorter {
 }
 
 /** A record's verdict; whatever goes wrong while judging it is that record's fault, never a 5xx. */
-function validated(item: unknown, receivedAt: number): ValidationResult {
+function validated(item: unknown, receivedAt: number, partial: boolean): ValidationResult {
   try {
-    return validateRecord(item, receivedAt);
+    return validateRecord(item, receivedAt, partial);
   } catch (err) {
     return { ok: false, rule: 'other', error: `could not be validated: ${err instanceof Error ? err.message : String(err)}` };
   }

@@ -30,8 +30,10 @@ import { enoughParameters, recordTime, withinBounds } from '../validate/record.j
 /** Where the scanner puts what it reads; the receiver's RecordSorter. */
 export interface ScanSink {
   readonly rows: readonly PointRows[];
-  /** A record the scanner validated, judged and wrote. */
-  stored(type: RecordTypeInfo, time: number): void;
+  /** A record the scanner validated, judged and wrote: record `i`, of `plate` when `wantsPlates`. */
+  stored(type: RecordTypeInfo, time: number, i?: number, plate?: string): void;
+  /** Whether `stored` is to be told each record's plate (the vehicles' admission, fleet/admission.ts). */
+  readonly wantsPlates?: boolean;
   /** Record `i`, parsed, for the general path, with its own text. */
   item(i: number, item: unknown, text: string): void;
 }
@@ -446,7 +448,7 @@ function plainChecks(type: RecordTypeInfo, opts: ScanOptions): number | undefine
  * general path must judge it; NOT_JSON when the bytes are not JSON. Nothing is written of a record
  * given up on: every check comes before its rows.
  */
-function writePlainRecord(b: Buffer, at: number, sink: ScanSink, opts: ScanOptions): number {
+function writePlainRecord(b: Buffer, at: number, i: number, sink: ScanSink, opts: ScanOptions): number {
   const end = readRecord(b, at);
   if (end < 0) return end;
   const type = recordType!;
@@ -458,9 +460,10 @@ function writePlainRecord(b: Buffer, at: number, sink: ScanSink, opts: ScanOptio
     d.timeTo = timeTo;
     d.timeInScratch = false;
   } else d.timeText(time);
-  const rows = sink.rows.length === 1 ? sink.rows[0]! : sink.rows[partitionOf(b.toString('latin1', d.tagFrom, d.tagTo), sink.rows.length)]!;
+  const plate = sink.rows.length > 1 || sink.wantsPlates ? b.toString('latin1', d.tagFrom, d.tagTo) : undefined;
+  const rows = plate === undefined || sink.rows.length === 1 ? sink.rows[0]! : sink.rows[partitionOf(plate, sink.rows.length)]!;
   finishRecord(rows, type, d, opts.flatten);
-  sink.stored(type, time);
+  sink.stored(type, time, i, plate);
   return end;
 }
 
@@ -468,7 +471,7 @@ function writePlainRecord(b: Buffer, at: number, sink: ScanSink, opts: ScanOptio
 function record(b: Buffer, p: number, i: number, sink: ScanSink, opts: ScanOptions, general: boolean): number {
   if (b[p] === LBRACE) {
     // Nothing is written of a record given up on: every check comes before its row.
-    const end = writePlainRecord(b, p, sink, opts);
+    const end = writePlainRecord(b, p, i, sink, opts);
     if (end >= 0) return end;
     if (end === NOT_JSON || !general) return NOT_JSON;
   } else if (!general) return NOT_JSON;

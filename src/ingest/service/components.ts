@@ -4,10 +4,11 @@
  */
 import { ExtraFieldNames } from '../plausibility/fieldNames.js';
 import type { RedisClient } from '../../redis/connect.js';
-import type { Config } from '../../config/index.js';
+import { quarantineShareOf, type Config } from '../../config/index.js';
 import { Quarantine } from '../queue/quarantine.js';
+import { JobSeal } from '../queue/seal.js';
+import { VehicleAdmission } from '../fleet/admission.js';
 import type { Logger } from '../../log/index.js';
-import { LogThrottle } from '../../log/throttle.js';
 import type { Metrics } from '../../metrics/index.js';
 import type { LoadSheddingOptions } from '../queue/shedding.js';
 import { keysOf } from '../queue/keys.js';
@@ -49,7 +50,25 @@ export function producerOptions(cfg: Config, queueName: string): ProducerOptions
  */
 export function producerFor(cfg: Config, redis: RedisClient, metrics?: Metrics, backlogged?: () => boolean, format?: () => JobFormat): PartitionedProducer {
   const deflate = cfg.JOB_DEFLATE === 'always' ? () => true : cfg.JOB_DEFLATE === 'never' ? () => false : (backlogged ?? (() => true));
-  return new PartitionedProducer(keysOf(cfg).partitions.map((q) => new Producer(redis, { ...producerOptions(cfg, q), metrics, deflate, ...(format ? { format } : {}) })));
+  const seal = jobSealFor(cfg, redis);
+  return new PartitionedProducer(keysOf(cfg).partitions.map((q) => new Producer(redis, { ...producerOptions(cfg, q), metrics, deflate, seal, ...(format ? { format } : {}) })));
+}
+
+/** Which new vehicles a receiver admits (MAX_VEHICLES); undefined without a bound. */
+export function vehicleAdmissionFor(cfg: Config, redis: RedisClient): VehicleAdmission | undefined {
+  if (cfg.MAX_VEHICLES === 0) return undefined;
+  const keys = keysOf(cfg);
+  return new VehicleAdmission(redis, keys.partitions.map((_, i) => keys.fleet(i)), keys.listedVehicles, { maxVehicles: cfg.MAX_VEHICLES });
+}
+
+/** The deployment's job seal (queue/seal.ts), its key read as soon as Redis answers. */
+export function jobSealFor(cfg: Config, redis: RedisClient): JobSeal {
+  const seal = new JobSeal(redis, keysOf(cfg).jobSeal);
+  // At once, and again whenever Redis comes back (a connection that was not ready yet refuses commands).
+  const load = () => void seal.load().catch(() => {});
+  redis.on('ready', load);
+  if (redis.status === 'ready') load();
+  return seal;
 }
 
 /** What the live workers read, as they announce it, and the format a receiver writes for them; on the gauges with `metrics`. */
@@ -90,21 +109,16 @@ export function receiverOptions(cfg: Config, redis: RedisClient, log: Logger): R
     maxRecords: cfg.MAX_RECORDS_PER_PUSH,
     quarantineRawLimit: cfg.QUARANTINE_RAW_LIMIT,
     plausibility: plausibilityFor(cfg),
+    vehicles: vehicleAdmissionFor(cfg, redis),
     flatten: flattenOptions(cfg),
     retryAfterSeconds: retryAfterSeconds(cfg),
     log,
   };
 }
 
-/** The quarantine stream, bounded at QUARANTINE_MAX_ENTRIES, saying so (once a minute at most) while it drops the oldest. */
-export function quarantineFor(cfg: Config, redis: RedisClient, log: Logger): Quarantine {
-  const throttle = new LogThrottle();
-  return new Quarantine(redis, keysOf(cfg).quarantine, {
-    maxEntries: cfg.QUARANTINE_MAX_ENTRIES,
-    onFull(length) {
-      throttle.pass(() => log.warn({ length, bound: cfg.QUARANTINE_MAX_ENTRIES }, 'quarantine at its bound (QUARANTINE_MAX_ENTRIES); its oldest entries are being dropped'));
-    },
-  });
+/** The quarantine stream, QUARANTINE_MAX_BYTES shared equally by the senders and the service's own stages. */
+export function quarantineFor(cfg: Config, redis: RedisClient): Quarantine {
+  return new Quarantine(redis, keysOf(cfg), quarantineShareOf(cfg.QUARANTINE_MAX_BYTES, cfg.SENDERS.length));
 }
 
 export function httpLimits(cfg: Config): HttpLimits {

@@ -9,9 +9,17 @@ import { failure } from '../../telemetry/envelope.js';
 export interface RunningHttp {
   /** Base URL to reach it on (loopback when it listens on every address). */
   url: string;
-  /** Stops taking connections; requests already inside finish and are answered. */
-  close(): Promise<void>;
+  /**
+   * Stops taking connections and closes the idle ones (keep-alive connections between requests, as
+   * they become idle); requests already inside have `graceMs` to finish and be answered, then every
+   * connection still open is closed, so that no client (a keep-alive agent, a stream) holds it open.
+   * Unbounded without `graceMs`.
+   */
+  close(graceMs?: number): Promise<void>;
 }
+
+/** How often a closing listener closes the connections that became idle (answered, waiting for a next request). */
+const IDLE_SWEEP_MS = 50;
 
 /** TLS for the listener: PEM files; with `clientCa`, senders must present a certificate it signed (mutual TLS). */
 export interface HttpTls {
@@ -70,6 +78,7 @@ export async function serveHttp(app: Hono, hostname: string, port: number, limit
   server.headersTimeout = headersTimeout;
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
   const held = holdConnections(server, limits.maxConnections, Boolean(tls), onShed);
+  let closing: Promise<void> | undefined;
   // Node answers `Expect: 100-continue` with 100 on its own; a body declared over the limit is
   // refused first instead, so the sender never starts sending it.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
@@ -86,11 +95,26 @@ export async function serveHttp(app: Hono, hostname: string, port: number, limit
   const host = hostname === '0.0.0.0' || hostname === '::' ? '127.0.0.1' : hostname;
   return {
     url: `${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${bound}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
+    close(graceMs?: number) {
+      closing ??= new Promise<void>((resolve) => {
+        // A request that comes on a kept-alive connection from now on is answered `Connection: close`, and
+        // its connection ends with it. (Nothing is added to every request before: the push path pays nothing.)
+        server.on('request', (_req: IncomingMessage, res: ServerResponse) => {
+          res.shouldKeepAlive = false;
+        });
+        // Node closes the connections idle at `close()` only: one answered later stays open while its
+        // client keeps using it (each answer restarts its keep-alive timeout), and the listener with it.
+        const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
+        const cut = graceMs === undefined ? undefined : setTimeout(() => server.closeAllConnections(), graceMs);
+        server.close(() => {
+          clearInterval(sweep);
+          clearTimeout(cut);
+          resolve();
+        });
         server.closeIdleConnections();
-      }),
+      });
+      return closing;
+    },
   };
 }
 

@@ -4,7 +4,8 @@ import { Metrics, packageVersion } from '../../metrics/index.js';
 import { logSummaries } from '../../metrics/summary.js';
 import { adminRoutes } from './admin.js';
 import { untilAccessible } from '../../redis/access.js';
-import type { Config } from '../../config/index.js';
+import { quarantineShareOf, type Config } from '../../config/index.js';
+import { Quarantine } from '../queue/quarantine.js';
 import type { Logger } from '../../log/index.js';
 import { createApp, healthRoutes, type HealthCheck } from './health.js';
 import { serveHttp } from './http.js';
@@ -30,8 +31,27 @@ export interface RunningService {
   url: string;
   /** Base URL of the admin listener (`/metrics`). */
   adminUrl: string;
-  /** Stops taking pushes, lets in-flight ones and active jobs finish, then closes connections. */
+  /**
+   * Stops taking pushes (both listeners closed, idle connections closed at once, the rest after
+   * their requests' grace), lets pushes being enqueued and active jobs finish, then closes the Redis
+   * connections. Unbounded while a step waits (the caller bounds it: SHUTDOWN_GRACE); see `unfinished`.
+   */
   close(): Promise<void>;
+  /** While `close()` runs: the steps begun and not finished, by name (`SHUTDOWN_STEPS`), what a deadline cut short. */
+  unfinished(): string[];
+}
+
+/** The steps of `close()`, in order (the listeners side by side), as `unfinished()` names them. */
+export const SHUTDOWN_STEPS = ['push listener', 'admin listener', 'receiver', 'workers', 'queue gauges'] as const;
+export type ShutdownStep = (typeof SHUTDOWN_STEPS)[number];
+
+/**
+ * How long requests in flight when the listeners close have to be answered before their connections
+ * are closed: a push's enqueue is bounded by ENQUEUE_TIMEOUT; half of SHUTDOWN_GRACE at most, the
+ * other half left to the workers.
+ */
+export function requestGrace(cfg: Pick<Config, 'ENQUEUE_TIMEOUT' | 'SHUTDOWN_GRACE'>): number {
+  return Math.min(cfg.ENQUEUE_TIMEOUT + 1_000, Math.floor(cfg.SHUTDOWN_GRACE / 2));
 }
 
 export interface ServiceOptions {
@@ -58,7 +78,8 @@ export async function startService(cfg: Config, log: Logger, opts: ServiceOption
   ];
 
   const metrics = new Metrics({ version: packageVersion(), mode: cfg.SERVICE_MODE });
-  metrics.quarantineMaxEntries.set(cfg.QUARANTINE_MAX_ENTRIES);
+  metrics.maxVehicles.set(cfg.MAX_VEHICLES);
+  metrics.quarantineShare.set(quarantineShareOf(cfg.QUARANTINE_MAX_BYTES, cfg.SENDERS.length));
   const workers: RunningWorkers | undefined = cfg.SERVICE_MODE !== 'receiver' ? await startWorkers(cfg, log, metrics, opts.release ? { reads: opts.release } : {}) : undefined;
   if (workers) checks.push(...workers.checks);
   // Every process samples the queue gauges, so that each one's scrape alone tells the backlog; a
@@ -70,39 +91,54 @@ export async function startService(cfg: Config, log: Logger, opts: ServiceOption
     return q;
   });
   const backlog = new Backlog(sampledQueues, redis, keys.quarantine);
-  const sampler = sampleQueueGauges(metrics, backlog, cfg.METRICS_SAMPLE_INTERVAL, () => redis.status === 'ready');
+  const sampler = sampleQueueGauges(metrics, backlog, new Quarantine(redis, keys), cfg.METRICS_SAMPLE_INTERVAL, () => redis.status === 'ready');
   const receiver: RunningReceiver | undefined = cfg.SERVICE_MODE !== 'worker' ? startReceiver(cfg, redis, log, metrics, backlog, opts.release) : undefined;
   const fleet = fleetStateFor(cfg, redis);
   const fleetSampler = sampleFleet(metrics, fleet, cfg.SILENT_AFTER, cfg.METRICS_SAMPLE_INTERVAL);
   const summaries = cfg.LOG_SUMMARY_INTERVAL > 0 ? logSummaries(metrics, log, cfg.LOG_SUMMARY_INTERVAL) : undefined;
 
   const http = await serveHttp(createApp({ push: receiver?.routes, health: healthRoutes(checks) }, log), cfg.HOST, cfg.PORT, httpLimits(cfg), httpTls(cfg), (reason) => metrics.connectionsShed.inc({ reason }));
-  const ui = cfg.QUEUE_UI === 'on' ? { queues: sampledQueues, credentials: adminCredentials(cfg) } : undefined;
+  const ui = cfg.QUEUE_UI === 'on' ? { queues: sampledQueues, credentials: adminCredentials(cfg), writes: cfg.QUEUE_UI_WRITES === 'on' } : undefined;
   const fleetApi = fleetRoutes(fleet, cfg.SILENT_AFTER);
   fleetApi.route(GEOFENCES_PATH, geofenceRoutes(new GeofenceRegistry(redis, keys.geofences)));
   const admin = await serveHttp(adminRoutes(metrics, ui, { routes: fleetApi, credentials: adminCredentials(cfg), open: cfg.ADMIN_AUTH === 'none' }), cfg.ADMIN_HOST, cfg.ADMIN_PORT, httpLimits(cfg));
   log.info({ mode: cfg.SERVICE_MODE, url: http.url, admin: admin.url, redis: redisTarget(cfg), queue: cfg.QUEUE_NAME, partitions: cfg.QUEUE_PARTITIONS }, 'telematics-ingest started');
 
+  const pending = new Set<ShutdownStep>();
+  /** One step of `close()`: named in `unfinished()` while it runs; an error is logged and the next step taken. */
+  const step = async (name: ShutdownStep, work: () => Promise<unknown> | undefined) => {
+    pending.add(name);
+    const t = Date.now();
+    try {
+      await work();
+    } catch (err) {
+      log.warn({ step: name, err: err instanceof Error ? err.message : String(err) }, 'error while closing');
+    } finally {
+      pending.delete(name);
+      log.debug({ step: name, ms: Date.now() - t }, 'closed');
+    }
+  };
   let closing: Promise<void> | undefined;
   return {
     url: http.url,
     adminUrl: admin.url,
     close() {
       closing ??= (async () => {
-        // Stop accepting first; requests already inside finish and are answered.
-        await http.close();
-        await receiver?.close().catch((err: Error) => log.warn({ err: err.message }, 'error while closing'));
-        await workers?.close();
+        // Stop accepting first, on both ports: requests already inside have their grace to be answered.
+        const grace = requestGrace(cfg);
+        await Promise.all([step('push listener', () => http.close(grace)), step('admin listener', () => admin.close(grace))]);
+        await step('receiver', () => receiver?.close());
+        await step('workers', () => workers?.close());
         sampler.stop();
         fleetSampler.stop();
         access.stop();
         summaries?.stop();
-        await Promise.all(sampledQueues.map((q) => q.close().catch(() => {})));
-        await admin.close();
+        await step('queue gauges', () => Promise.all(sampledQueues.map((q) => q.close().catch(() => {}))));
         redis.disconnect();
         log.info('telematics-ingest stopped');
       })();
       return closing;
     },
+    unfinished: () => [...pending],
   };
 }

@@ -38,7 +38,7 @@ export function startReceiver(cfg: Config, redis: RedisClient, log: Logger, metr
   const names = options.plausibility?.opts.extraFields;
   const keys = keysOf(cfg);
   void names?.start(redis, keys.extraFieldNames, [...new Set(TYPES.map((t) => t.spec.measurement))]);
-  const routes = pushRoutes(producer, quarantineFor(cfg, redis, log), { ...options, admission, metrics, format });
+  const routes = pushRoutes(producer, quarantineFor(cfg, redis), { ...options, admission, metrics, format });
   return {
     routes,
     async close() {

@@ -7,10 +7,13 @@ import { fuelChanges, syncFuel } from '../sync/fuel.js';
 import { startWorker, type RunningWorker } from '../worker/index.js';
 import { StateUpdateBatches } from '../worker/batches.js';
 import { untilAccessible } from '../../redis/access.js';
-import { flattenOptions, pointSink, quarantineFor, retryPolicy, servedPartitions } from './components.js';
+import { flattenOptions, jobSealFor, plausibilityFor, pointSink, quarantineFor, retryPolicy, servedPartitions } from './components.js';
+import { TYPES } from '../../telemetry/fields.js';
 import { keysOf } from '../queue/keys.js';
 import { fleetStateFor } from '../fleet/state.js';
 import { writeStatusChanges } from '../fleet/changes.js';
+import { expireVehicles } from '../fleet/expire.js';
+import { RECORD_SETS } from '../events/store.js';
 import { scheduleRuns } from './schedule.js';
 import { startEvents } from '../events/index.js';
 import type { HealthCheck } from './health.js';
@@ -43,7 +46,14 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
   // otherwise make BullMQ's fetch loop spin.
   const access = untilAccessible(redis, cfg.REDIS_SKIP_VERSION_CHECK, log);
   const started = access.ready.then(async () => {
-    const quarantine = quarantineFor(cfg, redis, log);
+    const quarantine = quarantineFor(cfg, redis);
+    const seal = jobSealFor(cfg, redis);
+    // Jobs without the receivers' seal are judged as a push: by the same rules, with the field names
+    // admitted beyond the schema in step with the receivers.
+    const plausibility = plausibilityFor(cfg);
+    const names = plausibility.opts.extraFields;
+    void names?.start(redis, keys.extraFieldNames, [...new Set(TYPES.map((t) => t.spec.measurement))]);
+    if (names) closers.unshift(async () => names.stop());
     // A BullMQ worker a partition, all writing through the one sink, so that their points merge
     // into the same InfluxDB requests. WORKER_CONCURRENCY is the process's, shared by its partitions,
     // so that its memory does not grow with QUEUE_PARTITIONS.
@@ -79,7 +89,8 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
         lockDurationMs: cfg.WORKER_LOCK_DURATION,
         maxStalls: cfg.WORKER_MAX_STALLS,
         retry: retryPolicy(cfg),
-        flatten: flattenOptions(cfg),
+        unsealed: { flatten: flattenOptions(cfg), plausibility, quarantineRawLimit: cfg.QUARANTINE_RAW_LIMIT },
+        seal,
         sink,
         written: (records, jobId) => batches.add(partition, records, jobId),
         ...(events ? { pick: events.pick } : {}),
@@ -99,7 +110,16 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
     const status = await scheduleRuns(
       redis,
       { queue: keys.fleetQueue, job: 'fleet-status', intervalMs: cfg.FLEET_STATUS_INTERVAL, skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK },
-      async () => ({ summary: { ...(await writeStatusChanges(fleet, sink, cfg.SILENT_AFTER, Date.now(), events?.tell)) } }),
+      async () => {
+        const changes = await writeStatusChanges(fleet, sink, cfg.SILENT_AFTER, Date.now(), events?.tell);
+        // Then the vehicles not heard from for VEHICLE_EXPIRY are forgotten: Redis holds the fleet that reports.
+        const expired = await expireVehicles(redis, keys, RECORD_SETS.map((r) => r.id), cfg.SILENT_AFTER.map((t) => t.label), Date.now(), cfg.VEHICLE_EXPIRY);
+        if (expired.length > 0) {
+          metrics?.vehiclesExpired.inc(expired.length);
+          log.info({ vehicles: expired.length, first: expired[0], expiry: cfg.VEHICLE_EXPIRY }, 'vehicles not heard from for VEHICLE_EXPIRY forgotten');
+        }
+        return { summary: { ...changes, expired: expired.length } };
+      },
       log,
     );
     closers.unshift(() => status.close());
@@ -111,6 +131,7 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
           sink,
           redis,
           watermarkKey: keys.fuelWatermarks,
+          listedKey: keys.listedVehicles,
           units: cfg.FUEL_UNITS,
           lookbackMs: cfg.FUEL_SYNC_LOOKBACK,
           maxRangeMs: FUEL_MAX_RANGE_MS,
@@ -121,8 +142,9 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
         { queue: keys.fuelQueue, job: 'fuel-sync', intervalMs: cfg.FUEL_SYNC_INTERVAL, skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK },
         async () => {
           const r = await run();
-          const failed = r.failed.length > 0 ? `fuel sync failed for ${r.failed.map((f) => `${f.vehicleno}: ${f.error}`).join('; ')}` : undefined;
-          return { summary: { vehicles: r.vehicles, readings: r.readings, changes: r.changes, whileMoving: r.whileMoving, failed: r.failed.length }, ...(failed ? { failed } : {}) };
+          const more = r.failedCount - r.failed.length;
+          const failed = r.failedCount > 0 ? `fuel sync failed for ${r.failed.map((f) => `${f.vehicleno}: ${f.error}`).join('; ')}${more > 0 ? `; and ${more} more` : ''}` : undefined;
+          return { summary: { vehicles: r.vehicles, readings: r.readings, changes: r.changes, whileMoving: r.whileMoving, failed: r.failedCount }, ...(failed ? { failed } : {}) };
         },
         log,
       );

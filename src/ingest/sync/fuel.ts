@@ -2,6 +2,8 @@ import { Lines } from '../write/lines.js';
 import type { RedisClient } from '../../redis/connect.js';
 import type { FuelUnit, UpstreamClient } from '../../upstream/client/index.js';
 import { formatLine } from '../../telemetry/lineProtocol.js';
+import { plateFaults } from '../../telemetry/plate.js';
+import { boundedText } from '../../upstream/client/index.js';
 import { FUEL } from '../../telemetry/derivedMeasurements.js';
 import type { PointSink } from '../write/sink.js';
 import type { Config } from '../../config/index.js';
@@ -20,6 +22,8 @@ export interface FuelSyncOptions {
   client: Pick<UpstreamClient, 'listVehicles' | 'getFuelHistory'>;
   sink: PointSink;
   redis: RedisClient;
+  /** Redis set the listed vehicles are kept in (RedisKeys.listedVehicles): admitted whatever MAX_VEHICLES (fleet/admission.ts). */
+  listedKey?: string;
   /** Redis hash of watermarks, field `<vehicleno>|<unit>` → last reading time (ms). */
   watermarkKey: string;
   units: readonly FuelUnit[];
@@ -46,8 +50,14 @@ export interface FuelSyncResult {
   /** fuel_drop / fuel_refuel told, and those not told because the vehicle moved meanwhile. */
   changes: number;
   whileMoving: number;
+  /** Vehicles (or units of one) whose sync failed, in all. */
+  failedCount: number;
+  /** The first FAILED_IN_DETAIL of them with their errors: a run's summary and log stay bounded however many fail. */
   failed: Array<{ vehicleno: string; error: string }>;
 }
+
+/** Failures a run's result names one by one; the rest are counted. */
+export const FAILED_IN_DETAIL = 10;
 
 /** The watermark hash's field of a vehicle's fuel changes progress (JSON of FuelChangeState), beside its unit's watermark. */
 export function changesField(vehicleno: string, unit: FuelUnit): string {
@@ -94,8 +104,18 @@ async function tellChanges(c: FuelChangesOptions, vehicleno: string, unit: FuelU
 export async function syncFuel(opts: FuelSyncOptions): Promise<FuelSyncResult> {
   const now = (opts.now ?? Date.now)();
   const vehicles = await opts.client.listVehicles();
-  const result: FuelSyncResult = { vehicles: vehicles.length, readings: 0, changes: 0, whileMoving: 0, failed: [] };
+  const result: FuelSyncResult = { vehicles: vehicles.length, readings: 0, changes: 0, whileMoving: 0, failedCount: 0, failed: [] };
+  if (opts.listedKey) await keepListed(opts.redis, opts.listedKey, vehicles.map((v) => v.vehicleno).filter((p) => plateFaults(p).length === 0));
+  const fail = (vehicleno: string, error: string) => {
+    if (result.failedCount++ < FAILED_IN_DETAIL) result.failed.push({ vehicleno, error });
+  };
   for (const { vehicleno } of vehicles) {
+    // A number the upstream sends is a tag as a pushed plate is: one line protocol cannot carry is refused, never written.
+    const fault = plateFaults(vehicleno);
+    if (fault.length > 0) {
+      fail(JSON.stringify(vehicleno).slice(0, 80), `vehicle number refused: ${fault.join('; ')}`);
+      continue;
+    }
     for (const unit of opts.units) {
       const field = `${vehicleno}|${unit}`;
       const judged = opts.changes?.unit === unit ? opts.changes : undefined;
@@ -127,9 +147,19 @@ export async function syncFuel(opts: FuelSyncOptions): Promise<FuelSyncResult> {
           from = to + 1;
         }
       } catch (err) {
-        result.failed.push({ vehicleno, error: err instanceof Error ? err.message : String(err) });
+        // Cut to one bounded line whatever failed (the upstream, Redis, InfluxDB): it goes to the log and the job's reason.
+        fail(vehicleno, boundedText(err instanceof Error ? err.message : String(err)));
       }
     }
   }
   return result;
+}
+
+/** The upstream's list, replacing the one before (one MULTI: receivers never see it half written). */
+async function keepListed(redis: FuelSyncOptions['redis'], key: string, plates: readonly string[]): Promise<void> {
+  const multi = redis.multi().del(key);
+  for (let i = 0; i < plates.length; i += 1_000) multi.sadd(key, ...plates.slice(i, i + 1_000));
+  const res = await multi.exec();
+  const failed = res?.find(([err]) => err);
+  if (!res || failed) throw failed?.[0] ?? new Error('keeping the listed vehicles was aborted');
 }

@@ -116,13 +116,17 @@ function requiredField(f: FieldSpec) {
 }
 
 /** Per type, the zod object of what a record must carry: its required fields, and its time when required. */
-const cores = new Map(
-  TYPE_NAMES.map((name) => {
-    const t = typeNamed(name)!;
-    const shape = Object.fromEntries(t.required.map((f) => [f.name, requiredField(f)]));
-    return [name, z.object(t.spec.time === 'required' ? { ...shape, [TIME.name]: requiredEpochMs } : shape)];
-  }),
-);
+const coresOf = (partial: boolean) =>
+  new Map(
+    TYPE_NAMES.map((name) => {
+      const t = typeNamed(name)!;
+      const shape = Object.fromEntries(t.required.map((f) => [f.name, partial ? requiredField(f).optional() : requiredField(f)]));
+      return [name, z.object(t.spec.time === 'required' ? { ...shape, [TIME.name]: requiredEpochMs } : shape)];
+    }),
+  );
+const cores = coresOf(false);
+/** The same with the required fields optional: a record as a job holds it, a refused field already left out (`partial`). */
+const partialCores = coresOf(true);
 
 const envelope = z.object({
   vehicleno,
@@ -217,11 +221,13 @@ function extraFields(data: Record<string, unknown>, skip: ReadonlySet<string>, f
 
 /**
  * Validates one push record. `receivedAt` stamps CAN records that carry no `time`, so the
- * stamp is part of the queued record and a redelivery writes the same point.
+ * stamp is part of the queued record and a redelivery writes the same point. `partial`: a record as a
+ * job holds it, whose required fields may be missing because the receiver refused them (a (0, 0)
+ * position): every rule but their presence (worker/unsealed.ts).
  */
-export function validateRecord(input: unknown, receivedAt: number): ValidationResult {
-  const plain = plainRecord(input, receivedAt);
-  return plain ? { ok: true, record: plain } : validateWithZod(input, receivedAt);
+export function validateRecord(input: unknown, receivedAt: number, partial = false): ValidationResult {
+  const plain = plainRecord(input, receivedAt, partial);
+  return plain ? { ok: true, record: plain } : validateWithZod(input, receivedAt, partial);
 }
 
 /**
@@ -231,7 +237,7 @@ export function validateRecord(input: unknown, receivedAt: number): ValidationRe
  * and goes through zod, which also words every error. Most pushes are plainly valid, and this
  * costs a third of zod's object parse (record.equivalence.test.ts holds the two to the same result).
  */
-export function plainRecord(input: unknown, receivedAt: number): TelemetryRecord | undefined {
+export function plainRecord(input: unknown, receivedAt: number, partial = false): TelemetryRecord | undefined {
   if (typeof input !== 'object' || input === null) return undefined;
   // Properties beside the three are ignored, but may nest past MAX_NESTING: zod's path judges them.
   for (const key in input) if (key !== 'vehicleno' && key !== 'type' && key !== 'data') return undefined;
@@ -243,15 +249,20 @@ export function plainRecord(input: unknown, receivedAt: number): TelemetryRecord
   const d = data as Record<string, unknown>;
   const fields = Object.create(null) as Record<string, number>;
   // zod's object output order: the required fields in the schema's order, then the rest in the record's.
+  let absent = 0;
   for (const f of type.required) {
     const x = d[f.name];
+    if (partial && x === undefined) {
+      absent++;
+      continue;
+    }
     if (!isFiniteNumber(x) || !withinBounds(f, x)) return undefined;
     fields[f.name] = x;
   }
   const time = recordTime(type, d[TIME.name], receivedAt);
   if (time === undefined) return undefined;
   const extras = extraFields(d, type.reserved, fields);
-  if (extras < 0 || !enoughParameters(type, extras)) return undefined;
+  if (extras < 0 || !(partial ? type.required.length - absent + extras > 0 : enoughParameters(type, extras))) return undefined;
   return { vehicleno: v, type: type.name, time, fields };
 }
 
@@ -279,7 +290,7 @@ export function enoughParameters(type: RecordTypeInfo, dynamic: number): boolean
 }
 
 /** The zod schema's verdict on any input, with every error it finds. */
-export function validateWithZod(input: unknown, receivedAt: number): ValidationResult {
+export function validateWithZod(input: unknown, receivedAt: number, partial = false): ValidationResult {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     return refused('not_a_record', `expected a push record {"vehicleno", "type", "data"}, got ${show(input)}`);
   }
@@ -300,13 +311,18 @@ export function validateWithZod(input: unknown, receivedAt: number): ValidationR
   let time: number;
 
   const t = typeNamed(type)!;
-  const core = cores.get(type)!.safeParse(data);
+  const core = (partial ? partialCores : cores).get(type)!.safeParse(data);
   if (!core.success) {
     const rule = core.error.issues[0]?.path[0] === TIME.name ? 'time' : 'data';
     return refused(rule, describe(new z.ZodError(core.error.issues.map((i) => ({ ...i, path: ['data', ...i.path] })))));
   }
-  const { [TIME.name]: given, ...required } = core.data as Record<string, number>;
-  Object.assign(fields, required);
+  const { [TIME.name]: given, ...required } = core.data as Record<string, number | undefined>;
+  let absent = 0;
+  for (const [name, x] of Object.entries(required)) {
+    if (x === undefined) absent++;
+    else fields[name] = x;
+  }
+  if (partial) absent += t.required.length - Object.keys(required).length;
   if (t.spec.time === 'required') time = given!;
   else if (data[TIME.name] === undefined || data[TIME.name] === null) time = receivedAt;
   else {
@@ -315,7 +331,8 @@ export function validateWithZod(input: unknown, receivedAt: number): ValidationR
     time = parsed.data;
   }
   const count = extraFields(data, t.reserved, fields, issues);
-  if (issues.length === 0 && !enoughParameters(t, count)) {
+  if (issues.length === 0 && partial && t.required.length - absent + count === 0) issues.push('data: no field left to store');
+  if (issues.length === 0 && !partial && !enoughParameters(t, count)) {
     const more = t.spec.minParameters - t.required.length;
     issues.push(`data: a ${type.toUpperCase()} record must carry at least ${more === 1 ? 'one parameter' : `${more} parameters`} besides time`);
   }

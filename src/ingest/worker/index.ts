@@ -4,7 +4,8 @@ import type { Logger } from '../../log/index.js';
 import type { Metrics } from '../../metrics/index.js';
 import type { PointSink } from '../write/sink.js';
 import type { FieldPick, WrittenRecord } from '../../telemetry/record.js';
-import type { FlattenOptions } from '../flatten/flatten.js';
+import type { JobSeal } from '../queue/seal.js';
+import type { UnsealedChecks } from './unsealed.js';
 import { retryDelay, type RetryPolicy } from '../queue/retry.js';
 import type { DeferReason, Reads } from '../queue/formats.js';
 import { LogThrottle } from '../../log/throttle.js';
@@ -23,7 +24,10 @@ export interface WorkerOptions {
   /** Times a job may be found stalled (its worker died) before it becomes a dead letter. */
   maxStalls: number;
   retry: RetryPolicy;
-  flatten: FlattenOptions;
+  /** The receiver's rules, by which a job without the receivers' seal is checked record by record (worker/unsealed.ts). */
+  unsealed: UnsealedChecks;
+  /** The deployment's job seal (queue/seal.ts); every job is checked record by record without it. */
+  seal?: JobSeal;
   sink: PointSink;
   /** Told each job's records (and its id) once the store holds them (the fleet's last-seen state and the vehicle events). */
   written?: (records: readonly WrittenRecord[], jobId: string | undefined) => Promise<void>;
@@ -50,9 +54,15 @@ export type { RunningWorker } from './guard.js';
 export function startWorker(redis: RedisClient, opts: WorkerOptions): RunningWorker {
   const { quarantine } = opts;
   const throttles = deferThrottlesOf(opts.log);
+  const checkedThrottle = new LogThrottle();
   const processor = createProcessor({
     sink: opts.sink,
-    flatten: opts.flatten,
+    unsealed: opts.unsealed,
+    ...(opts.seal ? { seal: opts.seal } : {}),
+    checked: (job, c) => {
+      if (c.held.length === 0) return;
+      checkedThrottle.pass((times) => opts.log.warn({ jobId: job.id, refused: c.held.length, first: c.held[0]!.reason, times }, 'a job no receiver sealed held records a push would have been refused; quarantined'));
+    },
     retrySpanMs: opts.retry.spanMs,
     ...(opts.written ? { written: opts.written } : {}),
     ...(opts.pick ? { pick: opts.pick } : {}),

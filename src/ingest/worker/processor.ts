@@ -1,11 +1,11 @@
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
-import { decodeJob, jobRows } from '../queue/codec.js';
+import { decodeJob, jobRows, type JobPayloadV3 } from '../queue/codec.js';
+import type { JobSeal } from '../queue/seal.js';
+import { checkUnsealed, type CheckedJob, type UnsealedChecks } from './unsealed.js';
 import { THIS_RELEASE, unreadable, type Reads, type Unreadable } from '../queue/formats.js';
 import { quarantineEntry, type NewQuarantineEntry } from '../queue/quarantine.js';
-import { asPushRecord, pickedValues, writtenRecordOf, type FieldPick, type WrittenRecord, type TelemetryRecord } from '../../telemetry/record.js';
-import { flattenRecords, type FlattenOptions } from '../flatten/flatten.js';
+import { asPushRecord, type FieldPick, type WrittenRecord } from '../../telemetry/record.js';
 import { readRows, recordsOfRows, type ReadPoints } from '../flatten/points.js';
-import { Lines } from '../write/lines.js';
 import { PartialWriteError, type PointSink, type RefusedLine } from '../write/sink.js';
 
 export interface ProcessResult {
@@ -20,7 +20,6 @@ export interface ProcessResult {
 
 export interface ProcessorOptions {
   sink: PointSink;
-  flatten: FlattenOptions;
   retrySpanMs: number;
   /** Where points the store refuses go, with the store's error; resolves once stored. */
   quarantine: (entries: NewQuarantineEntry[]) => Promise<void>;
@@ -32,6 +31,12 @@ export interface ProcessorOptions {
   reads?: Reads;
   /** Told of each job left for a worker that reads it. */
   deferred?: (why: Unreadable) => void;
+  /** The deployment's job seal: a sealed job's rows are copied as they are, any other job is checked record by record (`unsealed`). */
+  seal?: Pick<JobSeal, 'sealed'>;
+  /** How a job without the seal is checked: the receiver's rules (worker/unsealed.ts). */
+  unsealed: UnsealedChecks;
+  /** Told of each job checked record by record, with what it refused. */
+  checked?: (job: Job, outcome: CheckedJob) => void;
   now?: () => number;
 }
 
@@ -63,11 +68,22 @@ export function createProcessor(opts: ProcessorOptions): (job: Job, token?: stri
       await job.moveToDelayed(now() + deferDelay(), token);
       throw new DelayedError(cannot.message);
     }
-    const rows = jobRows(job.data);
-    // A job of an older release holds records, flattened here; a v3 job's points were flattened by the receiver.
-    const batch: ReadPoints & { dropped?: number } = rows ? readRows(rows, opts.pick) : pointsOf(decodeJob(job.data), opts.flatten, opts.pick);
-    const d = (job.data as { d?: unknown }).d;
-    const droppedFields = batch.dropped ?? (typeof d === 'number' ? d : 0);
+    // A sealed job's rows were written by a receiver from records it validated and judged: copied as they
+    // are. Any other job (an older release's, a replay's, one put on the queue by hand) is checked record
+    // by record as a push would be, and only what passes is written.
+    let rows = jobRows(job.data);
+    let droppedFields: number;
+    if (rows && opts.seal && (await opts.seal.sealed(job.data as JobPayloadV3))) {
+      const d = (job.data as { d?: unknown }).d;
+      droppedFields = typeof d === 'number' ? d : 0;
+    } else {
+      const checked = checkUnsealed(rows ? recordsOfRows(rows) : decodeJob(job.data), job, opts.unsealed);
+      if (checked.held.length > 0) await opts.quarantine(checked.held);
+      opts.checked?.(job, checked);
+      rows = checked.rows;
+      droppedFields = checked.dropped;
+    }
+    const batch: ReadPoints = readRows(rows, opts.pick);
     let refused: readonly RefusedLine[] = [];
     try {
       await opts.sink.write(batch.lines);
@@ -83,7 +99,7 @@ export function createProcessor(opts: ProcessorOptions): (job: Job, token?: stri
     if (refused.length > 0) {
       const at = now();
       // Only now are records rebuilt from the rows: a refused point is kept as its record, for replay.
-      const records = rows ? recordsOfRows(rows) : decodeJob(job.data);
+      const records = recordsOfRows(rows);
       await opts.quarantine(
         refused.map(({ line, error }) => {
           const index = batch.sources[line]!;
@@ -101,30 +117,5 @@ export function createProcessor(opts: ProcessorOptions): (job: Job, token?: stri
       pointsBy[measurement] = (pointsBy[measurement] ?? 0) + 1;
     }
     return { records: batch.records, points: batch.lines.length - refused.length, droppedFields, refused: refused.length, pointsBy };
-  };
-}
-
-/** The points of an older job's records, as a v3 job's rows would give them. */
-function pointsOf(records: readonly TelemetryRecord[], flatten: FlattenOptions, pick?: FieldPick): ReadPoints & { dropped: number } {
-  const f = flattenRecords(records, flatten);
-  const values = pick === undefined ? undefined : pickedValues(pick, records.length);
-  return {
-    lines: Lines.of(f.lines),
-    sources: f.sources,
-    measurements: f.lines.map((line) => line.slice(0, line.indexOf(','))),
-    records: records.length,
-    emptyRecords: f.emptyRecords,
-    writtenRecords: records.map((r, i) => {
-      const s = writtenRecordOf(r);
-      if (pick !== undefined && values !== undefined) {
-        s.values = values;
-        s.at = i * pick.names.length;
-        pick.names.forEach((name, j) => {
-          if (Object.hasOwn(r.fields, name)) values[s.at! + j] = r.fields[name]!;
-        });
-      }
-      return s;
-    }),
-    dropped: f.droppedFields,
   };
 }

@@ -1,3 +1,4 @@
+import { readCapped } from '../../bytes/capped.js';
 /**
  * Typed client of the six request operations (spec §4.1–4.6).
  *
@@ -5,9 +6,21 @@
  * validated with the shared zod schemas; a FAILURE envelope becomes an `UpstreamError`. Only the reads
  * are retried: a command (immobilise, mobilise, change password) that timed out may have been carried
  * out, and sending it twice is not ours to decide.
+ *
+ * Nothing an answer says is trusted further than needed: no redirect is followed (a 307 would send the
+ * body, token included, to wherever it points), an answer is read only up to `maxAnswerBytes`, a list
+ * only up to `maxVehicles` / `maxReadings` items, and the service's words enter errors cut short, on one
+ * line, and without the token or new password it may echo.
  */
 import { z } from 'zod';
-import { UpstreamError, UpstreamProtocolError, UpstreamTransportError } from './errors.js';
+import {
+  type AnswerLimit,
+  UpstreamAnswerTooLargeError,
+  UpstreamError,
+  UpstreamProtocolError,
+  UpstreamTransportError,
+  redacted,
+} from './errors.js';
 import { backoffDelay } from '../../retry/backoff.js';
 import { errorText, isRetryableStatus, isTimeoutError, parseRetryAfter, sleep } from './retry.js';
 import {
@@ -67,6 +80,15 @@ export interface UpstreamClientOptions {
   maxBackoffMs?: number;
   /** Unit of starttime/endtime sent to the service. Default 'ms' (the emulator's choice). */
   timeUnit?: TimeUnit;
+  /**
+   * Most bytes of one answer's body, counted as they arrive and after gzip/deflate/br decoding; a longer
+   * answer is refused where it passes the cap. Default 16 MiB.
+   */
+  maxAnswerBytes?: number;
+  /** Most vehicles one `listvehicles` answer may hold; more are refused, not cut. Default 100 000. */
+  maxVehicles?: number;
+  /** Most readings one `getfuelhistory` answer may hold; more are refused, not cut. Default 100 000. */
+  maxReadings?: number;
   fetch?: typeof fetch;
 }
 
@@ -76,6 +98,17 @@ export interface CallOptions {
 
 const READS: ReadonlySet<Operation> = new Set(['getfuelhistory', 'getfuelused', 'listvehicles']);
 
+export const DEFAULT_MAX_ANSWER_BYTES = 16 * 1024 * 1024;
+export const DEFAULT_MAX_VEHICLES = 100_000;
+export const DEFAULT_MAX_READINGS = 100_000;
+
+/** A cap on the items of one operation's list answer. */
+interface ItemCap {
+  limit: AnswerLimit;
+  max: number;
+  items: string;
+}
+
 export class UpstreamClient {
   private readonly base: string;
   private readonly token: string;
@@ -84,6 +117,8 @@ export class UpstreamClient {
   private readonly backoffMs: number;
   private readonly maxBackoffMs: number;
   private readonly timeUnit: TimeUnit;
+  private readonly maxAnswerBytes: number;
+  private readonly itemCaps: Partial<Record<Operation, ItemCap>>;
   private readonly fetchFn: typeof fetch;
 
   constructor(opts: UpstreamClientOptions) {
@@ -94,6 +129,11 @@ export class UpstreamClient {
     this.backoffMs = opts.backoffMs ?? 250;
     this.maxBackoffMs = opts.maxBackoffMs ?? 4_000;
     this.timeUnit = opts.timeUnit ?? 'ms';
+    this.maxAnswerBytes = positiveInteger('maxAnswerBytes', opts.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES);
+    this.itemCaps = {
+      listvehicles: { limit: 'maxVehicles', max: positiveInteger('maxVehicles', opts.maxVehicles ?? DEFAULT_MAX_VEHICLES), items: 'vehicles' },
+      getfuelhistory: { limit: 'maxReadings', max: positiveInteger('maxReadings', opts.maxReadings ?? DEFAULT_MAX_READINGS), items: 'readings' },
+    };
     // Wrapped: some fetch implementations refuse to be called as a method of another object.
     this.fetchFn = opts.fetch ?? ((input, init) => fetch(input, init));
   }
@@ -185,57 +225,100 @@ export class UpstreamClient {
   ): Promise<{ data: z.output<(typeof dataIn)[O]>; msg: string }> {
     const attempts = READS.has(op) ? this.retries + 1 : 1;
     const url = `${this.base}/api/standard/${op}`;
+    const secrets = secretsOf(body);
     for (let attempt = 0; ; attempt++) {
       const last = attempt === attempts - 1;
       const signals = [AbortSignal.timeout(this.timeoutMs)];
       if (call?.signal) signals.push(call.signal);
       let status: number;
-      let text: string;
       let retryAfter: number | undefined;
+      /** Undefined when the answer's body was not read because the call is tried again. */
+      let text: string | undefined;
       try {
         const res = await this.fetchFn(url, {
           method: 'POST',
           headers: { 'content-type': 'application/json', accept: 'application/json' },
           body: JSON.stringify(body),
+          // Followed, a 307 or 308 would send the body, token included, again to wherever it points.
+          redirect: 'manual',
           signal: AbortSignal.any(signals),
         });
         status = res.status;
         retryAfter = parseRetryAfter(res.headers.get('retry-after'));
-        text = await res.text();
+        if (isRedirect(res)) {
+          await discard(res);
+          throw new UpstreamProtocolError(op, redacted(redirectRefusal(res, url), secrets), status);
+        }
+        if (isRetryableStatus(status) && !last) await discard(res);
+        else text = await this.readAnswer(op, res);
       } catch (e) {
-        if (call?.signal?.aborted) throw e;
+        // A refused answer is the service's final word, as a wrong shape is: not tried again.
+        if (call?.signal?.aborted || e instanceof UpstreamProtocolError) throw e;
         if (!last) {
           await this.pause(attempt, undefined, call?.signal);
           continue;
         }
         const kind = isTimeoutError(e) ? 'timeout' : 'network';
-        const what = kind === 'timeout' ? `timed out after ${this.timeoutMs} ms` : `network error: ${errorText(e)}`;
+        const what = kind === 'timeout' ? `timed out after ${this.timeoutMs} ms` : `network error: ${redacted(errorText(e), secrets)}`;
         throw new UpstreamTransportError(op, kind, what, undefined, { cause: e });
       }
-      if (isRetryableStatus(status) && !last) {
+      if (text === undefined) {
         await this.pause(attempt, retryAfter, call?.signal);
         continue;
       }
-      return this.interpret(op, status, text);
+      return this.interpret(op, status, text, secrets);
     }
   }
 
+  /**
+   * The body as text, read chunk by chunk and refused as soon as it passes `maxAnswerBytes`, so that
+   * no more than the cap (and one chunk) is ever held. fetch has already undone any content-encoding
+   * (gzip, deflate, br) in `res.body`, so the count is of decoded bytes: a small compressed answer that
+   * inflates past the cap is refused too.
+   */
+  private async readAnswer(op: Operation, res: Response): Promise<string> {
+    if (!res.body) return '';
+    const r = await readCapped(res.body, this.maxAnswerBytes);
+    if (!r.ok) {
+      throw new UpstreamAnswerTooLargeError(op, 'maxAnswerBytes', this.maxAnswerBytes, r.read, `answer larger than maxAnswerBytes (${this.maxAnswerBytes} bytes): reading stopped after ${r.read} bytes`, res.status);
+    }
+    return new TextDecoder().decode(r.bytes);
+  }
+
+
+  /** `secrets`: what the request carried that no error may repeat, should the service echo it. */
   private interpret<O extends Operation>(
     op: O,
     status: number,
     text: string,
+    secrets: readonly string[],
   ): { data: z.output<(typeof dataIn)[O]>; msg: string } {
     const envelope = envelopeSchema.safeParse(parseJson(text));
     if (!envelope.success) {
       if (status < 200 || status >= 300) throw new UpstreamTransportError(op, 'http', `HTTP ${status}`, status);
-      throw new UpstreamProtocolError(op, `not a {status, data, err, msg} envelope: ${z.prettifyError(envelope.error)}`, status);
+      throw new UpstreamProtocolError(op, `not a {status, data, err, msg} envelope: ${redacted(schemaProblems(envelope.error), secrets)}`, status);
     }
     const { status: result, data, err, msg } = envelope.data;
-    if (result === 'FAILURE') throw new UpstreamError(op, err, msg, status);
+    if (result === 'FAILURE') throw new UpstreamError(op, redacted(err, secrets), redacted(msg, secrets), status);
     if (status < 200 || status >= 300) throw new UpstreamTransportError(op, 'http', `HTTP ${status} with SUCCESS envelope`, status);
+    this.refuseTooManyItems(op, data, status);
     const parsed = (dataIn[op] as z.ZodType<z.output<(typeof dataIn)[O]>>).safeParse(data);
-    if (!parsed.success) throw new UpstreamProtocolError(op, z.prettifyError(parsed.error), status);
+    if (!parsed.success) throw new UpstreamProtocolError(op, redacted(schemaProblems(parsed.error), secrets), status);
     return { data: parsed.data, msg };
+  }
+
+  /** Before the schema walks the list: it would copy every item of it. */
+  private refuseTooManyItems(op: Operation, data: unknown, status: number): void {
+    const cap = this.itemCaps[op];
+    if (!cap || !Array.isArray(data) || data.length <= cap.max) return;
+    throw new UpstreamAnswerTooLargeError(
+      op,
+      cap.limit,
+      cap.max,
+      data.length,
+      `${data.length} ${cap.items}, more than ${cap.limit} (${cap.max}); refused whole rather than cut`,
+      status,
+    );
   }
 
   private async pause(attempt: number, retryAfterMs: number | undefined, signal?: AbortSignal): Promise<void> {
@@ -248,6 +331,50 @@ export class UpstreamClient {
 
 function ms(t: TimeInput): number {
   return t instanceof Date ? t.getTime() : t;
+}
+
+/** The credentials a request body carries: its token, and the new password of `changepassword`. */
+function secretsOf(body: { token: string; newpassword?: string }): string[] {
+  return body.newpassword === undefined ? [body.token] : [body.token, body.newpassword];
+}
+
+function positiveInteger(option: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`${option} must be a positive integer, not ${value}`);
+  return value;
+}
+
+function isRedirect(res: Response): boolean {
+  // `redirected`: a fetch passed in `fetch` may ignore `redirect: 'manual'`; its answer is refused all the same.
+  return (res.status >= 300 && res.status < 400) || res.redirected;
+}
+
+/** Names the status and where the redirect pointed, as an origin only: its path or query may hold secrets. */
+function redirectRefusal(res: Response, url: string): string {
+  const advice = 'this client follows no redirect; set baseUrl to where the service answers';
+  if (res.redirected) return `answer from ${originOf(res.url, url)} after a redirect the fetch passed in followed, refused: ${advice}`;
+  const location = res.headers.get('location');
+  const target = location === null ? 'no Location' : `Location on ${originOf(location, url)}`;
+  return `HTTP ${res.status} redirect (${target}) refused: ${advice}`;
+}
+
+function originOf(location: string, base: string): string {
+  try {
+    return new URL(location, base).origin;
+  } catch {
+    return 'an unreadable address';
+  }
+}
+
+/** Lets the connection go without reading the rest of the body; a body already broken has nothing to let go. */
+async function discard(res: Response): Promise<void> {
+  await res.body?.cancel().catch(() => undefined);
+}
+
+/** The first few problems a schema found: an answer of a hundred thousand bad items must not make as many lines. */
+function schemaProblems(error: z.ZodError): string {
+  const shown = error.issues.slice(0, 3);
+  const more = error.issues.length - shown.length;
+  return z.prettifyError({ issues: shown }) + (more > 0 ? `\n(and ${more} more problems)` : '');
 }
 
 function parseJson(text: string): unknown {

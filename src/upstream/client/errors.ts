@@ -1,15 +1,67 @@
 import type { Operation } from './schema.js';
 
-/** The service answered with a FAILURE envelope: `err` and `msg` are the service's own words. */
+/**
+ * Most characters of any one text the service sent (`err`, `msg`, a schema problem, a redirect's
+ * target) an error of this client carries: its message ends up in log lines and in a failed job's
+ * reason in Redis, which a megabyte-long `msg` must not fill.
+ */
+export const UPSTREAM_TEXT_MAX = 300;
+
+/**
+ * Characters that make one log line look like several, or rewrite what a terminal shows: C0 (line
+ * breaks, ESC of ANSI sequences), DEL, C1, the Unicode line and paragraph separators, and the
+ * bidirectional overrides and isolates.
+ */
+const CONTROL_RUN = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]+/g;
+
+/**
+ * `text` on one line and short: each run of control characters (`CONTROL_RUN`) becomes one space, and a
+ * text longer than `max` characters keeps its first `max` and `… (N characters)`, N its length.
+ */
+export function boundedText(text: string, max: number = UPSTREAM_TEXT_MAX): string {
+  if (text.length <= max) return text.replace(CONTROL_RUN, ' ');
+  // Cut before, not inside, a surrogate pair, so that the head stays well-formed; cut first, so that
+  // a megabyte is not scanned for the few hundred characters kept.
+  const code = text.charCodeAt(max - 1);
+  const end = code >= 0xd800 && code <= 0xdbff ? max - 1 : max;
+  return `${text.slice(0, end).replace(CONTROL_RUN, ' ')}… (${text.length} characters)`;
+}
+
+/** Secrets shorter than this are not looked for in the service's words: they would match ordinary words. */
+export const SECRET_MIN = 4;
+
+/**
+ * `text` with every occurrence of each secret (the token, a new password) replaced by `[redacted]`: a
+ * service may echo what it was sent ("token abc… has expired"), and errors end up in logs and in Redis.
+ * Done on the whole text, before `boundedText` cuts it, so that no secret's head is left at the cut.
+ */
+export function redacted(text: string, secrets: readonly string[]): string {
+  let out = text;
+  // Longest first: a secret inside another must not leave the other's rest behind.
+  const sought = secrets.filter((s) => s.length >= SECRET_MIN).sort((a, b) => b.length - a.length);
+  for (const secret of sought) out = out.split(secret).join('[redacted]');
+  return out;
+}
+
+/**
+ * The service answered with a FAILURE envelope: `err` and `msg` are the service's own words, each cut
+ * to `UPSTREAM_TEXT_MAX` characters (`boundedText`).
+ */
 export class UpstreamError extends Error {
   override readonly name = 'UpstreamError';
+  readonly err: string;
+  readonly msg: string;
   constructor(
     readonly operation: Operation,
-    readonly err: string,
-    readonly msg: string,
+    err: string,
+    msg: string,
     readonly httpStatus: number,
   ) {
-    super(`${operation} failed: ${err || '(no err)'}: ${msg || '(no msg)'}`);
+    const boundedErr = boundedText(err);
+    const boundedMsg = boundedText(msg);
+    super(`${operation} failed: ${boundedErr || '(no err)'}: ${boundedMsg || '(no msg)'}`);
+    this.err = boundedErr;
+    this.msg = boundedMsg;
   }
 }
 
@@ -17,7 +69,7 @@ export type TransportFailure = 'network' | 'timeout' | 'http';
 
 /**
  * No usable answer: the connection failed, the call timed out, or the HTTP status was an error
- * without a FAILURE envelope in the body.
+ * without a FAILURE envelope in the body. The message is cut to `UPSTREAM_TEXT_MAX` characters.
  */
 export class UpstreamTransportError extends Error {
   override readonly name = 'UpstreamTransportError';
@@ -28,18 +80,47 @@ export class UpstreamTransportError extends Error {
     readonly httpStatus?: number,
     options?: { cause?: unknown },
   ) {
-    super(`${operation} failed: ${message}`, options);
+    super(`${operation} failed: ${boundedText(message)}`, options);
   }
 }
 
-/** A 2xx answer that does not match the schema of the operation. */
+/**
+ * An answer this client does not take: a redirect, or a 2xx that does not match the schema of the
+ * operation. `detail` is cut to `UPSTREAM_TEXT_MAX` characters.
+ */
 export class UpstreamProtocolError extends Error {
-  override readonly name = 'UpstreamProtocolError';
+  override readonly name: string = 'UpstreamProtocolError';
+  readonly detail: string;
   constructor(
     readonly operation: Operation,
-    readonly detail: string,
+    detail: string,
     readonly httpStatus: number,
   ) {
-    super(`${operation}: unexpected answer from the service: ${detail}`);
+    const bounded = boundedText(detail);
+    super(`${operation}: unexpected answer from the service: ${bounded}`);
+    this.detail = bounded;
+  }
+}
+
+/** The client option whose cap an answer passed. */
+export type AnswerLimit = 'maxAnswerBytes' | 'maxVehicles' | 'maxReadings';
+
+/**
+ * An answer larger than the client takes: more bytes than `maxAnswerBytes` (then `count` is the bytes
+ * read when reading stopped, so the answer had at least that many), or more vehicles or readings than
+ * `maxVehicles` / `maxReadings` (then `count` is how many it held). Nothing of it is returned: a part
+ * would be told as the whole.
+ */
+export class UpstreamAnswerTooLargeError extends UpstreamProtocolError {
+  override readonly name: string = 'UpstreamAnswerTooLargeError';
+  constructor(
+    operation: Operation,
+    readonly limit: AnswerLimit,
+    readonly cap: number,
+    readonly count: number,
+    detail: string,
+    httpStatus: number,
+  ) {
+    super(operation, detail, httpStatus);
   }
 }

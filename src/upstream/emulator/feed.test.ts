@@ -5,6 +5,7 @@ import { Hono } from 'hono';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../log/index.js';
 import type { NewQuarantineEntry } from '../../ingest/queue/quarantine.js';
+import { quarantineInMemory } from '../../ingest/queue/quarantine.testkit.js';
 import { pushRoutes } from '../../ingest/receive/app.js';
 import { parseSenders } from '../../config/senders.js';
 import { fieldNames } from '../../telemetry/fields.js';
@@ -278,7 +279,7 @@ describe('against the project\'s receiver (src/ingest/receive)', () => {
     const quarantined: NewQuarantineEntry[] = [];
     const routes = pushRoutes(
       { partitions: 1, enqueueRows: async (rows) => void enqueued.push(...rows.flatMap(recordsOfRows)), enqueueRowsOnce: async (rows) => void enqueued.push(...rows.flatMap(recordsOfRows)) },
-      { add: async (entries) => void quarantined.push(...entries) },
+      quarantineInMemory(quarantined),
       { senders: parseSenders(['feed:feed-token-0123456789'], []).senders, signatureToleranceMs: 300_000, bodyLimit: 5_000_000, maxRecords: 10_000, quarantineRawLimit: 10_000, flatten: { temperatureSentinels: [] }, retryAfterSeconds: 1, log: createLogger('silent') },
     );
     const url = await serveApp(routes);

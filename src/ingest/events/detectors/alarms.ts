@@ -1,5 +1,8 @@
 import { CURRENT, SOC as SOC_FIELD, VOLTAGE, valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
+import { alarmsOf, TYPES } from '../../../telemetry/fields.js';
+
+const ALARMS = alarmsOf(TYPES.map((t) => t.spec));
 
 /**
  * Alarms (ThingsBoard's alarm rules, one a flag): `<alert_*>_raised` when a record carries a flag at 1
@@ -7,33 +10,59 @@ import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
  * record raises what it already has at 1. A record that does not carry a flag changes nothing about it
  * (absent is not 0). Flags are kept by their frozen bit (the schema's `alarmBit`).
  *
- * **A safety alarm is never swallowed.** A record that comes too late for its stream's window changes
- * nothing else, but a raised flag the vehicle's state does not hold is told all the same: the raise at
- * the record's own time, marked `late: 1`. The flag is then held raised, so the next record in order
- * that carries it at 0 clears it (a clearing the late record came behind is not replayed).
+ * **Noise is bounded, safety is not held back.** A flag that is no safety alarm (the schema's `safety`) is
+ * told raised only once it held ALARM_MIN_DURATION (ThingsBoard's rule duration): at the first record of
+ * its stream at least that long after the raise that did not clear it, stamped then, with `since` its
+ * raise. A flag cleared before is told neither raised nor cleared. So a flag that flips every record
+ * costs nothing, and a flag is told at most twice per ALARM_MIN_DURATION. A safety alarm (thermal
+ * runaway, a short circuit) is told the moment a record raises it.
  */
 export interface AlarmsState {
-  /** Bit b set: the alarm whose alarmBit is b is raised. */
+  /** Bit b set: the alarm whose alarmBit is b is raised (told). */
   raised: number;
+  /** Bit b set: the alarm is at 1 since `since<b>`, not yet held ALARM_MIN_DURATION (not told). */
+  pending: number;
+  since0: number; since1: number; since2: number; since3: number; since4: number;
+  since5: number; since6: number; since7: number; since8: number; since9: number;
+  since10: number; since11: number; since12: number; since13: number; since14: number;
 }
+
+/** The `since<b>` keys, by bit: one a flag of the schema (a new flag's bit needs its own key here, at the slice's end). */
+const SINCE_KEYS = Array.from({ length: 15 }, (_, b) => `since${b}` as keyof AlarmsState);
+for (const a of ALARMS) if (a.bit >= SINCE_KEYS.length) throw new Error(`alarms: ${a.name}'s bit ${a.bit} has no since${a.bit} in the alarms slice`);
 
 export function alarmRecord(ctx: Context, s: AlarmsState, r: StreamRecord, plan: StreamPlan, soc: number): void {
-  const changed = (s.raised ^ r.alarmValues) & r.alarmMask;
-  if (changed === 0) return;
-  s.raised ^= changed;
-  for (const a of plan.alarms) {
-    if ((changed & (1 << a.bit)) === 0) continue;
-    const x = (r.alarmValues >> a.bit) & 1;
-    emitEvent(ctx, `${a.name}_${x === 1 ? 'raised' : 'cleared'}`, r.time, x, readings(r, plan, soc));
+  const minMs = ctx.opts.alarmMinDurationMs;
+  // What the record says against what is told or pending: flips of the told, and raises and clears of the pending.
+  const at1 = r.alarmValues & r.alarmMask;
+  const at0 = ~r.alarmValues & r.alarmMask;
+  const cleared = s.raised & at0;
+  const dropped = s.pending & at0;
+  const raises = at1 & ~s.raised & ~s.pending;
+  // Held long enough: pending flags the record does not clear, whose raise is ALARM_MIN_DURATION behind it.
+  let held = 0;
+  if (s.pending & ~dropped) {
+    for (const a of plan.alarms) {
+      const bit = 1 << a.bit;
+      if ((s.pending & ~dropped & bit) !== 0 && r.time - (s[SINCE_KEYS[a.bit]!] as number) >= minMs) held |= bit;
+    }
   }
-}
-
-/** A record behind its stream's watermark: only what it raises that is not raised is told, late. */
-export function alarmLateRecord(ctx: Context, s: AlarmsState, r: StreamRecord, plan: StreamPlan, soc: number): void {
-  const raises = r.alarmValues & r.alarmMask & ~s.raised;
-  if (raises === 0) return;
-  s.raised |= raises;
-  for (const a of plan.alarms) if (raises & (1 << a.bit)) emitEvent(ctx, `${a.name}_raised`, r.time, 1, { ...readings(r, plan, soc), late: 1 });
+  const atOnce = minMs <= 0 ? raises : raises & plan.safetyAlarms;
+  if ((cleared | dropped | raises | held) === 0) return;
+  s.pending &= ~dropped & ~held;
+  s.raised = (s.raised & ~cleared) | atOnce | held;
+  const waiting = raises & ~atOnce;
+  s.pending |= waiting;
+  if ((cleared | atOnce | held) === 0 && waiting === 0) return;
+  for (const a of plan.alarms) {
+    const bit = 1 << a.bit;
+    if (waiting & bit) (s as unknown as Record<string, number>)[SINCE_KEYS[a.bit]!] = r.time;
+    if ((cleared | atOnce | held) & bit) {
+      const fields = readings(r, plan, soc);
+      if (held & bit) fields.since = s[SINCE_KEYS[a.bit]!] as number;
+      emitEvent(ctx, `${a.name}_${cleared & bit ? 'cleared' : 'raised'}`, r.time, cleared & bit ? 0 : 1, fields);
+    }
+  }
 }
 
 /** The soc (the record's, else the stream's last), voltage and current a record carried, as an event's fields. */
@@ -48,4 +77,8 @@ export function readings(r: StreamRecord, plan: StreamPlan, soc: number): Record
   return f;
 }
 
-export const ALARMS_SLICE: Slice<AlarmsState> = flatSlice(2, 'alarms', ['raised'], () => ({ raised: 0 }));
+export const ALARMS_SLICE: Slice<AlarmsState> = flatSlice(2, 'alarms', ['raised', 'pending', ...SINCE_KEYS.filter((k) => k !== 'raised' && k !== 'pending')], () => ({
+  raised: 0,
+  pending: 0,
+  ...(Object.fromEntries(SINCE_KEYS.map((k) => [k, Number.NaN])) as Omit<AlarmsState, 'raised' | 'pending'>),
+}));

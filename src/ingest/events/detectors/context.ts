@@ -147,6 +147,8 @@ export interface DeriveOptions {
   geofences?: { readonly current: GeofenceLookup };
   /** A vehicle is taken inside (outside) a geofence once its fixes stayed so this long (ThingsBoard's minInsideDuration). */
   geofenceMinDwellMs: number;
+  /** A raised alarm that is no safety alarm is told once it held this long (ThingsBoard's alarm rule duration); 0: at once. */
+  alarmMinDurationMs: number;
   /** A battery is low at or under socLowPercent, and recovered at or over socRecoveredPercent (hysteresis). */
   socLowPercent: number;
   socRecoveredPercent: number;
@@ -183,6 +185,7 @@ export const DEFAULT_DERIVE_OPTIONS: Readonly<DeriveOptions> = Object.freeze({
   overspeedMinDurationMs: 10_000,
   towMinDistanceM: 300,
   geofenceMinDwellMs: 60_000,
+  alarmMinDurationMs: 30_000,
   socLowPercent: 20,
   socRecoveredPercent: 30,
   socDrainMinPercent: 5,
