@@ -6,7 +6,7 @@ import { EXIT, UsageError } from '../../cli/exit.js';
 import { table } from '../../cli/format.js';
 import type { CliIO } from '../../cli/io.js';
 import type { Program } from '../../cli/program.js';
-import { formatWatchFor, plausibilityFor, producerFor } from '../service/components.js';
+import { formatWatchFor, jobSealFor, plausibilityFor, producerFor } from '../service/components.js';
 import { keysOf } from '../queue/keys.js';
 import { classifyToolError, TOOL_SETTINGS, withServiceRedis } from '../../redis/tool.js';
 import { DeadLetters, type DeadLetterItem, type ListFilter } from './index.js';
@@ -71,7 +71,11 @@ function withDeadLetters<T>(io: CliIO, use: (dl: DeadLetters) => Promise<T>): Pr
     // A replay is written in a format every live worker reads, as a receiver's pushes are.
     const formats = formatWatchFor(cfg, redis);
     await formats.read().catch(() => undefined);
-    const producer = producerFor(cfg, redis, undefined, undefined, () => formats.current);
+    // Sealed as a receiver's jobs are: the replay checked its records with the rules this tool was given
+    // (widened on purpose, perhaps), which a worker re-checking an unsealed job with its own would undo.
+    const seal = jobSealFor(cfg, redis);
+    await seal.load();
+    const producer = producerFor(cfg, redis, undefined, undefined, () => formats.current, seal);
     const dl = new DeadLetters(redis, keysOf(cfg), producer, { skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK }, plausibilityFor(cfg));
     try {
       return await use(dl);

@@ -6,7 +6,7 @@ import type { JobPayloadV3 } from './codec.js';
  * The receiver's seal on the jobs it writes: an HMAC-SHA256 of a v3 payload (its counts and rows) under
  * a key the deployment keeps in Redis. A worker copies a sealed job's rows into its request as they are,
  * since a receiver validated and judged every record in them; anything else it reads (a job of an older
- * release or format, a replay's, one added by hand through the queue UI, one whose data was edited) it
+ * release or format, one added by hand through the queue UI, one whose data was edited) it
  * validates and judges record by record as the receiver would (worker/unsealed.ts), so nothing on the
  * queue skips the push path's checks.
  *

@@ -48,9 +48,8 @@ export function producerOptions(cfg: Config, queueName: string): ProducerOptions
  * One producer per partition, as one; `backlogged` says whether jobs wait (JOB_DEFLATE=backlog; else a
  * backlog is assumed); `format`, the job format every live worker reads (this release's newest when unset).
  */
-export function producerFor(cfg: Config, redis: RedisClient, metrics?: Metrics, backlogged?: () => boolean, format?: () => JobFormat): PartitionedProducer {
+export function producerFor(cfg: Config, redis: RedisClient, metrics?: Metrics, backlogged?: () => boolean, format?: () => JobFormat, seal: JobSeal = jobSealFor(cfg, redis)): PartitionedProducer {
   const deflate = cfg.JOB_DEFLATE === 'always' ? () => true : cfg.JOB_DEFLATE === 'never' ? () => false : (backlogged ?? (() => true));
-  const seal = jobSealFor(cfg, redis);
   return new PartitionedProducer(keysOf(cfg).partitions.map((q) => new Producer(redis, { ...producerOptions(cfg, q), metrics, deflate, seal, ...(format ? { format } : {}) })));
 }
 

@@ -69,7 +69,7 @@ export function createProcessor(opts: ProcessorOptions): (job: Job, token?: stri
       throw new DelayedError(cannot.message);
     }
     // A sealed job's rows were written by a receiver from records it validated and judged: copied as they
-    // are. Any other job (an older release's, a replay's, one put on the queue by hand) is checked record
+    // are. Any other job (an older release's, one put on the queue by hand) is checked record
     // by record as a push would be, and only what passes is written.
     let rows = jobRows(job.data);
     let droppedFields: number;

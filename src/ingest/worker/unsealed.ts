@@ -23,7 +23,7 @@ export interface CheckedJob {
 }
 
 /**
- * A job no receiver sealed (queue/seal.ts): an older release's, a replay's, one put on the queue by hand.
+ * A job no receiver sealed (queue/seal.ts): an older release's, one put on the queue by hand or edited. (`telematics-deadletter replay` seals what it queues: it checked the records with the rules it was given.)
  * Its records go through the receiver's own sorter (receive/sort.ts) as pushed records, judged at the
  * job's enqueue time: what a push of them would have been refused is refused here, said why and kept for
  * replay, and only what passes is written.
