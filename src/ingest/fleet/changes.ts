@@ -74,6 +74,17 @@ export async function writeStatusChanges(
       const written = new Set(members);
       const back = members.filter((v) => !silentNow.has(v));
       const went = [...silentNow.keys()].filter((v) => !written.has(v));
+      // Still silent, but records that came late moved its last seen: its status is written again (no event:
+      // it did not come back), so that the silent panel shows its true last seen.
+      const stayed = [...silentNow.keys()].filter((v) => written.has(v));
+      const lastWritten = stayed.length > 0 ? await redis.hmget(k.silentLastSeen(t.label), ...stayed) : [];
+      const moved = new Map<string, number>();
+      stayed.forEach((v, i) => {
+        const lastSeen = silentNow.get(v)!;
+        if (lastWritten[i] === String(lastSeen)) return;
+        lines.push(formatLine(STATUS_MEASUREMENT, { after: t.label, vehicleno: v }, { silent: 1, last_seen: lastSeen }, now));
+        moved.set(v, lastSeen);
+      });
       for (const v of went) {
         const lastSeen = silentNow.get(v)!;
         lines.push(formatLine(STATUS_MEASUREMENT, { after: t.label, vehicleno: v }, { silent: 1, last_seen: lastSeen }, now));
@@ -98,8 +109,10 @@ export async function writeStatusChanges(
       if (went.length > 0) {
         const lastSeen = new Map(went.map((v) => [v, silentNow.get(v)!] as const));
         apply.push(() => fleet.wentSilent(k, key, lastSeen));
+        apply.push(() => redis.hset(k.silentLastSeen(t.label), lastSeen));
       }
-      if (back.length > 0) apply.push(() => redis.srem(key, ...back));
+      if (moved.size > 0) apply.push(() => redis.hset(k.silentLastSeen(t.label), moved));
+      if (back.length > 0) apply.push(() => redis.srem(key, ...back), () => redis.hdel(k.silentLastSeen(t.label), ...back));
     }
   }
   thresholds.forEach((t, i) => {

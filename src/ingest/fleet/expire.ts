@@ -33,7 +33,7 @@ export async function expireVehicles(
     const stale = await redis.zrangebyscore(fleet.seen, '-inf', `(${cutoff}`, 'LIMIT', 0, PER_RUN);
     for (const plate of stale) {
       const own = [keys.vehicleCorrections(i, plate), ...recordSets.map((id) => keys.vehicleRecords(i, plate, id))];
-      const list = [fleet.seen, fleet.positions, fleet.resumed, keys.vehicleState(i), keys.vehiclesPending(i), keys.eventsCorrections(i), ...own, ...silentLabels.map((l) => fleet.silent(l))];
+      const list = [fleet.seen, fleet.positions, fleet.resumed, keys.vehicleState(i), keys.vehiclesPending(i), keys.eventsCorrections(i), ...own, ...silentLabels.flatMap((l) => [fleet.silent(l), fleet.silentLastSeen(l)])];
       const done = await (redis as unknown as WithExpire).telematicsVehicleExpire(list.length, ...list, plate, String(cutoff), String(own.length));
       if (done === 1) removed.push(plate);
     }

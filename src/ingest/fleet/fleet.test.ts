@@ -153,6 +153,32 @@ describe('status points in InfluxDB', () => {
     ]);
   });
 
+  it('writes a silent vehicle again when late records move its last seen, telling no event: the panel shows its true last seen', async () => {
+    const fleet = fresh(1);
+    const at = (h: number) => T0 + h * HOUR;
+    await fleet.record(0, [gps('S', at(1))], at(1));
+    const told: StatusEvent[] = [];
+    const events = async (e: StatusEvent[]) => void told.push(...e);
+    await writeStatusChanges(fleet, sink, THRESHOLDS, at(2.5), events);
+    // A buffer uploaded late: records up to 1.25 h, still more than an hour before the clock.
+    await fleet.record(0, [gps('S', at(1.25))], at(2.6));
+    await writeStatusChanges(fleet, sink, THRESHOLDS, at(2.7), events);
+    await writeStatusChanges(fleet, sink, THRESHOLDS, at(2.8), events);
+    expect(told.map((e) => [e.event, e.fields.last_seen])).toEqual([
+      ['silent', at(1)],
+      ['silent', at(1)],
+    ]);
+    const status = await query(`SELECT "silent", "last_seen" FROM "fleet_status" WHERE "vehicleno" = 'S' AND "after" = '1h'`);
+    expect(status.map((r) => [r.time, r.silent, r.last_seen])).toEqual([
+      [at(2.5), 1, at(1)],
+      [at(2.7), 1, at(1.25)],
+    ]);
+    const fleetDash = JSON.parse(readFileSync('deploy/grafana/dashboards/fleet.json', 'utf8')) as { panels: Array<{ title: string; targets: Array<{ query: string }> }> };
+    const panel = fleetDash.panels.find((p) => p.title.startsWith('Vehicles silent'))!;
+    const listed = await query(panel.targets[0]!.query.replaceAll('$vehicle', '^S$'));
+    expect(listed.map((r) => [r.vehicleno, r.last_seen])).toEqual([['S', at(1.25)]]);
+  });
+
   it('tells each crossing as a silent event at the instant it happened, and a return as one back event, for the longest silence it ended', async () => {
     const fleet = fresh(1);
     const at = (h: number) => T0 + h * HOUR;

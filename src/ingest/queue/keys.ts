@@ -113,12 +113,24 @@ export interface FleetKeys {
   resumed: string;
   /** Set of the vehicles last written to InfluxDB as silent for `after` (a SILENT_AFTER label). */
   silent(after: string): string;
+  /**
+   * Hash: vehicleno → the `last_seen` last written for it as silent for `after`, so that a silent vehicle
+   * whose late records move its last seen is written again (fleet/changes.ts). Absent for vehicles an
+   * older release wrote silent: they are written once more.
+   */
+  silentLastSeen(after: string): string;
 }
 
 /** The fleet keys beside a partition's queue: `<partition queue>:fleet:…`, which keeps the queue's hash tag. */
 export function fleetKeys(partitionQueue: string): FleetKeys {
   const base = `${partitionQueue}:fleet`;
-  return { seen: `${base}:seen`, positions: `${base}:positions`, resumed: `${base}:resumed`, silent: (after) => `${base}:silent:${after}` };
+  return {
+    seen: `${base}:seen`,
+    positions: `${base}:positions`,
+    resumed: `${base}:resumed`,
+    silent: (after) => `${base}:silent:${after}`,
+    silentLastSeen: (after) => `${base}:silent:${after}:last-seen`,
+  };
 }
 
 export function redisKeys(queueName: string, layout: KeyLayout = SINGLE_QUEUE): RedisKeys {

@@ -10,10 +10,11 @@
   KEYS[4]  hash: the partition's event states (RedisKeys.vehicleState)
   KEYS[5]  sorted set: vehicles pending derivation (RedisKeys.vehiclesPending)
   KEYS[6]  sorted set: vehicles with a correction due (RedisKeys.eventsCorrections)
-  KEYS[7..]  the vehicle's own keys (its corrections hash, its record sets) and the partition's silent sets, deleted or cleared of it
+  KEYS[7..]  the vehicle's own keys (its corrections hash, its record sets), deleted, then the partition's
+             silent sets and their last-seen hashes, cleared of it
   ARGV[1]  the vehicle's plate
   ARGV[2]  the cutoff, ms: a vehicle seen at or after it is kept
-  ARGV[3]  how many of KEYS[7..] are the vehicle's own keys (deleted); the rest are sets it is removed from
+  ARGV[3]  how many of KEYS[7..] are the vehicle's own keys (deleted); the rest are sets and hashes it is removed from
 
   Returns 1 when removed, 0 when kept (seen since, or not known).
 ]]
@@ -28,6 +29,12 @@ redis.call('ZREM', KEYS[5], plate)
 redis.call('ZREM', KEYS[6], plate)
 local own = tonumber(ARGV[3])
 for i = 7, #KEYS do
-  if i < 7 + own then redis.call('DEL', KEYS[i]) else redis.call('SREM', KEYS[i], plate) end
+  if i < 7 + own then
+    redis.call('DEL', KEYS[i])
+  elseif redis.call('TYPE', KEYS[i]).ok == 'hash' then
+    redis.call('HDEL', KEYS[i], plate)
+  else
+    redis.call('SREM', KEYS[i], plate)
+  end
 end
 return 1
