@@ -65,6 +65,7 @@ export function startCommands(cfg: Config, redis: RedisClient, sink: PointSink, 
   const tell = async (evs: DerivedEvent[]) => {
     if (events) return events.tell(evs);
     await sink.write(Lines.of(evs.map((e) => pointOf({ kind: 'event', ...e }))));
+    for (const e of evs) metrics?.vehicleEvents.inc({ event: e.event });
   };
   const consumer = `${hostname()}:${process.pid}`;
   const ready = () => redis.status === 'ready';
