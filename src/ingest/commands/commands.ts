@@ -16,9 +16,14 @@ import { COMMAND_TYPES, OPS, type CommandEntry } from './model.js';
 
 const line = (io: CliIO, s: string) => io.stdout.write(`${s}\n`);
 
-/** A command asked for was refused or could not be asked: exit 1 with the listener's words. */
+/** A command asked for was refused: exit 1 with the listener's words. */
 export class CommandRefused extends Error {
   override readonly name = 'CommandRefused';
+}
+
+/** The admin listener did not answer: exit 3. */
+export class AdminUnreachable extends Error {
+  override readonly name = 'AdminUnreachable';
 }
 
 export const COMMAND_COMMAND: Command = {
@@ -81,12 +86,12 @@ Exit: 0 recorded (or the same request as before), 1 refused (the listener's reas
         signal: AbortSignal.timeout(30_000),
       });
     } catch (err) {
-      throw new Error(`cannot reach the admin listener at ${url}: ${(err as Error).message}`);
+      throw new AdminUnreachable(`cannot reach the admin listener at ${url}: ${(err as Error).message}`);
     }
-    const answer = (await res.json().catch(() => ({}))) as { status?: string; data?: CommandEntry; message?: string; msg?: string; err?: string };
-    if (res.status >= 400) throw new CommandRefused(`${res.status} ${answer.err ?? ''}: ${answer.message ?? answer.msg ?? ''}`.trim());
+    const answer = (await res.json().catch(() => ({}))) as { status?: string; data?: CommandEntry; msg?: string; err?: string };
+    if (res.status >= 400) throw new CommandRefused(printable(`${res.status} ${answer.err ?? ''}: ${answer.msg ?? ''}`.trim()));
     if (values.json) line(io, printableJson(answer.data));
-    else line(io, printable(answer.message ?? answer.msg ?? `command ${answer.data?.id}`));
+    else line(io, printable(answer.msg ?? `command ${answer.data?.id}`));
     return EXIT.ok;
   },
 };

@@ -5,7 +5,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createEmulator } from './app.js';
+import { runFeed } from './feed.js';
 import { SEGMENT_MS } from './fleet.js';
+import type { PushRecord } from './records.js';
 
 const TOKEN = 'test-token';
 const T0 = Date.UTC(2025, 5, 2, 4, 0, 0);
@@ -90,3 +92,33 @@ describe('the emulated fleet obeys commands', () => {
     expect(emu.fleet.gpsAt(v, t + 10 * MIN).speed).toBeGreaterThan(5);
   });
 });
+
+it('the feed pushes what the fleet obeys: the immobilised vehicle standing, its ignition off, no load', async () => {
+  const { emu, post, at } = setup();
+  const { v, t } = driver(emu, T0);
+  at(t + 5 * MIN);
+  await post('immobilize', { vehicleno: v.vehicleno, type: 'movement', immediate: true });
+  // The feed's own clock, minutes after the command; a receiver that takes everything, given as `fetch`.
+  const pushed: PushRecord[] = [];
+  const result = await runFeed({
+    url: 'http://receiver.test',
+    fleet: emu.fleet,
+    mode: 'bulk',
+    bulkSize: 50,
+    count: 2_000,
+    rate: Infinity,
+    now: () => t + 10 * MIN,
+    fetch: async (_url, init) => {
+      const body = JSON.parse(String(init?.body)) as { bulkData: PushRecord[] };
+      pushed.push(...body.bulkData);
+      return Response.json({ status: 'SUCCESS', data: { deliveryId: 'd', accepted: body.bulkData.length, rejected: [] }, err: '', msg: 'accepted' }, { status: 202 });
+    },
+  });
+  expect(result.acknowledged).toBe(2_000);
+  const gps = pushed.filter((r) => r.type === 'gps' && r.vehicleno === v.vehicleno);
+  expect(gps.length).toBeGreaterThan(10);
+  for (const r of gps) expect(r.data).toMatchObject({ speed: 0, ignstatus: 0 });
+  const loads = pushed.flatMap((r) => (r.type === 'can' && r.vehicleno === v.vehicleno ? [(r.data as unknown as { load_status?: number }).load_status] : [])).filter((l) => l !== undefined);
+  for (const l of loads) expect(l).toBe(0);
+});
+
