@@ -9,7 +9,7 @@ import { LATEST_FIELDS, type LatestField, type LatestValues, type Timed } from '
  * Each vehicle's latest values, kept by the workers for the command ledger: nothing else keeps a
  * vehicle's speed, ignition, soc or its pack's allow flags as values (the events' state holds them
  * encoded, per stream, for derivation). A hash beside each partition's fleet state (FleetKeys.latest),
- * one field a vehicle (about 400 bytes of JSON): memory follows the fleet, and a vehicle expired from the
+ * one field a vehicle (about 500 bytes with every value known, `ledger.test.ts`): memory follows the fleet, and a vehicle expired from the
  * fleet (VEHICLE_EXPIRY) is removed from it too. Written after InfluxDB confirmed the records, with the
  * fleet's last seen, one script a batch (`commands-latest-1.lua`), newest by record time whatever order
  * records arrive in.

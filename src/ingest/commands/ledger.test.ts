@@ -114,6 +114,20 @@ describe('latest values (Redis)', () => {
     expect(await store.of('KA01AB0009')).toBeUndefined();
   });
 
+  it('costs about 500 bytes of Redis a vehicle with every value known (docs/operating.md, COMMANDS)', async () => {
+    const k = fleetKeys(`q-${randomUUID()}`);
+    const store = new LatestValuesStore(redis, [k], rules);
+    const t = Date.now();
+    await store.record(0, [
+      written('gps', t, { lat: 12.971234, lng: 77.594567, speed: 38.5, ignstatus: 1 }),
+      written('can', t, { soc: 81.5, current: -12.4, load_status: 1, allow_charging: 1, allow_discharging: 1 }),
+      written('can', t - 60_000, { current: 30, load_status: 2 }),
+    ]);
+    const bytes = (await redis.hget(k.latest, 'KA01AB0001'))!.length + 'KA01AB0001'.length;
+    expect(bytes).toBeGreaterThan(300);
+    expect(bytes).toBeLessThan(600);
+  });
+
   it('reads the events’ fields in the events’ slots (a worker’s pick serves both)', () => {
     expect(COMMANDS_PICK.names.slice(0, DERIVE_FIELDS.length)).toEqual([...DERIVE_FIELDS]);
     for (const name of DERIVE_FIELDS) expect(COMMANDS_PICK.slots[WIRE_ID.get(name)!]).toBe(DERIVE_PICK.slots[WIRE_ID.get(name)!]);

@@ -2,7 +2,7 @@ import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import { failure, success } from '../../telemetry/envelope.js';
 import { VEHICLENO_MAX } from '../../telemetry/record.js';
-import type { AdminCredential } from '../../config/adminCredentials.js';
+import type { AdminVariables } from '../service/credentials.js';
 import type { CommandLedger, RequestOutcome } from './ledger.js';
 import { COMMAND_TYPES, IDEMPOTENCY_KEY_MAX, OPS, REASON_MAX, snapshotOf, type Author, type CommandEntry, type CommandRequest, type LatestValues } from './model.js';
 
@@ -38,7 +38,7 @@ export interface CommandRouteOptions {
 }
 
 /** What a refused or accepted request is told (the CLI prints `message`). */
-function outcomeAnswer(c: Context, o: RequestOutcome): Response {
+function outcomeAnswer(c: Context<{ Variables: AdminVariables }>, o: RequestOutcome): Response {
   if (o.outcome === 'conflict') return c.json(failure('idempotency_conflict', `idempotency key already used for another request (command ${o.id}); use a new key for a new command`), 409);
   if (o.outcome === 'busy') return c.json(failure('busy', `the vehicle's command ${o.id} is being sent right now; ask again in a moment`), 409, { 'Retry-After': '1' });
   if (o.outcome === 'same') return c.json(success(o.command, `the same request as command ${o.command.id} (idempotency key): nothing new; it is ${o.command.state}`), 200);
@@ -52,11 +52,12 @@ function outcomeAnswer(c: Context, o: RequestOutcome): Response {
  * `immediate` right and `confirmImmediate: true`), `GET /fleet/commands[?vehicle=V&limit=N]` (newest
  * first) and `GET /fleet/commands/<id>`. As the CLI's `telematics-fleet command` / `commands`.
  */
-export function commandRoutes(o: CommandRouteOptions): Hono {
+export function commandRoutes(o: CommandRouteOptions): Hono<{ Variables: AdminVariables }> {
   const now = o.now ?? Date.now;
-  const app = new Hono();
+  const app = new Hono<{ Variables: AdminVariables }>();
   app.post('/', async (c) => {
-    const who = (c.get as (k: string) => AdminCredential | undefined)('credential');
+    // Set by the admin listener's guard (service/credentials.ts); unset with ADMIN_AUTH=none.
+    const who = c.get('credential');
     if (!who) return c.json(failure('forbidden', 'commands need a named admin credential with the commands right (ADMIN_CREDENTIALS=name:password:commands); ADMIN_AUTH=none opens reads only'), 403);
     if (!who.rights.has('commands')) return c.json(failure('forbidden', `credential ${JSON.stringify(who.name)} may not send commands: it reads only (give it the commands right: ${who.name}:<password>:commands in ADMIN_CREDENTIALS)`), 403);
     let json: unknown;
@@ -102,8 +103,8 @@ export function commandRoutes(o: CommandRouteOptions): Hono {
 }
 
 /** The routes answering that the ledger is off (COMMANDS=off). */
-export function commandsOffRoutes(): Hono {
-  const app = new Hono();
+export function commandsOffRoutes(): Hono<{ Variables: AdminVariables }> {
+  const app = new Hono<{ Variables: AdminVariables }>();
   app.all('*', (c) => c.json(failure('commands_off', 'the command ledger is off: COMMANDS=on turns it on (docs/commands.md)'), 503));
   return app;
 }
