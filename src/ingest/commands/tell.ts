@@ -5,7 +5,7 @@ import { COMMANDS } from '../../telemetry/derivedMeasurements.js';
 import { formatLine } from '../../telemetry/lineProtocol.js';
 import type { WebhookPayload } from '../events/webhook.js';
 import { Lines } from '../write/lines.js';
-import type { PointSink } from '../write/sink.js';
+import { PartialWriteError, type PointSink } from '../write/sink.js';
 import type { CommandLedger } from './ledger.js';
 import type { CommandEntry, CommandState } from './model.js';
 
@@ -98,7 +98,17 @@ async function tellEntries(d: TellDeps, key: string, entries: Array<[string, str
     payloads.push(commandPayload(c, ch.state, ch.at));
     counted.push({ type: c.type, outcome: ch.state });
   }
-  if (lines.length > 0) await d.sink.write(Lines.of(lines));
+  if (lines.length > 0) {
+    try {
+      await d.sink.write(Lines.of(lines));
+    } catch (err) {
+      // A point InfluxDB refuses for good (a field-type conflict) would hold every later change back if
+      // retried: the ledger in Redis and the webhook still have the change; the log names it.
+      if (!(err instanceof PartialWriteError)) throw err;
+      d.log.error({ refused: err.refused.length, first: err.refused[0]?.error }, 'commands: InfluxDB refused history points of the command ledger; the ledger and the webhook have them');
+      d.metrics?.pointsRefused.inc(err.refused.length);
+    }
+  }
   if (payloads.length > 0) await d.webhook?.(payloads);
   for (const c of counted) d.metrics?.commands.inc(c);
   const ids = entries.map((e) => e[0]);
