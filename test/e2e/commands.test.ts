@@ -322,3 +322,29 @@ it('an automation rule’s command is in the ledger with the rule as its author'
   const rows = await svc.waitForRows(`SELECT * FROM commands WHERE "vehicleno" = '${V}' AND "state" = 'requested'`, 1);
   expect(rows[0]).toMatchObject({ author: 'towed-block-discharge', author_kind: 'rule' });
 });
+
+describe('a send that fails', () => {
+  it('with a server error (503) is failed as "may have been carried out", and never sent again', async () => {
+    const V = plate(7);
+    const before = emulator.state.calls.get('immobilize') ?? 0;
+    emulator.state.injectFault({ op: 'immobilize', times: 1, status: 503 });
+    const res = await ask({ vehicleno: V, command: 'immobilize', type: 'charge', reason: 'battery lease overdue' });
+    const { id } = ((await res.json()) as { data: CommandEntry }).data;
+    const failed = await until(id, 'failed');
+    expect(failed.history.map((h) => h.state)).toEqual(['requested', 'sending', 'failed']);
+    expect(failed.history.at(-1)!.note).toBe('immobilize failed: service_unavailable: injected fault: it may have been carried out; check the vehicle before asking again (never re-sent by the service)');
+    // Sweeps go on; the upstream was asked once.
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect((emulator.state.calls.get('immobilize') ?? 0) - before).toBe(1);
+    expect((await command(id)).state).toBe('failed');
+  });
+
+  it('refused by the upstream (a FAILURE answer) is failed as not carried out', async () => {
+    const res = await ask({ vehicleno: 'XX00XX0000', command: 'mobilize', type: 'charge', reason: 'paid' });
+    expect(res.status).toBe(201);
+    const { id } = ((await res.json()) as { data: CommandEntry }).data;
+    const failed = await until(id, 'failed');
+    expect(failed.history.at(-1)!.note).toBe('the service refused it (unknown_vehicle: vehicle XX00XX0000 is not in your fleet): not carried out');
+    expect(await metric('telematics_commands_total', 'type="charge",outcome="failed"')).toBeGreaterThanOrEqual(1);
+  });
+});

@@ -44,9 +44,14 @@ export interface SweepReport {
   moved: number;
 }
 
-/** What the upstream's failure means for the command, in the ledger's words. */
+/**
+ * What the upstream's failure means for the command, in the ledger's words. Only a FAILURE answer below
+ * HTTP 500 (the service's own refusal: a bad token, an unknown vehicle, a rate limit) says it was not
+ * carried out; a server error, a timeout, a broken connection or an answer of the wrong shape may come
+ * after the service acted, so the command may have been carried out.
+ */
 export function failureNote(err: unknown): string {
-  if (err instanceof UpstreamError) return `the service refused it (${err.err}: ${err.msg}): not carried out`;
+  if (err instanceof UpstreamError && err.httpStatus < 500) return `the service refused it (${err.err}: ${err.msg}): not carried out`;
   const what = err instanceof Error ? err.message : String(err);
   return `${what}: it may have been carried out; check the vehicle before asking again (never re-sent by the service)`;
 }

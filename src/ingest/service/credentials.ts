@@ -33,7 +33,7 @@ export function credentialOf(header: string | undefined, credentials: readonly A
 export type AdminVariables = { credential: AdminCredential | undefined };
 
 /** Basic auth against the named credentials; the one let in is `c.get('credential')`. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- mounted on apps of any env; the variable is read by the commands' routes, typed there.
+// Of any env: mounted on apps that do not declare the variable; the commands' routes read it, typed there (AdminVariables).
 export function basicAuthOf(credentials: readonly AdminCredential[], realm = 'telematics-ingest admin'): MiddlewareHandler<any> {
   return async (c, next) => {
     const who = credentialOf(c.req.header('authorization'), credentials);
