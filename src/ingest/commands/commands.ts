@@ -41,7 +41,8 @@ the vehicle stands with its ignition off (docs/commands.md); charge goes at once
   --reason "<why>"       required: kept with the command (one line, at most 500 characters)
   --immediate            do not wait for the vehicle to be safe; needs --confirm-immediate too, and a
                          credential with the immediate right
-  --idempotency-key <k>  the same key and the same request make one command (a retry after a lost answer)
+  --idempotency-key <k>  the same key and the same request by the same credential make one command (a retry
+                         after a lost answer); the same key for anything else is refused (409)
   --json                 the command as JSON
 
 Settings: ADMIN_URL (the admin listener, e.g. http://127.0.0.1:9464), ADMIN_USER, ADMIN_PASSWORD.

@@ -56,6 +56,8 @@ describe('the command ledger (Redis)', () => {
     expect(a.outcome).toBe('created');
     expect(b).toMatchObject({ outcome: 'same', command: { id: a.outcome === 'created' ? a.command.id : '' } });
     expect(c).toMatchObject({ outcome: 'conflict', id: a.outcome === 'created' ? a.command.id : '' });
+    // Another author under the same key is another request, not a retry.
+    expect((await l.request(ask({ idempotencyKey: 'k1' }), { kind: 'credential', name: 'dispatch' }, {}, T + 7, T + 60_007)).outcome).toBe('conflict');
     expect(await l.list({ limit: 10 })).toHaveLength(1);
   });
 

@@ -84,7 +84,7 @@ export class CommandLedger {
       expiresAt,
     };
     const k = this.keys;
-    const [outcome, got, replaced] = await this.scripts.telematicsCommandsRequest(k.entries, k.live, k.idempotency, k.order, k.changes, JSON.stringify(entry), id, r.vehicleno, r.idempotencyKey ?? '', requestDigestOf(r), String(now), String(this.keep), String(this.changesMax));
+    const [outcome, got, replaced] = await this.scripts.telematicsCommandsRequest(k.entries, k.live, k.idempotency, k.order, k.changes, JSON.stringify(entry), id, r.vehicleno, r.idempotencyKey ?? '', requestDigestOf(r, author), String(now), String(this.keep), String(this.changesMax));
     if (outcome === 'created') {
       const old = replaced ? (JSON.parse(replaced) as CommandEntry) : undefined;
       return old ? { outcome, command: { ...entry, replaces: old.id }, replaced: old } : { outcome, command: entry };

@@ -269,9 +269,9 @@ export interface CommandRequest {
   idempotencyKey?: string;
 }
 
-/** The bytes an idempotency key stands for: same key and the same of these is the same command. */
-export function requestDigestOf(r: CommandRequest): string {
-  return JSON.stringify([r.vehicleno, r.op, r.type, r.immediate, r.reason]);
+/** What an idempotency key stands for: the same key with the same request by the same author is the same command. */
+export function requestDigestOf(r: CommandRequest, author: Author): string {
+  return JSON.stringify([r.vehicleno, r.op, r.type, r.immediate, r.reason, author.kind, author.name]);
 }
 
 export const REASON_MAX = 500;
