@@ -3,7 +3,9 @@
  * a writer writes is declared there, with its unit, and the docs' tables are rendered from it.
  */
 import { describe, expect, it } from 'vitest';
-import { CAN_PACK, DERIVED_MEASUREMENTS, FUEL, type DerivedMeasurement } from '../src/telemetry/derivedMeasurements.js';
+import { CAN_PACK, COMMANDS, DERIVED_MEASUREMENTS, FUEL, type DerivedMeasurement } from '../src/telemetry/derivedMeasurements.js';
+import { commandPoint } from '../src/ingest/commands/tell.js';
+import type { CommandEntry } from '../src/ingest/commands/model.js';
 import { DEFAULT_DERIVE_OPTIONS, flush, ingest, newState, type Derived } from '../src/ingest/events/derive.js';
 import { marked, retraction, toldOf } from '../src/ingest/events/corrections/ledger.js';
 import { pointOf, type OutboxEntry } from '../src/ingest/events/outbox.js';
@@ -88,6 +90,18 @@ describe('derived measurements', () => {
     expect([...PACK_NAMES]).toEqual(CAN_PACK.fields.map((f) => f.name));
     expectDeclared(fuelLine(V, 'litres', T0, 12.5));
     expect(parts(fuelLine(V, 'litres', T0, 12.5)).measurement).toBe(FUEL.name);
+  });
+
+  it('the command ledger’s points (commands, moved_while_immobilised) are declared', () => {
+    const c: CommandEntry = {
+      v: 1, id: 'cabc', vehicleno: V, op: 'immobilize', type: 'discharge', immediate: true, reason: 'overdue', author: { kind: 'rule', name: 'towed' },
+      requestedAt: T0, vehicle: { fixTime: T0, lat: 12.9, lng: 77.5, speed: 0, ignition: 0, soc: 50, allowCharging: 1, allowDischarging: 1 }, state: 'requested', history: [{ state: 'requested', at: T0 }], expiresAt: T0 + 1,
+    };
+    const line = commandPoint(c, 'sent', T0 + 5);
+    expectDeclared(line);
+    expect(parts(line).measurement).toBe(COMMANDS.name);
+    expect(parts(line).fields).toHaveLength(COMMANDS.fields.length);
+    expectDeclared(pointOf({ kind: 'event', vehicleno: V, event: 'moved_while_immobilised', time: T0, value: 1, fields: { lat: 1, lng: 2, speed: 30, ignition: 1 }, tags: { command_type: 'movement' } }));
   });
 
   it('gives every field a description, and a unit where it has one', () => {

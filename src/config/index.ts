@@ -4,6 +4,7 @@ import { DURATION_HINT, parseDuration } from './duration.js';
 import { parseSenders, type Sender } from './senders.js';
 import { hasCredentials, SECRET_SETTINGS, withoutCredentials } from './secrets.js';
 import { secretKey } from '../telemetry/signature.js';
+import { parseAdminCredentials } from './adminCredentials.js';
 
 /**
  * One typed configuration for every run mode, read from the environment once at start-up.
@@ -297,6 +298,20 @@ const env = z.object({
   /** A receiver down for hours loses nothing: each delivery is retried for this long. */
   EVENTS_WEBHOOK_RETRY_SPAN: duration.default(24 * 3_600_000),
   EVENTS_WEBHOOK_MAX_BACKLOG: int(1, 100_000_000).default(100_000),
+  /** on: the command ledger (POST /fleet/commands, its sweep on the workers) and each vehicle's latest values it reads (docs/commands.md). */
+  COMMANDS: z.enum(['on', 'off']).default('off'),
+  /** A command that waits for its vehicle to be safe needs a fix this recent (standing, the ignition off). */
+  COMMANDS_SAFE_FIX_AGE: duration.default(120_000),
+  /** A command not sent within this of being asked expires, never sent: nothing fires hours later. */
+  COMMANDS_WAIT_MAX: duration.default(30 * 60_000),
+  /** A sent command is confirmed by the vehicle's records within this, or told not confirmed. */
+  COMMANDS_CONFIRM_WINDOW: duration.default(10 * 60_000),
+  /** How often each worker looks at the commands in flight. */
+  COMMANDS_SWEEP_INTERVAL: duration.default(5_000),
+  /** Commands the live ledger keeps (the oldest ended ones beyond go; InfluxDB's `commands` keeps their history). */
+  COMMANDS_KEEP: int(100, 10_000_000).default(10_000),
+  /** A JSON file of automation rules (events → commands, docs/commands.md); unset: no automation. */
+  COMMANDS_AUTOMATION_FILE: z.string().trim().optional(),
 });
 
 export type Config = z.output<typeof env> & {
@@ -342,7 +357,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   const senders = parseSenders(cfg.PUSH_TOKENS, cfg.PUSH_SIGNING_SECRETS);
   problems.push(...senders.problems);
   // Whenever they are set: they guard the fleet routes (plates, positions, geofences) as well as the queue UI.
-  const weak = cfg.ADMIN_CREDENTIALS === undefined ? undefined : credentialWeakness(cfg.ADMIN_CREDENTIALS);
+  const weak = cfg.ADMIN_CREDENTIALS === undefined ? undefined : credentialsWeakness(cfg.ADMIN_CREDENTIALS);
   if (weak !== undefined) problems.push(`ADMIN_CREDENTIALS: ${weak}`);
   else if (cfg.QUEUE_UI === 'on' && cfg.ADMIN_AUTH === 'basic' && cfg.ADMIN_CREDENTIALS === undefined) {
     problems.push('ADMIN_CREDENTIALS: the queue UI (QUEUE_UI=on) needs user:password (a password of 12+ characters), or ADMIN_AUTH=none to expose it on purpose');
@@ -371,6 +386,10 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     }
   }
   if (cfg.EVENTS_WEBHOOK_TIMEOUT <= 0) problems.push('EVENTS_WEBHOOK_TIMEOUT: must be above 0');
+  if (cfg.COMMANDS_SWEEP_INTERVAL <= 0 || cfg.COMMANDS_WAIT_MAX <= 0 || cfg.COMMANDS_CONFIRM_WINDOW <= 0 || cfg.COMMANDS_SAFE_FIX_AGE <= 0) {
+    problems.push('COMMANDS_SWEEP_INTERVAL, COMMANDS_WAIT_MAX, COMMANDS_CONFIRM_WINDOW, COMMANDS_SAFE_FIX_AGE: each must be above 0');
+  }
+  if (cfg.COMMANDS_AUTOMATION_FILE && cfg.COMMANDS !== 'on') problems.push('COMMANDS_AUTOMATION_FILE: its rules make commands; it needs COMMANDS=on');
   const share = quarantineShareOf(cfg.QUARANTINE_MAX_BYTES, cfg.PUSH_AUTH === 'none' ? 0 : senders.senders.length);
   if (share < 2 * cfg.QUARANTINE_RAW_LIMIT) {
     problems.push(`QUARANTINE_MAX_BYTES: a sender's share (${share} bytes, one of ${cfg.QUARANTINE_MAX_BYTES} shared by the senders and the service) must hold at least two entries of QUARANTINE_RAW_LIMIT (${cfg.QUARANTINE_RAW_LIMIT})`);
@@ -381,6 +400,23 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return { ...cfg, SENDERS: cfg.PUSH_AUTH === 'none' ? [] : senders.senders };
+}
+
+/**
+ * Why ADMIN_CREDENTIALS' named credentials (adminCredentials.ts) cannot guard anything, or undefined: each
+ * as `credentialWeakness`, named by its name (never its password), and no name twice.
+ */
+export function credentialsWeakness(value: string): string | undefined {
+  const all = parseAdminCredentials(value);
+  if (all.length === 0) return 'expected user:password';
+  const names = new Set<string>();
+  for (const c of all) {
+    const weak = credentialWeakness(`${c.name}:${c.password}`);
+    if (weak !== undefined) return all.length > 1 ? `${JSON.stringify(c.name)}: ${weak}` : weak;
+    if (names.has(c.name)) return `${JSON.stringify(c.name)} is named twice`;
+    names.add(c.name);
+  }
+  return undefined;
 }
 
 /**

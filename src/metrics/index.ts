@@ -74,6 +74,8 @@ export class Metrics {
   readonly vehicleEventsCorrected = this.counter('vehicle_events_corrected_total', 'Outputs corrections told, by change: added (first told by a correction, marked late), corrected (a revision under the same id), retracted', ['change']);
   readonly vehicleEventsDuplicate = this.counter('vehicle_events_duplicate_total', 'Records derivation had already seen (a redelivery or a retried job): they derive nothing', []);
   readonly vehicleEventsOutbox = this.gauge('vehicle_events_outbox', 'Derived events, trips and sessions not yet delivered to InfluxDB and the webhook (the outbox streams\' length)', []);
+  // The command ledger (commands/).
+  readonly commands = this.counter('commands_total', 'Immobilise and mobilise commands, each state they reached, by type and outcome (requested, waiting, sending, sent, confirmed, not_confirmed, failed, expired, cancelled)', ['type', 'outcome']);
   // Vehicle events' webhook (events/webhook.ts).
   readonly webhookDeliveries = this.counter('events_webhook_deliveries_total', 'Event webhook delivery attempts, by outcome: delivered (2xx), retry (will be tried again), failed (retry span over; kept as a failed job)', ['outcome']);
   readonly webhookBacklog = this.gauge('events_webhook_backlog', 'Event webhook deliveries not yet made: waiting and delayed (retrying) jobs (sampled from Redis)', []);

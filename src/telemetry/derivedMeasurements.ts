@@ -41,7 +41,7 @@ const corrections: readonly DerivedField[] = [
 
 export const VEHICLE_EVENTS: DerivedMeasurement = {
   name: 'vehicle_events',
-  writer: 'src/ingest/events (detectors), src/ingest/fleet (silent, back), src/ingest/sync (fuel_drop, fuel_refuel)',
+  writer: 'src/ingest/events (detectors), src/ingest/fleet (silent, back), src/ingest/sync (fuel_drop, fuel_refuel), src/ingest/commands (moved_while_immobilised)',
   description: 'one point a transition: an alarm raised or cleared, ignition on or off, charging started or stopped, idling, overspeed, moved while off, a battery low, swapped or drained, fuel dropped or refuelled, a vehicle silent or back',
   time: 'the record time of the transition',
   tags: [
@@ -49,20 +49,22 @@ export const VEHICLE_EVENTS: DerivedMeasurement = {
     {
       name: 'event',
       description:
-        '`alert_<flag>_raised` / `_cleared`, `ignition_on` / `_off`, `charging_started` / `_stopped`, `idle_started` / `_ended`, `overspeed_started` / `_ended`, `moved_while_off`, `geofence_entered` / `_exited`, `soc_low` / `soc_recovered`, `battery_swapped`, `soc_drain_while_parked`, `fuel_drop` / `fuel_refuel`, `silent`, `back`',
+        '`alert_<flag>_raised` / `_cleared`, `ignition_on` / `_off`, `charging_started` / `_stopped`, `idle_started` / `_ended`, `overspeed_started` / `_ended`, `moved_while_off`, `moved_while_immobilised`, `geofence_entered` / `_exited`, `soc_low` / `soc_recovered`, `battery_swapped`, `soc_drain_while_parked`, `fuel_drop` / `fuel_refuel`, `silent`, `back`',
     },
     { name: 'geofence', description: 'geofence events: the geofence’s name' },
     { name: 'geofence_kind', description: 'geofence events: its kind (depot, charging, customer, restricted, other)' },
     { name: 'unit', description: '`fuel_drop` / `fuel_refuel`: the unit of the fuel history judged (litres, percent), as in measurement fuel' },
+    { name: 'command_type', description: '`moved_while_immobilised`: the immobilise type the vehicle was under (docs/commands.md)' },
   ],
   fields: [
     { name: 'value', unit: '0/1', description: '1 raised, on, started, silent; 0 cleared, off, stopped, back; -1 retracted' },
     { name: 'soc', unit: '%', description: 'alarms, charging, `soc_low` / `soc_recovered`: the state of charge then' },
     { name: 'battery_voltage', unit: 'V', description: 'alarms, charging, soc low: the record’s pack voltage' },
     { name: 'current', unit: 'A', description: 'alarms and charging: the record’s pack current' },
-    { name: 'lat', unit: '°', description: 'ignition: the fix’s latitude; idling, `overspeed_started`: where it began; `moved_while_off`: where it was seen' },
+    { name: 'lat', unit: '°', description: 'ignition: the fix’s latitude; idling, `overspeed_started`: where it began; `moved_while_off`, `moved_while_immobilised`: where it was seen' },
     { name: 'lng', unit: '°', description: 'the same, longitude' },
-    { name: 'speed', unit: 'km/h', description: 'ignition: the fix’s speed; `overspeed_started`: the first fix over the limit' },
+    { name: 'speed', unit: 'km/h', description: 'ignition: the fix’s speed; `overspeed_started`: the first fix over the limit; `moved_while_immobilised`: the fix’s' },
+    { name: 'ignition', unit: '0/1', description: '`moved_while_immobilised`: the fix’s ignition' },
     { name: 'duration_s', unit: 's', description: '`charging_stopped`, `idle_ended`, `overspeed_ended`: how long it lasted' },
     { name: 'limit', unit: 'km/h', description: 'overspeed: the limit broken' },
     { name: 'max_speed', unit: 'km/h', description: '`overspeed_ended`: the highest speed over the limit' },
@@ -206,5 +208,35 @@ export const FUEL: DerivedMeasurement = {
   fields: [{ name: 'value', description: 'the reading, in the `unit` tag’s unit' }],
 };
 
+export const COMMANDS: DerivedMeasurement = {
+  name: 'commands',
+  writer: 'src/ingest/commands/tell.ts',
+  description: 'the command ledger’s history: one point each state an immobilise or mobilise went through (docs/commands.md), kept after the live ledger in Redis forgets the command',
+  time: 'the state change',
+  tags: [
+    vehicleno,
+    { name: 'id', description: 'the command’s id (the ledger’s, `telematics-fleet commands`)' },
+    { name: 'command', description: '`immobilize` or `mobilize`' },
+    { name: 'type', description: 'the spec’s type: ignition, crank, movement, can, charge, discharge, chargendischarge' },
+    { name: 'state', description: 'requested, waiting, sending, sent, confirmed, not_confirmed, failed, expired, cancelled' },
+    { name: 'author', description: 'who asked: the admin credential’s name, or the automation rule’s' },
+    { name: 'author_kind', description: '`credential` or `rule`' },
+    { name: 'reason', description: 'why, as the author gave it' },
+  ],
+  fields: [
+    { name: 'value', unit: '0/1', description: 'always 1 (a point says a change happened)' },
+    { name: 'immediate', unit: '0/1', description: '1: sent without waiting for the vehicle to be safe (confirmed twice, by a credential allowed to)' },
+    { name: 'requested_at', unit: 'ms', description: 'when it was asked' },
+    { name: 'fix_time', unit: 'ms', description: 'when asked: the vehicle’s newest GPS fix' },
+    { name: 'lat', unit: '°', description: 'when asked: its position' },
+    { name: 'lng', unit: '°', description: 'when asked: its position' },
+    { name: 'speed', unit: 'km/h', description: 'when asked: its speed' },
+    { name: 'ignition', unit: '0/1', description: 'when asked: its ignition' },
+    { name: 'soc', unit: '%', description: 'when asked: its state of charge' },
+    { name: 'allow_charging', unit: '0/1', description: 'when asked: the pack’s allow_charging, where sent' },
+    { name: 'allow_discharging', unit: '0/1', description: 'when asked: the pack’s allow_discharging, where sent' },
+  ],
+};
+
 /** Every derived measurement, in the order documented. */
-export const DERIVED_MEASUREMENTS: readonly DerivedMeasurement[] = [VEHICLE_EVENTS, TRIPS, CHARGING, STOPS, FLEET_STATUS, FLEET, CAN_PACK, FUEL];
+export const DERIVED_MEASUREMENTS: readonly DerivedMeasurement[] = [VEHICLE_EVENTS, TRIPS, CHARGING, STOPS, FLEET_STATUS, FLEET, CAN_PACK, FUEL, COMMANDS];

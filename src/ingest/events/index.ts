@@ -17,7 +17,7 @@ import { InfluxRecordSource } from './corrections/records.js';
 import { influxTargetOf } from '../fleet/history.js';
 import { GeofenceRegistry, GeofenceWatch, parseGeofencesFile } from '../geofences/registry.js';
 import { SpeedLimitRegistry, SpeedLimitWatch } from '../speedLimits/registry.js';
-import { sampleWebhookBacklog, startWebhookDelivery, WebhookQueue, webhookRetryPolicy, type RunningDelivery } from './webhook.js';
+import { sampleWebhookBacklog, startWebhookDelivery, WebhookQueue, webhookRetryPolicy, type RunningDelivery, type WebhookPayload } from './webhook.js';
 
 /**
  * The vehicle events of a worker process (EVENTS=on): derivation after each job's points are written
@@ -33,7 +33,14 @@ export interface RunningEvents {
    * status job's silent / back, the fuel sync's drops and refuels): straight to InfluxDB and the webhook.
    */
   tell(events: readonly DerivedEvent[]): Promise<void>;
+  /** Queues webhook deliveries on the events' queue (signed alike); undefined without EVENTS_WEBHOOK_URL. */
+  webhook: ((out: WebhookPayload[]) => Promise<number>) | undefined;
   close(): Promise<void>;
+}
+
+export interface EventsHooks {
+  /** Told every event, trip, session and stop once delivered (the command ledger's automation), before it is acknowledged. */
+  observe?: (entries: OutboxEntry[]) => Promise<void>;
 }
 
 export function deriveOptions(cfg: Config): DeriveOptions {
@@ -110,6 +117,7 @@ export function startEvents(
   metrics?: Metrics,
   /** Where derived points the store refuses are kept (the quarantine). */
   quarantine?: (entries: NewQuarantineEntry[]) => Promise<void>,
+  hooks: EventsHooks = {},
 ): RunningEvents {
   const partitions = keys.partitions.map((_, i) => ({
     state: keys.vehicleState(i),
@@ -162,6 +170,7 @@ export function startEvents(
     sink,
     ...(webhook ? { webhook } : {}),
     ...(quarantine ? { quarantine } : {}),
+    ...(hooks.observe ? { observe: hooks.observe } : {}),
     consumer: `${hostname()}:${process.pid}`,
     log,
     metrics,
@@ -202,8 +211,10 @@ export function startEvents(
       const entries: OutboxEntry[] = events.map((e) => ({ kind: 'event', ...e }));
       await sink.write(Lines.of(entries.map(pointOf)));
       await webhook?.(entries.map(webhookPayloadOf));
+      await hooks.observe?.(entries);
       counted(metrics, [{ ...emptyDerived(), events }]);
     },
+    webhook,
     async close() {
       geofences.stop();
       speedLimits.stop();

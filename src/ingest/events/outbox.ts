@@ -92,6 +92,8 @@ export interface DispatchOptions {
   webhook?: (out: WebhookPayload[]) => Promise<unknown>;
   /** Where derived points the store refuses are kept for replay (the quarantine, stage `derive`); resolves once kept. */
   quarantine?: (entries: NewQuarantineEntry[]) => Promise<void>;
+  /** Told each delivered entry before it is acknowledged (the command ledger's automation rules): at least once. */
+  observe?: (entries: OutboxEntry[]) => Promise<void>;
   consumer: string;
   log: Logger;
   metrics?: Metrics | undefined;
@@ -151,6 +153,7 @@ export function startDispatch(opts: DispatchOptions): { stop(): Promise<void>; o
       opts.metrics?.pointsRefused.inc(kept.length);
     }
     await opts.webhook?.(parsed.map(webhookPayloadOf));
+    await opts.observe?.(parsed);
     const ids = entries.map(([id]) => id);
     await redis.multi().xack(key, GROUP, ...ids).xdel(key, ...ids).exec();
     return entries.length;

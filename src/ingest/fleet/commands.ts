@@ -13,6 +13,7 @@ import { classifyToolError, TOOL_SETTINGS, withServiceRedis } from '../../redis/
 import { span } from '../plausibility/judge.js';
 import { GEOFENCES_COMMAND } from '../geofences/commands.js';
 import { SPEED_LIMIT_COMMAND } from '../speedLimits/commands.js';
+import { AdminUnreachable, COMMAND_COMMAND, COMMANDS_COMMAND, CommandRefused } from '../commands/commands.js';
 import { fleetStateFor, type FleetState, type VehicleSeen } from './state.js';
 import { localDays, type DaySummary } from './days.js';
 import { DateTime, IANAZone } from 'luxon';
@@ -394,11 +395,18 @@ ${HISTORY_SETTINGS_HELP}  FLEET_TIMEZONE (default UTC), as for the service.
 };
 
 /** InfluxDB's errors first (the history commands'), then the Redis tools' (the rest). */
-const classify: ErrorClassifier = (e) => (e instanceof InfluxError ? { code: e.code, message: `InfluxDB: ${e.message}` } : classifyToolError(e));
+const classify: ErrorClassifier = (e) =>
+  e instanceof InfluxError
+    ? { code: e.code, message: `InfluxDB: ${e.message}` }
+    : e instanceof CommandRefused
+      ? { code: EXIT.failure, message: `refused: ${e.message}` }
+      : e instanceof AdminUnreachable
+        ? { code: EXIT.network, message: e.message }
+        : classifyToolError(e);
 
 export const FLEET: Program = {
   name: 'telematics-fleet',
-  commands: [status, silent, events, trips, stops, charging, summary, GEOFENCES_COMMAND, SPEED_LIMIT_COMMAND],
+  commands: [status, silent, events, trips, stops, charging, summary, GEOFENCES_COMMAND, SPEED_LIMIT_COMMAND, COMMAND_COMMAND, COMMANDS_COMMAND],
   classify,
   help: (commands) => `Usage: telematics-fleet <command> [options]
 
@@ -407,7 +415,8 @@ passed the plausibility rules), kept by the service's workers (status, silent: R
 history the workers derive from its records: events, trips, stops and charging sessions, and its days
 (InfluxDB).
 And the geofences and per-vehicle speed limits the workers judge the vehicles' fixes by (geofences,
-speed-limit: Redis).
+speed-limit: Redis). And the command ledger: immobilise and mobilise, asked through the admin listener
+(command) and listed (commands: Redis); docs/commands.md.
 
 Commands:
 ${commands}
@@ -418,8 +427,9 @@ events, trips, stops, charging and summary:
 ${HISTORY_SETTINGS_HELP}
 Exit status:
   0  done
+  1  a command refused by the admin listener (its reason on stderr)
   2  usage or configuration error (REDIS_URL or INFLUX_URL unset, bad flags)
-  3  Redis or InfluxDB unreachable, or refused a command or query
+  3  Redis, InfluxDB or the admin listener unreachable, or Redis or InfluxDB refused a command or query
   4  InfluxDB answered what is no query result
 `,
 };

@@ -9,7 +9,7 @@ type WithExpire = { telematicsVehicleExpire(n: number, ...args: string[]): Promi
 
 /**
  * Forgets the vehicles not heard from since `now - expiryMs` (VEHICLE_EXPIRY): their last seen, position,
- * silences and everything their events are derived from, so that what Redis holds is bounded by the
+ * silences, latest values and everything their events are derived from, so that what Redis holds is bounded by the
  * fleet that reports, not by every plate ever seen. Each in one script that first checks it is still
  * silent (`vehicle-expire.lua`). A vehicle that reports again starts afresh: its events from its new
  * records. Run by the fleet status job (one replica a run). Returns the plates removed.
@@ -35,7 +35,11 @@ export async function expireVehicles(
       const own = [keys.vehicleCorrections(i, plate), ...recordSets.map((id) => keys.vehicleRecords(i, plate, id))];
       const list = [fleet.seen, fleet.positions, fleet.resumed, keys.vehicleState(i), keys.vehiclesPending(i), keys.eventsCorrections(i), ...own, ...silentLabels.flatMap((l) => [fleet.silent(l), fleet.silentLastSeen(l)])];
       const done = await (redis as unknown as WithExpire).telematicsVehicleExpire(list.length, ...list, plate, String(cutoff), String(own.length));
-      if (done === 1) removed.push(plate);
+      if (done === 1) {
+        removed.push(plate);
+        // Its latest values (commands/latest.ts) go with it; a record arriving meanwhile sets them again.
+        await redis.hdel(fleet.latest, plate);
+      }
     }
   }
   return removed;

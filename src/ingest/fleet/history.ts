@@ -28,6 +28,7 @@ export const EVENT_NAMES: readonly string[] = [
   'overspeed_started',
   'overspeed_ended',
   'moved_while_off',
+  'moved_while_immobilised',
   'geofence_entered',
   'geofence_exited',
   'soc_low',

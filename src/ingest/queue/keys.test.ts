@@ -16,6 +16,14 @@ describe('key names', () => {
     expect(keySlot(k.quarantineBytes)).toBe(keySlot(k.quarantine));
   });
 
+  it('keeps the command ledger’s keys on one slot (its scripts touch several), and each partition’s latest values on its queue’s', () => {
+    const k = redisKeys('q', { partitions: 6, cluster: true });
+    const c = k.commands;
+    expect(new Set([c.entries, c.live, c.idempotency, c.order, c.immobilised, c.movedTold, c.changes].map(keySlot)).size).toBe(1);
+    expect(c.entries).toBe('{q:commands}:v1:entries');
+    for (let i = 0; i < 6; i++) expect(keySlot(k.fleet(i).latest)).toBe(keySlot(k.partitions[i]!));
+  });
+
   it('tags every queue in cluster mode, so each BullMQ script stays in one slot', () => {
     const k = redisKeys('q', { partitions: 1, cluster: true });
     expect(k.partitions).toEqual([`q{${partitionTag(0, 1)}}`]);

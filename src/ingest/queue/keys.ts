@@ -101,6 +101,30 @@ export interface RedisKeys {
   eventsWebhookQueue: string;
   /** Partition i's fleet state (fleet/state.ts), beside its queue. */
   fleet(partition: number): FleetKeys;
+  /** The command ledger (commands/ledger.ts), its keys on one slot. */
+  commands: CommandKeys;
+}
+
+/**
+ * The command ledger's keys (commands/ledger.ts; layout and version in src/formats/README.md "Command
+ * ledger"): all in one hash tag, `{<queue>:commands}`, so that its scripts run on a Redis Cluster too;
+ * `v1` in their names, so that a later layout is new keys beside these, which an older release ignores.
+ */
+export interface CommandKeys {
+  /** Hash: command id → the command's JSON (format v1), every state it went through. */
+  entries: string;
+  /** Hash: vehicleno → the id of its one command in flight (not yet ended). */
+  live: string;
+  /** Hash: idempotency key → `<request digest>\n<command id>`. */
+  idempotency: string;
+  /** Sorted set: command id by the time it was asked (listing, and the bound COMMANDS_KEEP). */
+  order: string;
+  /** Hash: vehicleno → `{id, type, since}` of the confirmed immobilisation of a stopping type it is under. */
+  immobilised: string;
+  /** Hash: vehicleno → `<command id>|<time>` of the last `moved_while_immobilised` told of it. */
+  movedTold: string;
+  /** Stream: each state change (`id`, `state`, `at`) until told (InfluxDB `commands`, the webhook, the counter); consumer group `tell`. */
+  changes: string;
 }
 
 /** A partition's fleet state: each vehicle's last seen and position (fleet/state.ts). */
@@ -119,6 +143,8 @@ export interface FleetKeys {
    * older release wrote silent: they are written once more.
    */
   silentLastSeen(after: string): string;
+  /** Hash: vehicleno → its latest values (commands/latest.ts): each field's newest with its time, when last active, charging, discharging. */
+  latest: string;
 }
 
 /** The fleet keys beside a partition's queue: `<partition queue>:fleet:…`, which keeps the queue's hash tag. */
@@ -130,6 +156,7 @@ export function fleetKeys(partitionQueue: string): FleetKeys {
     resumed: `${base}:resumed`,
     silent: (after) => `${base}:silent:${after}`,
     silentLastSeen: (after) => `${base}:silent:${after}:last-seen`,
+    latest: `${base}:latest`,
   };
 }
 
@@ -162,7 +189,14 @@ export function redisKeys(queueName: string, layout: KeyLayout = SINGLE_QUEUE): 
     vehicleCorrections: (i, vehicleno) => `${partitionQueue(partitions, i)}:events:v3:late:${vehicleno}`,
     eventsWebhookQueue: layout.cluster ? `{${queueName}-events-webhook}` : `${queueName}-events-webhook`,
     fleet: (i) => fleetKeys(partitionQueue(partitions, i)),
+    commands: commandKeys(queueName),
   };
+}
+
+/** The command ledger's keys of a deployment. */
+export function commandKeys(queueName: string): CommandKeys {
+  const base = `{${queueName}:commands}:v1`;
+  return { entries: `${base}:entries`, live: `${base}:live`, idempotency: `${base}:idem`, order: `${base}:order`, immobilised: `${base}:immobilised`, movedTold: `${base}:moved-told`, changes: `${base}:changes` };
 }
 
 /** Partition i's queue name; a partition beyond the layout is a bug, not a key to invent. */

@@ -4,7 +4,6 @@ import { HonoAdapter } from '@bull-board/hono';
 import { serveStatic } from '@hono/node-server/serve-static';
 import type { Queue } from 'bullmq';
 import { Hono, type MiddlewareHandler } from 'hono';
-import { basicAuth } from 'hono/basic-auth';
 import { bodyLimit } from 'hono/body-limit';
 import { secureHeaders } from 'hono/secure-headers';
 import type { Metrics } from '../../metrics/index.js';
@@ -13,6 +12,7 @@ import { FLEET_PATH } from '../fleet/routes.js';
 import { GEOFENCES_BODY_MAX } from '../geofences/routes.js';
 import { jsonWrites } from './jsonWrites.js';
 import { refuseCrossSite } from './sameOrigin.js';
+import { basicAuthOf, type AdminCredential } from './credentials.js';
 
 export const QUEUE_UI_PATH = '/admin/queues';
 
@@ -33,8 +33,8 @@ export const adminBodyTooLarge = `a body on the admin listener is at most ${ADMI
  */
 export function adminRoutes(
   metrics: Metrics,
-  ui?: { queues: readonly Queue[]; credentials: { username: string; password: string } | undefined; writes?: boolean },
-  fleet?: { routes: Hono; credentials: { username: string; password: string } | undefined; open: boolean },
+  ui?: { queues: readonly Queue[]; credentials: readonly AdminCredential[] | undefined; writes?: boolean },
+  fleet?: { routes: Hono<any>; credentials: readonly AdminCredential[] | undefined; open: boolean },
 ): Hono {
   const app = new Hono();
   app.use(
@@ -46,9 +46,10 @@ export function adminRoutes(
   );
   app.get('/metrics', async (c) => c.body(await metrics.text(), 200, { 'Content-Type': metrics.contentType }));
   if (fleet) {
-    // Plates and positions: behind the admin credentials, or open only with ADMIN_AUTH=none.
-    const guard: MiddlewareHandler | undefined = fleet.credentials
-      ? basicAuth({ ...fleet.credentials, realm: 'telematics-ingest admin' })
+    // Plates and positions: behind the admin credentials, or open only with ADMIN_AUTH=none. The
+    // credential let in is the routes' `credential` (commands are refused to one not named for them).
+    const guard: MiddlewareHandler<any> | undefined = fleet.credentials
+      ? basicAuthOf(fleet.credentials)
       : fleet.open
         ? undefined
         : async (c) => c.json(failure('unauthorized', 'the fleet routes show plates and positions: set ADMIN_CREDENTIALS=user:password, or ADMIN_AUTH=none to expose them on purpose'), 403);
@@ -61,7 +62,7 @@ export function adminRoutes(
     board.setBasePath(QUEUE_UI_PATH);
     if (ui.credentials) {
       // The UI's own static files (scripts, styles, translations) hold nothing of ours; the page and its API do.
-      const auth = basicAuth({ ...ui.credentials, realm: 'telematics-ingest admin' });
+      const auth = basicAuthOf(ui.credentials);
       app.use(`${QUEUE_UI_PATH}/*`, (c, next) => (c.req.path.startsWith(`${QUEUE_UI_PATH}/static/`) ? next() : auth(c, next)));
     }
     app.route(QUEUE_UI_PATH, board.registerPlugin());

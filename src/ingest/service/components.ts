@@ -5,6 +5,7 @@
 import { ExtraFieldNames } from '../plausibility/fieldNames.js';
 import type { RedisClient } from '../../redis/connect.js';
 import { quarantineShareOf, type Config } from '../../config/index.js';
+import { parseAdminCredentials, type AdminCredential } from '../../config/adminCredentials.js';
 import { Quarantine } from '../queue/quarantine.js';
 import { JobSeal } from '../queue/seal.js';
 import { VehicleAdmission } from '../fleet/admission.js';
@@ -135,11 +136,10 @@ export function httpTls(cfg: Config): HttpTls | undefined {
   return { cert: cfg.TLS_CERT, key: cfg.TLS_KEY, ...(cfg.TLS_CLIENT_CA ? { clientCa: cfg.TLS_CLIENT_CA } : {}) };
 }
 
-/** The queue UI's basic-auth user, or undefined when ADMIN_AUTH=none exposes it on purpose. */
-export function adminCredentials(cfg: Config): { username: string; password: string } | undefined {
+/** The admin listener's named credentials (src/config/adminCredentials.ts), or undefined when ADMIN_AUTH=none exposes its reads on purpose. */
+export function adminCredentials(cfg: Config): AdminCredential[] | undefined {
   if (cfg.ADMIN_AUTH === 'none' || !cfg.ADMIN_CREDENTIALS) return undefined;
-  const colon = cfg.ADMIN_CREDENTIALS.indexOf(':');
-  return { username: cfg.ADMIN_CREDENTIALS.slice(0, colon), password: cfg.ADMIN_CREDENTIALS.slice(colon + 1) };
+  return parseAdminCredentials(cfg.ADMIN_CREDENTIALS);
 }
 
 export function flattenOptions(cfg: Config): FlattenOptions {

@@ -23,6 +23,8 @@ import { fleetRoutes } from '../fleet/routes.js';
 import { GEOFENCES_PATH, geofenceRoutes } from '../geofences/routes.js';
 import { GeofenceRegistry } from '../geofences/registry.js';
 import type { Reads } from '../queue/formats.js';
+import { COMMANDS_PATH, commandRoutes, commandsOffRoutes } from '../commands/routes.js';
+import { commandLedgerFor, latestValuesFor } from '../commands/index.js';
 
 export { retryPolicy } from './components.js';
 
@@ -101,6 +103,10 @@ export async function startService(cfg: Config, log: Logger, opts: ServiceOption
   const ui = cfg.QUEUE_UI === 'on' ? { queues: sampledQueues, credentials: adminCredentials(cfg), writes: cfg.QUEUE_UI_WRITES === 'on' } : undefined;
   const fleetApi = fleetRoutes(fleet, cfg.SILENT_AFTER);
   fleetApi.route(GEOFENCES_PATH, geofenceRoutes(new GeofenceRegistry(redis, keys.geofences)));
+  const commandsApi =
+    cfg.COMMANDS === 'on' ? commandRoutes({ ledger: commandLedgerFor(cfg, redis), latest: latestValuesFor(cfg, redis), waitMaxMs: cfg.COMMANDS_WAIT_MAX, upstream: Boolean(cfg.UPSTREAM_URL) }) : commandsOffRoutes();
+  // The admin listener's guard (adminRoutes) sets `credential` for every route under /fleet: the routes' env holds.
+  fleetApi.route(COMMANDS_PATH, commandsApi as unknown as typeof fleetApi);
   const admin = await serveHttp(adminRoutes(metrics, ui, { routes: fleetApi, credentials: adminCredentials(cfg), open: cfg.ADMIN_AUTH === 'none' }), cfg.ADMIN_HOST, cfg.ADMIN_PORT, httpLimits(cfg));
   log.info({ mode: cfg.SERVICE_MODE, url: http.url, admin: admin.url, redis: redisTarget(cfg), queue: cfg.QUEUE_NAME, partitions: cfg.QUEUE_PARTITIONS }, 'telematics-ingest started');
 

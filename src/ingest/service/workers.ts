@@ -16,6 +16,7 @@ import { expireVehicles } from '../fleet/expire.js';
 import { RECORD_SETS } from '../events/store.js';
 import { scheduleRuns } from './schedule.js';
 import { startEvents } from '../events/index.js';
+import { startCommands } from '../commands/index.js';
 import type { HealthCheck } from './health.js';
 import { ReadsAnnouncer, THIS_RELEASE, type Reads } from '../queue/formats.js';
 
@@ -60,13 +61,22 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
     const served = servedPartitions(cfg);
     const concurrency = Math.max(1, Math.ceil(cfg.WORKER_CONCURRENCY / served.length));
     const fleet = fleetStateFor(cfg, redis);
-    const events = cfg.EVENTS === 'on' ? startEvents(cfg, redis, keys, served.map((q) => keys.partitions.indexOf(q)), sink, log, metrics, (entries) => quarantine.add(entries)) : undefined;
+    // The command ledger (COMMANDS=on): its automation hears the events; its sweep tells through them.
+    const commands = cfg.COMMANDS === 'on' ? startCommands(cfg, redis, sink, log, metrics) : undefined;
+    const events = cfg.EVENTS === 'on' ? startEvents(cfg, redis, keys, served.map((q) => keys.partitions.indexOf(q)), sink, log, metrics, (entries) => quarantine.add(entries), commands?.observe ? { observe: commands.observe } : {}) : undefined;
     if (events) closers.unshift(() => events.close());
+    if (commands) {
+      commands.attach(events);
+      closers.unshift(() => commands.close());
+    }
+    // What workers read of each record beyond its point: the events' inputs, and with commands the pack's allow flags too (the events' slots unchanged).
+    const pick = commands?.pick ?? events?.pick;
     // After InfluxDB confirmed a job's points: the fleet's last-seen state, then the vehicle events, for
     // the partition's jobs in batches (worker/batches.ts).
     const batches = new StateUpdateBatches(
       async (partition, records, jobs) => {
         await fleet.record(partition, records);
+        await commands?.record(partition, records);
         await events?.record(partition, records);
         metrics?.writtenBatchJobs.observe(jobs);
       },
@@ -93,7 +103,7 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
         seal,
         sink,
         written: (records, jobId) => batches.add(partition, records, jobId),
-        ...(events ? { pick: events.pick } : {}),
+        ...(pick ? { pick } : {}),
         log,
         metrics,
         skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK,

@@ -16,6 +16,7 @@
 import { CITIES, type Point, distanceKm, lerp, offset, terrainMetres } from './geo.js';
 import { Rng, hash32, round, unitAt } from './prng.js';
 import { ALARM_FIELDS } from '../../telemetry/fields.js';
+import type { CommandType } from '../client/schema.js';
 
 export const SEGMENT_MS = 30 * 60_000;
 export const READING_INTERVAL_MS = 5 * 60_000;
@@ -207,9 +208,31 @@ const CELL_COUNTS = [4, 8, 13, 14, 15, 16] as const;
 const BATTERY_COUNTS = [1, 1, 1, 2, 2, 4, 8, 16] as const;
 const LETTERS = 'ABCDEFGHJKLMNPRSTUVWXYZ';
 
+/**
+ * The command types that keep a vehicle from driving (the emulated vehicles are electric: `discharge`
+ * cuts the motor's power, `can` the motor controller's bus): immobilised so, it stands where it was with
+ * the ignition off until mobilised.
+ */
+const HALTING: ReadonlySet<CommandType> = new Set(['ignition', 'crank', 'movement', 'can', 'discharge', 'chargendischarge']);
+/** What each type blocks of the pack: charging, discharging. */
+const BLOCKS_CHARGE: ReadonlySet<CommandType> = new Set(['charge', 'chargendischarge']);
+const BLOCKS_DISCHARGE: ReadonlySet<CommandType> = new Set(['discharge', 'chargendischarge']);
+
+/** One immobilisation of a vehicle: from its immobilise to its mobilise of the same type (open while none came). */
+interface Held {
+  type: CommandType;
+  from: number;
+  to?: number;
+}
+
+/** The pack's current while a vehicle stands idle (its electronics): as parked, under CHARGING_MIN_CURRENT's default. */
+const IDLE_CURRENT = -0.4;
+
 export class Fleet {
   readonly vehicles: readonly VehicleProfile[];
   private readonly byNumber: Map<string, VehicleProfile>;
+  /** The commands the fleet obeys (`obey`), per vehicle index: bounded by the commands given, a handful in a test or demo. */
+  private readonly held = new Map<number, Held[]>();
   /** The current cycle of each vehicle: memory bounded by the fleet, and no vehicle evicts another's. */
   private readonly plans = new Map<number, CyclePlan>();
 
@@ -283,7 +306,48 @@ export class Fleet {
     return this.locate(v, t).segment.activity;
   }
 
+  /**
+   * Obeys an immobilise or mobilise sent to the emulator at `at` (operations.ts): from then on the
+   * vehicle's records show it. Immobilised with a halting type (ignition, crank, movement, can, discharge,
+   * chargendischarge) it stands where it was, ignition off, drawing only its idle current; `charge` blocks
+   * charging (`allow_charging` 0, no charging current), `discharge` discharging (`allow_discharging` 0).
+   * A mobilise of the same type restores its plan from that instant (a vehicle that was held back rejoins
+   * its trajectory where the plan has it then). Records before `at` are as they were: the fleet is a pure
+   * function of (seed, vehicle, time, the commands obeyed).
+   */
+  obey(c: { op: 'immobilize' | 'mobilize'; vehicleno: string; type: CommandType; at: number }): void {
+    const v = this.byNumber.get(c.vehicleno);
+    if (!v) return;
+    const list = this.held.get(v.index) ?? [];
+    const open = list.find((h) => h.type === c.type && h.to === undefined);
+    if (c.op === 'immobilize' && !open) list.push({ type: c.type, from: c.at });
+    if (c.op === 'mobilize' && open) open.to = c.at;
+    this.held.set(v.index, list);
+  }
+
+  /** The immobilisations in force for `v` at `t`. */
+  private heldAt(v: VehicleProfile, t: number): Held[] {
+    const list = this.held.get(v.index);
+    if (!list) return [];
+    return list.filter((h) => h.from <= t && (h.to === undefined || t < h.to));
+  }
+
+  /** Since when `v` has been kept from driving at `t`, or undefined. */
+  private haltedSince(v: VehicleProfile, t: number): number | undefined {
+    let since: number | undefined;
+    for (const h of this.heldAt(v, t)) if (HALTING.has(h.type) && (since === undefined || h.from < since)) since = h.from;
+    return since;
+  }
+
   gpsAt(v: VehicleProfile, t: number): GpsData {
+    const since = this.haltedSince(v, t);
+    if (since === undefined) return this.plannedGpsAt(v, t);
+    // Where it was when it was stopped, standing, the ignition off.
+    const at = this.plannedGpsAt(v, since);
+    return { ...at, speed: 0, ignstatus: 0, time: t };
+  }
+
+  private plannedGpsAt(v: VehicleProfile, t: number): GpsData {
     const { segment, frac } = this.locate(v, t);
     const driving = segment.activity === 'driving';
     let p = lerp(segment.from, segment.to, this.progress(v, segment, t, frac));
@@ -401,6 +465,29 @@ export class Fleet {
     ALERT_FLAGS.forEach((flag, i) => {
       state[flag] = alerting && i === raised ? 1 : 0;
     });
+    return this.obeyed(v, t, state);
+  }
+
+  /** The CAN state as the commands in force leave it (see `obey`). */
+  private obeyed(v: VehicleProfile, t: number, state: CanState): CanState {
+    const held = this.heldAt(v, t);
+    if (held.length === 0) return state;
+    const halted = held.some((h) => HALTING.has(h.type));
+    const noCharge = held.some((h) => BLOCKS_CHARGE.has(h.type));
+    const noDischarge = held.some((h) => BLOCKS_DISCHARGE.has(h.type));
+    const current = state.current!;
+    let next = current;
+    if (halted && state.load_status === 1) next = IDLE_CURRENT;
+    if (noCharge && next > 0) next = IDLE_CURRENT;
+    // No discharge at all: not even the idle draw.
+    if (noDischarge && next < 0) next = 0;
+    if (noCharge) state.allow_charging = 0;
+    if (noDischarge) state.allow_discharging = 0;
+    if (next !== current) {
+      state.current = next;
+      state.power = Math.round(state.battery_voltage! * next);
+      state.load_status = next > 0 ? 2 : next < 0 && !halted ? 1 : 0;
+    }
     return state;
   }
 

@@ -40,6 +40,7 @@ export function runOperation<O extends Operation>(op: O, body: unknown, ctx: Ope
       const req = parse('immobilize', b, ctx);
       vehicle(req.vehicleno, ctx);
       ctx.state.commands.push({ at: ctx.now(), op: 'immobilize', vehicleno: req.vehicleno, type: req.type, immediate: req.immediate, username: user.username });
+      ctx.fleet.obey({ op: 'immobilize', vehicleno: req.vehicleno, type: req.type, at: ctx.now() });
       return `${req.type} Immobilize command sent for Vehicle ${req.vehicleno}`;
     },
     mobilize: (b) => {
@@ -48,6 +49,7 @@ export function runOperation<O extends Operation>(op: O, body: unknown, ctx: Ope
       const req = parse('mobilize', b, ctx);
       vehicle(req.vehicleno, ctx);
       ctx.state.commands.push({ at: ctx.now(), op: 'mobilize', vehicleno: req.vehicleno, type: req.type, username: user.username });
+      ctx.fleet.obey({ op: 'mobilize', vehicleno: req.vehicleno, type: req.type, at: ctx.now() });
       return `${req.type} Mobilize command sent for Vehicle ${req.vehicleno}`;
     },
     changepassword: (b) => {

@@ -1,0 +1,98 @@
+import { hostname } from 'node:os';
+import type { Config } from '../../config/index.js';
+import type { Logger } from '../../log/index.js';
+import type { Metrics } from '../../metrics/index.js';
+import { sampleEvery } from '../../metrics/sampler.js';
+import type { RedisClient } from '../../redis/connect.js';
+import { UpstreamClient } from '../../upstream/client/index.js';
+import { Lines } from '../write/lines.js';
+import type { PointSink } from '../write/sink.js';
+import type { DerivedEvent } from '../events/derive.js';
+import { pointOf, type OutboxEntry } from '../events/outbox.js';
+import type { WebhookPayload } from '../events/webhook.js';
+import { keysOf } from '../queue/keys.js';
+import { automation, readAutomationFile } from './automation.js';
+import { CommandLedger } from './ledger.js';
+import { COMMANDS_PICK, LatestValuesStore } from './latest.js';
+import { sweepCommands, type CommandSender, type SweepOptions } from './sweep.js';
+import { tellChanges } from './tell.js';
+
+export { COMMANDS_PICK } from './latest.js';
+
+/** The ledger of the configuration's Redis. */
+export function commandLedgerFor(cfg: Config, redis: RedisClient): CommandLedger {
+  return new CommandLedger(redis, keysOf(cfg).commands, cfg.COMMANDS_KEEP);
+}
+
+/** Each vehicle's latest values, beside the fleet state of each partition. */
+export function latestValuesFor(cfg: Config, redis: RedisClient): LatestValuesStore {
+  const keys = keysOf(cfg);
+  return new LatestValuesStore(redis, keys.partitions.map((_, i) => keys.fleet(i)), { motionSpeedKmh: cfg.MOTION_SPEED, chargingCurrentSign: cfg.CHARGING_CURRENT_SIGN, chargingMinCurrentA: cfg.CHARGING_MIN_CURRENT });
+}
+
+/** A `sending` command whose worker gave no answer for this long is failed ("may have been carried out"): far past the client's timeout. */
+export const SENDING_STUCK_MS = 120_000;
+
+export function sweepOptions(cfg: Config): SweepOptions {
+  return { safety: { maxFixAgeMs: cfg.COMMANDS_SAFE_FIX_AGE, motionSpeedKmh: cfg.MOTION_SPEED }, confirmWindowMs: cfg.COMMANDS_CONFIRM_WINDOW, sendingStuckMs: SENDING_STUCK_MS };
+}
+
+export interface RunningCommands {
+  /** The fields a worker reads of each written record (the events' and the pack's allow flags). */
+  pick: typeof COMMANDS_PICK;
+  /** After InfluxDB confirmed a batch: the vehicles' latest values. */
+  record: LatestValuesStore['record'];
+  /** The automation rules' hook for the events (undefined without COMMANDS_AUTOMATION_FILE). */
+  observe: ((entries: readonly OutboxEntry[]) => Promise<void>) | undefined;
+  /** Hands the events' `tell` and webhook once they run (they start after the hook is made). */
+  attach(events: { tell(events: readonly DerivedEvent[]): Promise<void>; webhook: ((out: WebhookPayload[]) => Promise<number>) | undefined } | undefined): void;
+  close(): Promise<void>;
+}
+
+/**
+ * The command ledger's side of a worker process (COMMANDS=on): the vehicles' latest values after each batch,
+ * the sweep (send when safe, expire, confirm, `moved_while_immobilised`), the telling of each state change
+ * (InfluxDB `commands`, the webhook, the counter), and the automation rules.
+ */
+export function startCommands(cfg: Config, redis: RedisClient, sink: PointSink, log: Logger, metrics?: Metrics, sender?: CommandSender): RunningCommands {
+  const ledger = commandLedgerFor(cfg, redis);
+  const latest = latestValuesFor(cfg, redis);
+  const rules = cfg.COMMANDS_AUTOMATION_FILE ? readAutomationFile(cfg.COMMANDS_AUTOMATION_FILE) : [];
+  if (rules.length > 0) log.info({ rules: rules.map((r) => r.name), file: cfg.COMMANDS_AUTOMATION_FILE }, 'commands: automation rules loaded');
+  const client: CommandSender | undefined = sender ?? (cfg.UPSTREAM_URL ? new UpstreamClient({ baseUrl: cfg.UPSTREAM_URL, token: cfg.UPSTREAM_TOKEN, timeUnit: cfg.UPSTREAM_TIME_UNIT }) : undefined);
+  let events: Parameters<RunningCommands['attach']>[0];
+  // Without the events (EVENTS=off), `moved_while_immobilised` is still written where analysts look.
+  const tell = async (evs: DerivedEvent[]) => {
+    if (events) return events.tell(evs);
+    await sink.write(Lines.of(evs.map((e) => pointOf({ kind: 'event', ...e }))));
+    for (const e of evs) metrics?.vehicleEvents.inc({ event: e.event });
+  };
+  const consumer = `${hostname()}:${process.pid}`;
+  const ready = () => redis.status === 'ready';
+  let running: Promise<unknown> = Promise.resolve();
+  const sweep = sampleEvery(
+    cfg.COMMANDS_SWEEP_INTERVAL,
+    async () => {
+      const work = (async () => {
+        const r = await sweepCommands({ ledger, latest, sender: client, tell, opts: sweepOptions(cfg), log }, Date.now());
+        if (r.sent + r.expired + r.confirmed + r.notConfirmed + r.failed + r.moved > 0) log.info(r, 'commands: sweep');
+        await tellChanges({ redis, ledger, sink, webhook: events?.webhook ?? undefined, metrics, consumer, log });
+      })();
+      running = work.catch(() => undefined);
+      await work;
+    },
+    { ready, onError: (err) => log.warn({ err: (err as Error).message }, 'commands: the sweep failed; retried') },
+  );
+  return {
+    pick: COMMANDS_PICK,
+    record: (partition, records) => latest.record(partition, records),
+    observe: rules.length > 0 ? automation({ rules, ledger, latest, waitMaxMs: cfg.COMMANDS_WAIT_MAX, log }) : undefined,
+    attach(e) {
+      events = e;
+    },
+    async close() {
+      sweep.stop();
+      await running;
+    },
+  };
+}
