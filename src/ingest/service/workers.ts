@@ -2,8 +2,9 @@ import { connectRedis } from '../../redis/connect.js';
 import type { Config } from '../../config/index.js';
 import type { Logger } from '../../log/index.js';
 import type { Metrics } from '../../metrics/index.js';
-import { UpstreamClient } from '../../upstream/client/index.js';
-import { fuelChanges, syncFuel } from '../sync/fuel.js';
+import { fuelChanges, syncFuel, type FuelSyncResult } from '../sync/fuel.js';
+import { serviceUpstreamClient, TokenExpiryWatch, callLimitsOf } from '../sync/upstream.js';
+import { callsPerDayAllowed, syncSpacingMs, DAY_MS } from '../sync/plan.js';
 import { startWorker, type RunningWorker } from '../worker/index.js';
 import { StateUpdateBatches } from '../worker/batches.js';
 import { untilAccessible } from '../../redis/access.js';
@@ -124,7 +125,10 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
     );
     closers.unshift(() => status.close());
     if (cfg.UPSTREAM_URL) {
-      const client = new UpstreamClient({ baseUrl: cfg.UPSTREAM_URL, token: cfg.UPSTREAM_TOKEN, timeUnit: cfg.UPSTREAM_TIME_UNIT });
+      const client = serviceUpstreamClient(cfg, redis, keys.upstreamPacing, metrics);
+      const watch = new TokenExpiryWatch(cfg.UPSTREAM_TOKEN, cfg.UPSTREAM_TOKEN_WARN_BEFORE, log, metrics);
+      watch.start();
+      closers.unshift(async () => watch.stop());
       const run = () =>
         syncFuel({
           client,
@@ -136,15 +140,19 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
           lookbackMs: cfg.FUEL_SYNC_LOOKBACK,
           maxRangeMs: FUEL_MAX_RANGE_MS,
           ...(events ? { changes: fuelChanges(cfg, events.tell) } : {}),
+          // A run ends before the next is due: the vehicles it did not reach are the next one's first.
+          budget: { callsPerDay: cfg.UPSTREAM_HISTORY_CALLS_PER_DAY, syncedKey: keys.fuelSynced, callsKey: keys.fuelHistoryCalls, runForMs: cfg.FUEL_SYNC_INTERVAL },
         });
       const fuel = await scheduleRuns(
         redis,
         { queue: keys.fuelQueue, job: 'fuel-sync', intervalMs: cfg.FUEL_SYNC_INTERVAL, skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK },
         async () => {
           const r = await run();
+          reportPlan(r, cfg, log, metrics);
           const more = r.failedCount - r.failed.length;
           const failed = r.failedCount > 0 ? `fuel sync failed for ${r.failed.map((f) => `${f.vehicleno}: ${f.error}`).join('; ')}${more > 0 ? `; and ${more} more` : ''}` : undefined;
-          return { summary: { vehicles: r.vehicles, readings: r.readings, changes: r.changes, whileMoving: r.whileMoving, failed: r.failedCount }, ...(failed ? { failed } : {}) };
+          const plan = r.plan ? { due: r.plan.due, synced: r.plan.synced, notReached: r.plan.notReached, outOfBudget: r.plan.outOfBudget, behindSeconds: Math.round(r.plan.behindMs / 1000) } : {};
+          return { summary: { vehicles: r.vehicles, readings: r.readings, changes: r.changes, whileMoving: r.whileMoving, failed: r.failedCount, ...plan }, ...(failed ? { failed } : {}) };
         },
         log,
       );
@@ -165,4 +173,26 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
       redis.disconnect();
     },
   };
+}
+
+/**
+ * The fuel sync's plan in metrics, and in the log when the fleet is behind it: how many due vehicles the
+ * run did not reach and how long the oldest of them waited, and whether the account's pacing can carry
+ * the fleet's calls a day at all (then no run length helps: sync fewer units, or get higher limits).
+ */
+function reportPlan(r: FuelSyncResult, cfg: Config, log: Logger, metrics?: Metrics): void {
+  const p = r.plan;
+  if (!p) return;
+  metrics?.fuelSyncBehind.set(p.behindMs / 1000);
+  for (const [state, n] of [['due', p.due], ['synced', p.synced], ['not_reached', p.notReached], ['out_of_budget', p.outOfBudget]] as const) metrics?.fuelSyncVehicles.set({ state }, n);
+  if (p.notReached === 0) return;
+  const spacing = syncSpacingMs(cfg.UPSTREAM_HISTORY_CALLS_PER_DAY, cfg.FUEL_UNITS.length);
+  const needed = spacing > 0 ? Math.ceil((r.vehicles * cfg.FUEL_UNITS.length * DAY_MS) / spacing) : undefined;
+  const allowed = callsPerDayAllowed(callLimitsOf(cfg));
+  log.warn(
+    { due: p.due, synced: p.synced, notReached: p.notReached, behindSeconds: Math.round(p.behindMs / 1000), callsNeededPerDay: needed, callsAllowedPerDay: allowed },
+    needed !== undefined && needed > allowed
+      ? 'fuel sync behind: the fleet needs more history calls a day than the account\'s pacing allows; vehicles are synced less often than their budget allows'
+      : 'fuel sync behind: due vehicles not reached within FUEL_SYNC_INTERVAL; the next run reads them first',
+  );
 }
