@@ -68,7 +68,8 @@ export class Metrics {
 
   // The upstream (the telematics service's request API) and the fuel sync (src/ingest/sync).
   readonly upstreamThrottled = this.counter('upstream_throttled_total', 'Calls the upstream answered 429 Too Many Requests, by operation: the pacing (UPSTREAM_MAX_CALLS_PER_SECOND, UPSTREAM_MIN_CALL_GAP) or the fuel sync\'s plan (UPSTREAM_HISTORY_CALLS_PER_DAY) did not keep its limits', ['operation']);
-  readonly upstreamTokenExpiry = this.gauge('upstream_token_expiry_timestamp_seconds', 'When the upstream token expires (epoch seconds), read from the token (a JWT\'s exp); absent when the token carries no expiry', []);
+  // Labelled, so that it is absent, not 0, when the expiry is unknown (prom-client shows a labelless gauge as 0 from the start).
+  readonly upstreamTokenExpiry = this.gauge('upstream_token_expiry_timestamp_seconds', 'When the upstream token expires (epoch seconds), read from the token: source jwt_exp (a JWT\'s exp); absent when the token carries no expiry', ['source']);
   readonly fuelSyncBehind = this.gauge('fuel_sync_behind_seconds', 'After a fuel sync run: how long past due the longest-waiting vehicle it did not reach is (0: every due vehicle was reached)', []);
   readonly fuelSyncVehicles = this.gauge('fuel_sync_vehicles', 'After a fuel sync run, vehicles by state: due (by the budget\'s spacing, within today\'s budget), synced, not_reached (left to the next run), out_of_budget (today\'s history calls spent)', ['state']);
 

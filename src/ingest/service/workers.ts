@@ -2,9 +2,9 @@ import { connectRedis } from '../../redis/connect.js';
 import type { Config } from '../../config/index.js';
 import type { Logger } from '../../log/index.js';
 import type { Metrics } from '../../metrics/index.js';
-import { fuelChanges, syncFuel, type FuelSyncResult } from '../sync/fuel.js';
-import { serviceUpstreamClient, TokenExpiryWatch, callLimitsOf } from '../sync/upstream.js';
-import { callsPerDayAllowed, syncSpacingMs, DAY_MS } from '../sync/plan.js';
+import { fuelChanges, syncFuel } from '../sync/fuel.js';
+import { serviceUpstreamClient, TokenExpiryWatch } from '../sync/upstream.js';
+import { reportPlan } from '../sync/report.js';
 import { startWorker, type RunningWorker } from '../worker/index.js';
 import { StateUpdateBatches } from '../worker/batches.js';
 import { untilAccessible } from '../../redis/access.js';
@@ -175,24 +175,3 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
   };
 }
 
-/**
- * The fuel sync's plan in metrics, and in the log when the fleet is behind it: how many due vehicles the
- * run did not reach and how long the oldest of them waited, and whether the account's pacing can carry
- * the fleet's calls a day at all (then no run length helps: sync fewer units, or get higher limits).
- */
-function reportPlan(r: FuelSyncResult, cfg: Config, log: Logger, metrics?: Metrics): void {
-  const p = r.plan;
-  if (!p) return;
-  metrics?.fuelSyncBehind.set(p.behindMs / 1000);
-  for (const [state, n] of [['due', p.due], ['synced', p.synced], ['not_reached', p.notReached], ['out_of_budget', p.outOfBudget]] as const) metrics?.fuelSyncVehicles.set({ state }, n);
-  if (p.notReached === 0) return;
-  const spacing = syncSpacingMs(cfg.UPSTREAM_HISTORY_CALLS_PER_DAY, cfg.FUEL_UNITS.length);
-  const needed = spacing > 0 ? Math.ceil((r.vehicles * cfg.FUEL_UNITS.length * DAY_MS) / spacing) : undefined;
-  const allowed = callsPerDayAllowed(callLimitsOf(cfg));
-  log.warn(
-    { due: p.due, synced: p.synced, notReached: p.notReached, behindSeconds: Math.round(p.behindMs / 1000), callsNeededPerDay: needed, callsAllowedPerDay: allowed },
-    needed !== undefined && needed > allowed
-      ? 'fuel sync behind: the fleet needs more history calls a day than the account\'s pacing allows; vehicles are synced less often than their budget allows'
-      : 'fuel sync behind: due vehicles not reached within FUEL_SYNC_INTERVAL; the next run reads them first',
-  );
-}

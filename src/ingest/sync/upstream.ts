@@ -56,7 +56,7 @@ export class TokenExpiryWatch {
       this.log.info({ reason: this.expiry.reason }, 'upstream token: its expiry is unknown (UPSTREAM_TOKEN carries none); the provider says tokens expire after about 15 days');
       return;
     }
-    this.metrics?.upstreamTokenExpiry.set(Math.floor(this.expiry.expiresAt / 1000));
+    this.metrics?.upstreamTokenExpiry.set({ source: 'jwt_exp' }, Math.floor(this.expiry.expiresAt / 1000));
     if (!this.check()) this.log.info({ expiresAt: new Date(this.expiry.expiresAt).toISOString() }, 'upstream token: expiry read from the token');
     this.timer = setInterval(() => this.check(), checkEveryMs);
     this.timer.unref();
