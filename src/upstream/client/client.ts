@@ -7,6 +7,10 @@ import { readCapped } from '../../bytes/capped.js';
  * are retried: a command (immobilise, mobilise, change password) that timed out may have been carried
  * out, and sending it twice is not ours to decide.
  *
+ * Every call takes its turn from a pacer, to the provider's published limits of the account (pacer.ts);
+ * a 429 is a refusal: a read is tried again after its Retry-After, a command is reported as not carried
+ * out (`UpstreamThrottledError`), never sent again.
+ *
  * Nothing an answer says is trusted further than needed: no redirect is followed (a 307 would send the
  * body, token included, to wherever it points), an answer is read only up to `maxAnswerBytes`, a list
  * only up to `maxVehicles` / `maxReadings` items, and the service's words enter errors cut short, on one
