@@ -138,4 +138,23 @@ describe('the fuel sync inside the provider\'s limits', () => {
     expect(syncedSecond.filter((v) => syncedFirst.has(v))).toEqual([]);
     expect(emu.state.throttledTotal()).toBe(0);
   });
+
+  it('stops a run between calls when the process stops, failing no vehicle; the next run reads the rest', async () => {
+    const clock = Date.UTC(2026, 10, 26, 9, 0, 0);
+    const emu = await emulator(30, () => clock);
+    const { opts, keys } = await setup(emu, () => clock);
+    const stop = new AbortController();
+    setTimeout(() => stop.abort(), 200);
+    const started = performance.now();
+    const stopped = await syncFuel({ ...opts, signal: stop.signal });
+    // 30 vehicles at 25 ms a call would take about 800 ms; it ended at the stop.
+    expect(performance.now() - started).toBeLessThan(600);
+    expect(stopped.failedCount).toBe(0);
+    expect(stopped.plan!.synced).toBeGreaterThan(0);
+    expect(stopped.plan!.notReached).toBe(30 - stopped.plan!.synced);
+    const rest = await syncFuel(opts);
+    expect(rest.plan).toMatchObject({ due: 30 - stopped.plan!.synced, synced: 30 - stopped.plan!.synced, notReached: 0 });
+    expect(await redis.zcount(keys.fuelSynced, clock, clock)).toBe(30);
+    expect(emu.state.throttledTotal()).toBe(0);
+  });
 });

@@ -129,8 +129,11 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
       const watch = new TokenExpiryWatch(cfg.UPSTREAM_TOKEN, cfg.UPSTREAM_TOKEN_WARN_BEFORE, log, metrics);
       watch.start();
       closers.unshift(async () => watch.stop());
+      // Stops a run between calls when the process stops: under the pacing a run may last FUEL_SYNC_INTERVAL.
+      const stopFuel = new AbortController();
       const run = () =>
         syncFuel({
+          signal: stopFuel.signal,
           client,
           sink,
           redis,
@@ -157,6 +160,7 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
         log,
       );
       closers.unshift(() => fuel.close());
+      closers.unshift(async () => stopFuel.abort());
     }
   });
   started.catch((err: Error) => log.error({ err: err.message }, 'workers failed to start'));

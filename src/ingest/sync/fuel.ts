@@ -41,6 +41,12 @@ export interface FuelSyncOptions {
    * every listed vehicle every run, as before issue #47 (tests of other things).
    */
   budget?: FuelBudget;
+  /**
+   * Ends the run early (the process is stopping): no vehicle is started after it, a call waiting for its
+   * turn or its answer is given up, and nothing of that vehicle's range is remembered, so the next run
+   * reads it again. A run may last FUEL_SYNC_INTERVAL under the pacing; a stop must not wait for that.
+   */
+  signal?: AbortSignal;
 }
 
 export interface FuelBudget {
@@ -169,12 +175,17 @@ export async function syncFuel(opts: FuelSyncOptions): Promise<FuelSyncResult> {
   const spend = budget ? spender(opts.redis, budget, now) : undefined;
   const wall = budget?.wallClock ?? (() => performance.now());
   const started = wall();
+  /** The due vehicles from `i` on are left to the next run: counted, and how long the first (the longest waiting) is past due. */
+  const leaveFrom = (i: number): void => {
+    if (!planned) return;
+    const left = order.slice(i) as VehiclePlan[];
+    planned.result.notReached = left.length;
+    if (left[0]) planned.result.behindMs = Math.max(0, now - (left[0].lastSynced + planned.result.spacingMs));
+  };
   for (let i = 0; i < order.length; i++) {
     const { vehicleno } = order[i]!;
-    if (budget && planned && wall() - started > budget.runForMs) {
-      const left = order.slice(i) as VehiclePlan[];
-      planned.result.notReached = left.length;
-      planned.result.behindMs = Math.max(0, now - (left[0]!.lastSynced + planned.result.spacingMs));
+    if (opts.signal?.aborted || (budget && wall() - started > budget.runForMs)) {
+      leaveFrom(i);
       break;
     }
     let complete = true;
@@ -193,7 +204,7 @@ export async function syncFuel(opts: FuelSyncOptions): Promise<FuelSyncResult> {
         while (from <= now) {
           const to = Math.min(now, from + opts.maxRangeMs);
           await spend?.(vehicleno);
-          const readings = await opts.client.getFuelHistory({ vehicleno, from, to, inLitres: unit === 'litres' });
+          const readings = await opts.client.getFuelHistory({ vehicleno, from, to, inLitres: unit === 'litres' }, opts.signal ? { signal: opts.signal } : undefined);
           const fresh = readings.filter((r) => r.time >= from && r.time <= to);
           if (fresh.length > 0) {
             await opts.sink.write(Lines.of(fresh.map((r) => fuelLine(vehicleno, unit, r.time, r.value))));
@@ -212,6 +223,8 @@ export async function syncFuel(opts: FuelSyncOptions): Promise<FuelSyncResult> {
         }
       } catch (err) {
         complete = false;
+        // Stopped: not a failure of the vehicle; the next run reads it again from its watermark.
+        if (opts.signal?.aborted) break;
         if (err instanceof BudgetSpent) {
           // Not a failure: the rest of its history is read on the next UTC day, from the watermark.
           if (planned) planned.result.outOfBudget++;
@@ -220,6 +233,10 @@ export async function syncFuel(opts: FuelSyncOptions): Promise<FuelSyncResult> {
         // Cut to one bounded line whatever failed (the upstream, Redis, InfluxDB): it goes to the log and the job's reason.
         fail(vehicleno, boundedText(err instanceof Error ? err.message : String(err)));
       }
+    }
+    if (opts.signal?.aborted && !complete) {
+      leaveFrom(i);
+      break;
     }
     if (budget && planned && complete) {
       await opts.redis.zadd(budget.syncedKey, now, vehicleno);

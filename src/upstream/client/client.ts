@@ -61,10 +61,8 @@ export interface FuelUsed {
   value: number;
   /** `null` when the service answered a bare number without naming the unit; the documented object is in litres. */
   unit: FuelUnit | null;
-  /**
-   * The documented fields (issue #47), each `null` when the answer did not carry it (an older shape, or
-   * nothing to tell: no reading, no ignition change in the range). Times in epoch ms.
-   */
+  // The documented fields (issue #47), each `null` when the answer did not carry it (an older shape, or
+  // nothing to tell: no reading, no ignition change in the range). Times in epoch ms.
   /** `startfl`, `endfl`: the fuel level at the range's start and end, percent of the tank. */
   startPercent: number | null;
   endPercent: number | null;
