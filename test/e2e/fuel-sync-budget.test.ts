@@ -18,7 +18,7 @@ import { RedisPacer } from '../../src/ingest/sync/pacer.js';
 import { redisKeys } from '../../src/ingest/queue/keys.js';
 import { InfluxSink } from '../../src/ingest/write/influx.js';
 import { influxQuery } from '../harness/influx.js';
-import { uniqueName } from '../harness/service.js';
+import { startTestService, uniqueName, waitUntil } from '../harness/service.js';
 
 const FACTOR = 20;
 const CLIENT_LIMITS = { maxCallsPerSecond: PROVIDER_LIMITS.maxCallsPerSecond * FACTOR, minGapMs: PROVIDER_LIMITS.minGapMs / FACTOR };
@@ -156,5 +156,42 @@ describe('the fuel sync inside the provider\'s limits', () => {
     expect(rest.plan).toMatchObject({ due: 30 - stopped.plan!.synced, synced: 30 - stopped.plan!.synced, notReached: 0 });
     expect(await redis.zcount(keys.fuelSynced, clock, clock)).toBe(30);
     expect(emu.state.throttledTotal()).toBe(0);
+  });
+
+  it('runs so in the service: paced in Redis to its settings, planned, with the token\'s expiry and the plan in its metrics', async () => {
+    const emu = await emulator(5, Date.now);
+    const expiresAt = Math.floor((Date.now() + 2 * 86_400_000) / 1000) * 1000;
+    const token = emu.state.issueToken('demo', expiresAt);
+    const svc = await startTestService({
+      UPSTREAM_URL: emu.url,
+      UPSTREAM_TOKEN: token,
+      // The provider's limits scaled as the emulator's are.
+      UPSTREAM_MAX_CALLS_PER_SECOND: String(CLIENT_LIMITS.maxCallsPerSecond),
+      UPSTREAM_MIN_CALL_GAP: `${CLIENT_LIMITS.minGapMs}ms`,
+      FUEL_SYNC_INTERVAL: '2s',
+      FUEL_SYNC_LOOKBACK: '1h',
+    });
+    try {
+      const metric = async (name: string) => {
+        const text = await (await fetch(`${svc.adminUrl}/metrics`)).text();
+        return text.split('\n').find((l) => l.startsWith(name))?.split(' ').at(-1);
+      };
+      await waitUntil(async () => (await metric('telematics_fuel_sync_vehicles{state="synced"}')) === '5', 20_000, 'a planned fuel sync run');
+      expect(await metric('telematics_upstream_token_expiry_timestamp_seconds{source="jwt_exp"}')).toBe(String(expiresAt / 1000));
+      expect(await metric('telematics_fuel_sync_behind_seconds')).toBe('0');
+      const keys = redisKeys(svc.cfg.QUEUE_NAME);
+      expect(await redis.zcard(keys.fuelSynced)).toBe(5);
+      // Every call went through the Redis pacer: its hash holds the last answers.
+      expect(await redis.hget(keys.upstreamPacing, 'a')).toMatch(/^\d+(\.\d+)?( \d+(\.\d+)?)*$/);
+      // The next runs, every 2 s, find nobody due for an hour: no more history calls.
+      const calls = emu.state.calls.get('getfuelhistory');
+      expect(calls).toBe(5);
+      await new Promise((r) => setTimeout(r, 4_500));
+      expect(emu.state.calls.get('getfuelhistory')).toBe(5);
+      expect(emu.state.calls.get('listvehicles')).toBeGreaterThanOrEqual(2);
+      expect(emu.state.throttledTotal()).toBe(0);
+    } finally {
+      await svc.close();
+    }
   });
 });
