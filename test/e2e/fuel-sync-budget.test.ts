@@ -194,4 +194,16 @@ describe('the fuel sync inside the provider\'s limits', () => {
       await svc.close();
     }
   });
+
+  it('takes the upstream\'s word when it says a vehicle\'s day is spent sooner than the budget: out of budget, not failed, no further call that day', async () => {
+    let clock = Date.UTC(2026, 10, 27, 0, 0, 0);
+    // The provider keeps 2 history calls a vehicle a day; the service was told 24.
+    const emu = await emulator(2, () => clock, { ...scaledLimits(FACTOR), historyCallsPerDay: 2 });
+    const { opts } = await setup(emu, () => clock);
+    const results = [];
+    for (let hour = 0; hour < 5; hour++, clock += HOUR) results.push((await syncFuel(opts)).plan!);
+    expect(results.map((p) => [p.synced, p.outOfBudget])).toEqual([[2, 0], [2, 0], [0, 2], [0, 2], [0, 2]]);
+    expect(emu.state.throttled.get('getfuelhistory')).toBe(2);
+    expect(emu.state.calls.get('getfuelhistory')).toBe(6);
+  });
 });

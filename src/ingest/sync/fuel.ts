@@ -3,7 +3,7 @@ import type { RedisClient } from '../../redis/connect.js';
 import type { FuelUnit, UpstreamClient } from '../../upstream/client/index.js';
 import { formatLine } from '../../telemetry/lineProtocol.js';
 import { plateFaults } from '../../telemetry/plate.js';
-import { boundedText } from '../../upstream/client/index.js';
+import { boundedText, UpstreamThrottledError } from '../../upstream/client/index.js';
 import { FUEL } from '../../telemetry/derivedMeasurements.js';
 import type { PointSink } from '../write/sink.js';
 import type { Config } from '../../config/index.js';
@@ -225,6 +225,13 @@ export async function syncFuel(opts: FuelSyncOptions): Promise<FuelSyncResult> {
         complete = false;
         // Stopped: not a failure of the vehicle; the next run reads it again from its watermark.
         if (opts.signal?.aborted) break;
+        // The upstream says the vehicle's calls are spent for longer than a run (its day's, counted as it
+        // counts them): the plan takes its word, so that no further call of the day is refused.
+        if (budget && err instanceof UpstreamThrottledError && err.retryAfterMs !== undefined && err.retryAfterMs > budget.runForMs) {
+          await opts.redis.hset(budget.callsKey(budgetDay(now)), vehicleno, Math.max(budget.callsPerDay, 1));
+          if (planned) planned.result.outOfBudget++;
+          break;
+        }
         if (err instanceof BudgetSpent) {
           // Not a failure: the rest of its history is read on the next UTC day, from the watermark.
           if (planned) planned.result.outOfBudget++;
