@@ -23,7 +23,7 @@ import { startRedis, type LocalRedis } from '../devstack/redis.js';
 import { influxQL, startInflux, type LocalInflux } from '../devstack/influxd.js';
 import { PROFILES, type InfluxProfile } from '../devstack/v2front.js';
 import { runFeed } from '../upstream/emulator/feed.js';
-import { startEmulator } from '../upstream/emulator/index.js';
+import { PROVIDER_LIMITS, startEmulator } from '../upstream/emulator/index.js';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -271,7 +271,7 @@ function startFeedIfAsked(url: string, token: string | undefined, signingSecret:
   const feedAt = process.argv.indexOf('--feed');
   if (feedAt < 0) return;
   const rate = Number(process.argv[feedAt + 1] ?? '') || 50;
-  say(`\nemulator push feed: ${rate} records/s of ${FEED_VEHICLES} vehicles, bulk and realtime mixed; their depots are geofences, SPEED_LIMIT 50; their fuel history synced from the emulator every FUEL_SYNC_INTERVAL`);
+  say(`\nemulator push feed: ${rate} records/s of ${FEED_VEHICLES} vehicles, bulk and realtime mixed; their depots are geofences, SPEED_LIMIT 50; their fuel history synced from the emulator, inside the provider's limits it enforces (each vehicle's read about hourly: UPSTREAM_HISTORY_CALLS_PER_DAY)`);
   void runFeed({ url, token, ...(signingSecret ? { signingSecret } : {}), mode: 'mixed', rate, durationMs: 7 * 86_400_000, vehicles: FEED_VEHICLES, seed: 1, signal, maxAttempts: 20 });
 }
 
@@ -288,7 +288,8 @@ async function main(): Promise<void> {
     env.SPEED_LIMIT ??= '50';
     env.GEOFENCES_FILE ??= writeFeedDepots();
     if (!env.UPSTREAM_URL) {
-      const upstream = await startEmulator({ fleet: Fleet.create({ seed: 1, size: FEED_VEHICLES }) });
+      // With the provider's limits, as production meets them: the service paces its calls and plans its fuel sync inside them.
+      const upstream = await startEmulator({ fleet: Fleet.create({ seed: 1, size: FEED_VEHICLES }), limits: PROVIDER_LIMITS });
       run.upstream = upstream;
       env.UPSTREAM_URL = upstream.url;
       env.UPSTREAM_TOKEN = upstream.token;

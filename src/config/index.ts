@@ -196,6 +196,14 @@ const env = z.object({
   UPSTREAM_URL: url.optional(),
   UPSTREAM_TOKEN: z.string().default(''),
   UPSTREAM_TIME_UNIT: z.enum(['ms', 's']).default('ms'),
+  /** The provider's published limits of an account, kept by every process calling with the token together (in Redis): calls starting within any second; 0: no such bound. */
+  UPSTREAM_MAX_CALLS_PER_SECOND: int(0, 1_000).default(3),
+  /** Least time between the starts of two calls of the account; 0: no such bound. */
+  UPSTREAM_MIN_CALL_GAP: duration.default(400),
+  /** `getfuelhistory` calls per vehicle per (UTC) day the provider allows: the fuel sync plans inside it; 0: no budget. */
+  UPSTREAM_HISTORY_CALLS_PER_DAY: int(0, 100_000).default(24),
+  /** How long before the upstream token's expiry (read from the token, a JWT's exp) the log warns. */
+  UPSTREAM_TOKEN_WARN_BEFORE: duration.default(3 * 86_400_000),
   FUEL_SYNC_INTERVAL: duration.default(15 * 60_000),
   FUEL_SYNC_LOOKBACK: duration.default(24 * 3_600_000),
   FUEL_UNITS: list.pipe(z.array(z.enum(['litres', 'percent'])).min(1, 'name litres, percent or both')).default(['litres']),
@@ -369,6 +377,9 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   const beyond = cfg.WORKER_PARTITIONS.filter((p) => p >= cfg.QUEUE_PARTITIONS);
   if (beyond.length > 0) problems.push(`WORKER_PARTITIONS: ${beyond.join(', ')} not below QUEUE_PARTITIONS (${cfg.QUEUE_PARTITIONS}); partitions are numbered from 0`);
   if (cfg.UPSTREAM_URL && !cfg.UPSTREAM_TOKEN) problems.push('UPSTREAM_TOKEN: required when UPSTREAM_URL is set');
+  if (cfg.UPSTREAM_HISTORY_CALLS_PER_DAY > 0 && cfg.UPSTREAM_HISTORY_CALLS_PER_DAY < cfg.FUEL_UNITS.length) {
+    problems.push(`UPSTREAM_HISTORY_CALLS_PER_DAY: ${cfg.UPSTREAM_HISTORY_CALLS_PER_DAY} cannot pay for one sync of FUEL_UNITS (${cfg.FUEL_UNITS.join(', ')}: a call each); raise it, sync fewer units, or 0 for no budget`);
+  }
   if (cfg.RETRY_MAX_DELAY < cfg.RETRY_BASE_DELAY) problems.push('RETRY_MAX_DELAY: must not be below RETRY_BASE_DELAY');
   if (cfg.FUEL_REFUEL_MIN.unit !== cfg.FUEL_DROP_MIN.unit) problems.push('FUEL_REFUEL_MIN: must be in the unit of FUEL_DROP_MIN (l or %): fuel changes are judged on one history');
   else if (cfg.UPSTREAM_URL && !cfg.FUEL_UNITS.includes(cfg.FUEL_DROP_MIN.unit)) {

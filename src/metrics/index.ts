@@ -66,6 +66,13 @@ export class Metrics {
   );
   readonly fleetSilent = this.gauge('fleet_silent_vehicles', 'Vehicles not seen for longer than a SILENT_AFTER threshold, by threshold', ['after']);
 
+  // The upstream (the telematics service's request API) and the fuel sync (src/ingest/sync).
+  readonly upstreamThrottled = this.counter('upstream_throttled_total', 'Calls the upstream answered 429 Too Many Requests, by operation: the pacing (UPSTREAM_MAX_CALLS_PER_SECOND, UPSTREAM_MIN_CALL_GAP) or the fuel sync\'s plan (UPSTREAM_HISTORY_CALLS_PER_DAY) did not keep its limits', ['operation']);
+  // Labelled, so that it is absent, not 0, when the expiry is unknown (prom-client shows a labelless gauge as 0 from the start).
+  readonly upstreamTokenExpiry = this.gauge('upstream_token_expiry_timestamp_seconds', 'When the upstream token expires (epoch seconds), read from the token: source jwt_exp (a JWT\'s exp); absent when the token carries no expiry', ['source']);
+  readonly fuelSyncBehind = this.gauge('fuel_sync_behind_seconds', 'After a fuel sync run: how long past due the longest-waiting vehicle it did not reach is (0: every due vehicle was reached)', []);
+  readonly fuelSyncVehicles = this.gauge('fuel_sync_vehicles', 'After a fuel sync run, vehicles by state: due (by the budget\'s spacing, within today\'s budget), synced, not_reached (left to the next run), out_of_budget (today\'s history calls spent)', ['state']);
+
   // Vehicle events (src/ingest/events).
   readonly vehicleEvents = this.counter('vehicle_events_total', 'Vehicle events derived, by event (alarm raised/cleared per flag, ignition, charging, trips, silent/back); counted once, when committed', ['event']);
   readonly vehicleEventsLate = this.counter('vehicle_events_late_total', 'Records later than EVENTS_WINDOW behind their stream\'s newest: what they change is corrected (events/corrections/)', []);

@@ -9,6 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { syncFuel } from '../../src/ingest/sync/fuel.js';
+import { UNPACED } from '../../src/upstream/client/pacer.js';
 import { InfluxSink } from '../../src/ingest/write/influx.js';
 import { UpstreamClient } from '../../src/upstream/client/index.js';
 import { canRecordData } from '../../src/upstream/emulator/can.js';
@@ -97,7 +98,8 @@ beforeAll(async () => {
   emulator = await startEmulator({ seed: SEED, vehicles: SIZE, now: () => NOW });
   redis = new Redis(inject('redisUrl'));
   const fuel = await syncFuel({
-    client: new UpstreamClient({ baseUrl: emulator.url, token: emulator.token }),
+    // An emulator without limits: unpaced, as before issue #47 (the pacing has its own tests).
+    client: new UpstreamClient({ baseUrl: emulator.url, token: emulator.token, pacer: UNPACED }),
     sink: new InfluxSink({ url: inject('influxUrl'), token: inject('influxToken'), org: '', bucket: svc.cfg.INFLUX_BUCKET, timeoutMs: 5_000 }),
     redis,
     watermarkKey: `${svc.cfg.QUEUE_NAME}:wm`,

@@ -53,6 +53,18 @@ export interface RedisKeys {
   fuelQueue: string;
   /** Hash `<vehicleno>|<unit>` → time (ms) of the newest fuel reading stored. */
   fuelWatermarks: string;
+  /** Sorted set: vehicleno → when (ms) the fuel sync last read its history up to (sync/plan.ts): who is due, longest unsynced first. */
+  fuelSynced: string;
+  /**
+   * Hash: vehicleno → `getfuelhistory` calls made for it on one UTC day (`YYYY-MM-DD`), against the
+   * provider's per-vehicle daily budget (UPSTREAM_HISTORY_CALLS_PER_DAY); expires two days after its day began.
+   */
+  fuelHistoryCalls(day: string): string;
+  /**
+   * Hash: the upstream account's pacing, shared by every process calling with its token (sync/pacer.ts,
+   * upstream-pace-1.lua): the moments given out and any Retry-After hold; expires a minute after them.
+   */
+  upstreamPacing: string;
   /** BullMQ queue whose job scheduler runs the fleet status job (fleet/changes.ts) on one replica at a time. */
   fleetQueue: string;
   /** The first answer to a delivery with an idempotency key, by the key's digest (a string with a TTL). */
@@ -174,6 +186,9 @@ export function redisKeys(queueName: string, layout: KeyLayout = SINGLE_QUEUE): 
     activeJobs: (queue) => `${BULL_PREFIX}:${queue}:active`,
     fuelQueue: layout.cluster ? `{${queueName}-fuel}` : `${queueName}-fuel`,
     fuelWatermarks: `${queueName}:fuel:watermarks`,
+    fuelSynced: `${queueName}:fuel:synced`,
+    fuelHistoryCalls: (day) => `${queueName}:fuel:history-calls:${day}`,
+    upstreamPacing: `${queueName}:upstream:pacing`,
     fleetQueue: layout.cluster ? `{${queueName}-fleet}` : `${queueName}-fleet`,
     idempotency: (digest) => `${queueName}:idem:${digest}`,
     rateLimit: (sender) => `${queueName}:rate:${sender}`,

@@ -2,8 +2,9 @@ import { connectRedis } from '../../redis/connect.js';
 import type { Config } from '../../config/index.js';
 import type { Logger } from '../../log/index.js';
 import type { Metrics } from '../../metrics/index.js';
-import { UpstreamClient } from '../../upstream/client/index.js';
 import { fuelChanges, syncFuel } from '../sync/fuel.js';
+import { serviceUpstreamClient, TokenExpiryWatch } from '../sync/upstream.js';
+import { reportPlan } from '../sync/report.js';
 import { startWorker, type RunningWorker } from '../worker/index.js';
 import { StateUpdateBatches } from '../worker/batches.js';
 import { untilAccessible } from '../../redis/access.js';
@@ -134,9 +135,15 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
     );
     closers.unshift(() => status.close());
     if (cfg.UPSTREAM_URL) {
-      const client = new UpstreamClient({ baseUrl: cfg.UPSTREAM_URL, token: cfg.UPSTREAM_TOKEN, timeUnit: cfg.UPSTREAM_TIME_UNIT });
+      const client = serviceUpstreamClient(cfg, redis, keys.upstreamPacing, metrics);
+      const watch = new TokenExpiryWatch(cfg.UPSTREAM_TOKEN, cfg.UPSTREAM_TOKEN_WARN_BEFORE, log, metrics);
+      watch.start();
+      closers.unshift(async () => watch.stop());
+      // Stops a run between calls when the process stops: under the pacing a run may last FUEL_SYNC_INTERVAL.
+      const stopFuel = new AbortController();
       const run = () =>
         syncFuel({
+          signal: stopFuel.signal,
           client,
           sink,
           redis,
@@ -146,19 +153,24 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
           lookbackMs: cfg.FUEL_SYNC_LOOKBACK,
           maxRangeMs: FUEL_MAX_RANGE_MS,
           ...(events ? { changes: fuelChanges(cfg, events.tell) } : {}),
+          // A run ends before the next is due: the vehicles it did not reach are the next one's first.
+          budget: { callsPerDay: cfg.UPSTREAM_HISTORY_CALLS_PER_DAY, syncedKey: keys.fuelSynced, callsKey: keys.fuelHistoryCalls, runForMs: cfg.FUEL_SYNC_INTERVAL },
         });
       const fuel = await scheduleRuns(
         redis,
         { queue: keys.fuelQueue, job: 'fuel-sync', intervalMs: cfg.FUEL_SYNC_INTERVAL, skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK },
         async () => {
           const r = await run();
+          reportPlan(r, cfg, log, metrics);
           const more = r.failedCount - r.failed.length;
           const failed = r.failedCount > 0 ? `fuel sync failed for ${r.failed.map((f) => `${f.vehicleno}: ${f.error}`).join('; ')}${more > 0 ? `; and ${more} more` : ''}` : undefined;
-          return { summary: { vehicles: r.vehicles, readings: r.readings, changes: r.changes, whileMoving: r.whileMoving, failed: r.failedCount }, ...(failed ? { failed } : {}) };
+          const plan = r.plan ? { due: r.plan.due, synced: r.plan.synced, notReached: r.plan.notReached, outOfBudget: r.plan.outOfBudget, behindSeconds: Math.round(r.plan.behindMs / 1000) } : {};
+          return { summary: { vehicles: r.vehicles, readings: r.readings, changes: r.changes, whileMoving: r.whileMoving, failed: r.failedCount, ...plan }, ...(failed ? { failed } : {}) };
         },
         log,
       );
       closers.unshift(() => fuel.close());
+      closers.unshift(async () => stopFuel.abort());
     }
   });
   started.catch((err: Error) => log.error({ err: err.message }, 'workers failed to start'));
@@ -176,3 +188,4 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
     },
   };
 }
+

@@ -12,6 +12,8 @@ import { type RunningEmulator, startEmulator } from '../emulator/app.js';
 import { Readable } from 'node:stream';
 import type { CliIO } from '../../cli/io.js';
 import { main, TELEMATICS } from './main.js';
+import { PROVIDER_LIMITS } from '../emulator/limits.js';
+import { tokenExpiry } from '../client/token.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const TOKEN = 'cli-test-token-5f2b';
@@ -99,7 +101,43 @@ describe.concurrent('telematics as a child process', () => {
     const from = Date.UTC(2025, 5, 1);
     const to = Date.UTC(2025, 5, 3);
     const r = await run(['fuel-used', vehicle.vehicleno, '--from', String(from), '--to', '2025-06-03T00:00:00Z', '--json']);
-    expect(JSON.parse(r.stdout)).toEqual({ vehicleno: vehicle.vehicleno, from, to, value: emu.fleet.fuelUsedLitres(vehicle, from, to), unit: 'litres' });
+    const litres = emu.fleet.fuelReadings(vehicle, from, to, true);
+    const percent = emu.fleet.fuelReadings(vehicle, from, to, false);
+    expect(JSON.parse(r.stdout)).toEqual({
+      vehicleno: vehicle.vehicleno,
+      from,
+      to,
+      value: emu.fleet.fuelUsedLitres(vehicle, from, to),
+      unit: 'litres',
+      startPercent: percent[0]!.value,
+      endPercent: percent.at(-1)!.value,
+      startLitres: litres[0]!.value,
+      endLitres: litres.at(-1)!.value,
+      lastIgnitionOn: expect.any(Number),
+      lastIgnitionOff: expect.any(Number),
+      refuels: expect.any(Array),
+    });
+  });
+
+  it('fuel-used prints the documented fields as a table, and the refuels', async () => {
+    const vehicle = emu.fleet.vehicles[1]!;
+    const from = Date.UTC(2025, 5, 1);
+    const to = Date.UTC(2025, 5, 3);
+    const json = JSON.parse((await run(['fuel-used', vehicle.vehicleno, '--from', String(from), '--to', String(to), '--json'])).stdout) as {
+      value: number; startPercent: number; endPercent: number; startLitres: number; endLitres: number; lastIgnitionOn: number; lastIgnitionOff: number; refuels: Array<{ time: number; litres: number }>;
+    };
+    expect(json.refuels.length).toBeGreaterThan(0);
+    const r = await run(['fuel-used', vehicle.vehicleno, '--from', String(from), '--to', String(to)]);
+    const iso = (t: number) => new Date(t).toISOString().replace('.000Z', 'Z');
+    const [head, row, refuelsLine, refuelsHead, ...refuelRows] = r.stdout.trimEnd().split('\n');
+    expect(head!.split(/\s{2,}/)).toEqual(['VEHICLENO', 'FROM', 'TO', 'FUEL USED', 'UNIT', 'START %', 'END %', 'START L', 'END L', 'LAST IGNITION ON', 'LAST IGNITION OFF']);
+    expect(row!.trim().split(/\s+/)).toEqual([
+      vehicle.vehicleno, iso(from), iso(to), json.value.toFixed(2), 'litres',
+      json.startPercent.toFixed(2), json.endPercent.toFixed(2), json.startLitres.toFixed(2), json.endLitres.toFixed(2), iso(json.lastIgnitionOn), iso(json.lastIgnitionOff),
+    ]);
+    expect(refuelsLine).toBe(`refuels: ${json.refuels.length}`);
+    expect(refuelsHead!.split(/\s+/)).toEqual(['TIME', 'LITRES']);
+    expect(refuelRows.map((l) => l.trim().split(/\s+/))).toEqual(json.refuels.map((e) => [iso(e.time), e.litres.toFixed(2)]));
   });
 
   it('immobilize --yes sends the command', async () => {
@@ -143,11 +181,17 @@ describe.concurrent('telematics as a child process', () => {
         if (out.trimEnd().endsWith('}')) resolve(out);
       });
     });
-    const { url } = JSON.parse(line) as { url: string };
+    const { url, limits } = JSON.parse(line) as { url: string; limits: string };
+    expect(limits).toBe('provider');
     const res = await fetch(`${url}/api/standard/listvehicles`, { method: 'POST', body: JSON.stringify({ token: 'e-tok' }) });
     const body = (await res.json()) as { status: string; data: unknown[] };
     expect(body.status).toBe('SUCCESS');
     expect(body.data).toHaveLength(2);
+    // The provider's limits, by default: a second call at once is refused.
+    const again = await fetch(`${url}/api/standard/listvehicles`, { method: 'POST', body: JSON.stringify({ token: 'e-tok' }) });
+    expect(again.status).toBe(429);
+    expect(again.headers.get('retry-after')).toBe('1');
+    expect(((await again.json()) as { err: string }).err).toBe('rate_limited');
     const code = new Promise((resolve) => child.on('close', resolve));
     child.kill('SIGTERM');
     expect(await code).toBe(0);
@@ -181,6 +225,47 @@ describe.concurrent('telematics as a child process', () => {
       expect(JSON.parse(refused.stdout)).toMatchObject({ acknowledged: 0, rejected: 5, errors: ['unauthorized: no'] });
     } finally {
       server.close();
+    }
+  });
+});
+
+describe('telematics against the limits', () => {
+  it('emulate --token-expires-in prints a token that carries its expiry', async () => {
+    const child = start(['emulate', '--port', '0', '--vehicles', '1', '--limits', 'none', '--token-expires-in', '15d', '--json']);
+    const line = await new Promise<string>((resolve) => {
+      let out = '';
+      child.stdout?.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.trimEnd().endsWith('}')) resolve(out);
+      });
+    });
+    const { url, limits, expiringToken } = JSON.parse(line) as { url: string; limits: string; expiringToken: { token: string; expiresAt: string } };
+    expect(limits).toBe('none');
+    const expiry = tokenExpiry(expiringToken.token);
+    expect(expiry).toEqual({ known: true, expiresAt: Date.parse(expiringToken.expiresAt) });
+    expect(Date.parse(expiringToken.expiresAt) - Date.now()).toBeGreaterThan(15 * 86_400_000 - 60_000);
+    const res = await fetch(`${url}/api/standard/listvehicles`, { method: 'POST', body: JSON.stringify({ token: expiringToken.token }) });
+    expect(((await res.json()) as { status: string }).status).toBe('SUCCESS');
+    const code = new Promise((resolve) => child.on('close', resolve));
+    child.kill('SIGTERM');
+    expect(await code).toBe(0);
+  });
+
+  it('immobilize answered 429 exits 1, saying it was not carried out and when to send it again', async () => {
+    const limited = await startEmulator({ seed: 4, vehicles: 1, token: TOKEN, limits: PROVIDER_LIMITS });
+    try {
+      const vehicleno = limited.fleet.vehicles[0]!.vehicleno;
+      // Another caller of the account, just before.
+      await fetch(`${limited.url}/api/standard/listvehicles`, { method: 'POST', body: JSON.stringify({ token: TOKEN }) });
+      const r = await runHere(['immobilize', vehicleno, '--type', 'charge', '--yes'], { env: { UPSTREAM_URL: limited.url } });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(
+        /^error: immobilize not carried out: the service answered 429 Too Many Requests \(rate_limited: too many calls: calls must be at least 400 ms apart; this one came \d+ ms after the last\); it was sent once and refused, and this client does not send a command twice: retry after 1 s\n$/,
+      );
+      expect(limited.state.commands).toEqual([]);
+      expect(limited.state.calls.get('immobilize')).toBe(1);
+    } finally {
+      await limited.close();
     }
   });
 });

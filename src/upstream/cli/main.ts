@@ -3,7 +3,7 @@ import type { ErrorClassifier } from '../../cli/exit.js';
 import { EXIT } from '../../cli/exit.js';
 import type { CliIO } from '../../cli/io.js';
 import { runProgram, type Program } from '../../cli/program.js';
-import { UpstreamError, UpstreamProtocolError, UpstreamTransportError } from '../client/errors.js';
+import { UpstreamError, UpstreamProtocolError, UpstreamThrottledError, UpstreamTransportError } from '../client/errors.js';
 import { changePassword } from './commands/password.js';
 import { emulate } from './commands/emulate.js';
 import { feed } from './commands/feed.js';
@@ -12,6 +12,8 @@ import { fuelHistory, fuelUsed, vehicles } from './commands/reads.js';
 
 /** FAILURE answers, network trouble and answers of the wrong shape each have their exit code. */
 const classify: ErrorClassifier = (e) => {
+  // Its own message says whether the call was carried out (it was not) and when to try again.
+  if (e instanceof UpstreamThrottledError) return { code: EXIT.failure, message: e.message };
   if (e instanceof UpstreamError) return { code: EXIT.failure, message: `${e.operation} failed: ${e.err}: ${e.msg}` };
   if (e instanceof UpstreamTransportError) return { code: EXIT.network, message: e.message };
   if (e instanceof UpstreamProtocolError) return { code: EXIT.protocol, message: e.message };
@@ -40,7 +42,8 @@ Environment:
 
 Exit status:
   0    success
-  1    the service answered FAILURE (feed: the receiver refused valid records)
+  1    the service answered FAILURE, or 429 (too many calls: not carried out; the message says when to
+       retry) (feed: the receiver refused valid records)
   2    usage error: bad flags, missing configuration, confirmation impossible without --yes
   3    network error, timeout, or HTTP error without an answer envelope
   4    the service's answer does not have the expected shape

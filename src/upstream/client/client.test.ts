@@ -61,41 +61,73 @@ describe('reads', () => {
     expect(readings.map((r) => r.time)).toEqual([NOW - 600_000, NOW - 300_000, NOW]);
   });
 
-  it('reads fuel used, equal to the drops of the litre history', async () => {
+  it('reads fuel used in the documented shape: litres used (the drops of the litre history), levels, ignition, refuels', async () => {
     const q = { vehicleno, from: NOW - 2 * DAY, to: NOW };
-    const history = await client.getFuelHistory({ ...q, inLitres: true });
+    const litres = await client.getFuelHistory({ ...q, inLitres: true });
+    const percent = await client.getFuelHistory({ ...q, inLitres: false });
     let drops = 0;
-    for (let i = 1; i < history.length; i++) {
-      const d = Math.round((history[i - 1]?.value ?? 0) * 100) - Math.round((history[i]?.value ?? 0) * 100);
+    let rise = 0;
+    const refuels: Array<{ time: number; litres: number }> = [];
+    for (let i = 1; i < litres.length; i++) {
+      const d = Math.round((litres[i - 1]?.value ?? 0) * 100) - Math.round((litres[i]?.value ?? 0) * 100);
       if (d > 0) drops += d;
+      if (d < 0) rise -= d;
+      if (d >= 0 && rise > 0) {
+        refuels.push({ time: litres[i - 1]!.time, litres: rise / 100 });
+        rise = 0;
+      }
     }
-    expect(await client.getFuelUsed(q)).toEqual({ ...q, value: drops / 100, unit: 'litres' });
+    const used = await client.getFuelUsed(q);
+    expect(used).toEqual({
+      ...q,
+      value: drops / 100,
+      unit: 'litres',
+      startPercent: percent[0]!.value,
+      endPercent: percent.at(-1)!.value,
+      startLitres: litres[0]!.value,
+      endLitres: litres.at(-1)!.value,
+      lastIgnitionOn: expect.any(Number),
+      lastIgnitionOff: expect.any(Number),
+      refuels,
+    });
+    const v = emu.fleet.vehicle(vehicleno)!;
+    // The ignition really changed there, in epoch ms.
+    expect([emu.fleet.gpsAt(v, used.lastIgnitionOn! - 1).ignstatus, emu.fleet.gpsAt(v, used.lastIgnitionOn!).ignstatus]).toEqual([0, 1]);
+    expect([emu.fleet.gpsAt(v, used.lastIgnitionOff! - 1).ignstatus, emu.fleet.gpsAt(v, used.lastIgnitionOff!).ignstatus]).toEqual([1, 0]);
     expect(drops).toBeGreaterThan(0);
   });
 
-  it('parses string-shaped numbers and fuel times in seconds or milliseconds', async () => {
-    const fine = new UpstreamClient({
-      baseUrl: 'http://127.0.0.1:9',
+  it('reads fuel used from a service working in seconds, its times in ms', async () => {
+    const s = new UpstreamClient({ baseUrl: secondsEmu.url, token: 'tok', timeUnit: 's' });
+    const ms = await client.getFuelUsed({ vehicleno, from: NOW - 2 * DAY, to: NOW });
+    expect(await s.getFuelUsed({ vehicleno, from: NOW - 2 * DAY, to: NOW })).toEqual(ms);
+  });
+
+  const none = { startPercent: null, endPercent: null, startLitres: null, endLitres: null, lastIgnitionOn: null, lastIgnitionOff: null, refuels: null };
+
+  it('accepts fuel used as a bare string-shaped number, unit unknown', async () => {
+    const bare = new UpstreamClient({ baseUrl: 'http://x', token: 't', fetch: fixedFetch(200, { status: 'SUCCESS', data: '4.20', err: '', msg: '' }) });
+    expect(await bare.getFuelUsed({ vehicleno: 'X', from: 1, to: 2 })).toEqual({ vehicleno: 'X', from: 1, to: 2, value: 4.2, unit: null, ...none });
+  });
+
+  it('accepts the emulator\'s shape before the document was known, and the documented one with numbers, seconds and missing fields', async () => {
+    const older = new UpstreamClient({ baseUrl: 'http://x', token: 't', fetch: fixedFetch(200, { status: 'SUCCESS', data: { vehicleno: 'X', starttime: 1, endtime: 2, fuelused: '3.50', unit: 'litres' }, err: '', msg: '' }) });
+    expect(await older.getFuelUsed({ vehicleno: 'X', from: 1, to: 2 })).toEqual({ vehicleno: 'X', from: 1, to: 2, value: 3.5, unit: 'litres', ...none });
+    const documented = new UpstreamClient({
+      baseUrl: 'http://x',
       token: 't',
       fetch: fixedFetch(200, {
         status: 'SUCCESS',
-        data: [
-          { time: '1748779200', value: '12.50' },
-          { time: 1748779500000, value: 13 },
-        ],
+        data: { fuelused: 12.5, starttime: 1748736000, endtime: 1748822400, startfl: '61.20', endfl: 40, startfl_litres: null, lastignon: 1748800000, refueling_events: [{ time: '1748790000', litres: '20.00', station: 'depot' }, {}] },
         err: '',
         msg: '',
       }),
     });
-    expect(await fine.getFuelHistory({ vehicleno: 'X', from: 0, to: 1, inLitres: true })).toEqual([
-      { time: 1748779200000, value: 12.5, unit: 'litres' },
-      { time: 1748779500000, value: 13, unit: 'litres' },
-    ]);
-  });
-
-  it('accepts fuel used as a bare string-shaped number, unit unknown', async () => {
-    const bare = new UpstreamClient({ baseUrl: 'http://x', token: 't', fetch: fixedFetch(200, { status: 'SUCCESS', data: '4.20', err: '', msg: '' }) });
-    expect(await bare.getFuelUsed({ vehicleno: 'X', from: 1, to: 2 })).toEqual({ vehicleno: 'X', from: 1, to: 2, value: 4.2, unit: null });
+    expect(await documented.getFuelUsed({ vehicleno: 'X', from: 1, to: 2 })).toEqual({
+      vehicleno: 'X', from: 1, to: 2, value: 12.5, unit: 'litres',
+      startPercent: 61.2, endPercent: 40, startLitres: null, endLitres: null, lastIgnitionOn: 1748800000000, lastIgnitionOff: null,
+      refuels: [{ time: 1748790000000, litres: 20 }, { time: null, litres: null }],
+    });
   });
 });
 

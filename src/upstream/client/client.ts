@@ -7,6 +7,10 @@ import { readCapped } from '../../bytes/capped.js';
  * are retried: a command (immobilise, mobilise, change password) that timed out may have been carried
  * out, and sending it twice is not ours to decide.
  *
+ * Every call takes its turn from a pacer, to the provider's published limits of the account (pacer.ts);
+ * a 429 is a refusal: a read is tried again after its Retry-After, a command is reported as not carried
+ * out (`UpstreamThrottledError`), never sent again.
+ *
  * Nothing an answer says is trusted further than needed: no redirect is followed (a 307 would send the
  * body, token included, to wherever it points), an answer is read only up to `maxAnswerBytes`, a list
  * only up to `maxVehicles` / `maxReadings` items, and the service's words enter errors cut short, on one
@@ -18,9 +22,11 @@ import {
   UpstreamAnswerTooLargeError,
   UpstreamError,
   UpstreamProtocolError,
+  UpstreamThrottledError,
   UpstreamTransportError,
   redacted,
 } from './errors.js';
+import { InProcessPacer, type UpstreamPacer } from './pacer.js';
 import { backoffDelay } from '../../retry/backoff.js';
 import { errorText, isRetryableStatus, isTimeoutError, parseRetryAfter, sleep } from './retry.js';
 import {
@@ -51,9 +57,29 @@ export interface FuelUsed {
   /** The range asked for, in epoch milliseconds. */
   from: number;
   to: number;
+  /** `fuelused`. */
   value: number;
-  /** `null` when the service answered a bare number without naming the unit. */
+  /** `null` when the service answered a bare number without naming the unit; the documented object is in litres. */
   unit: FuelUnit | null;
+  // The documented fields (issue #47), each `null` when the answer did not carry it (an older shape, or
+  // nothing to tell: no reading, no ignition change in the range). Times in epoch ms.
+  /** `startfl`, `endfl`: the fuel level at the range's start and end, percent of the tank. */
+  startPercent: number | null;
+  endPercent: number | null;
+  /** `startfl_litres`, `endfl_litres`. */
+  startLitres: number | null;
+  endLitres: number | null;
+  /** `lastignon`, `lastignoff`: the last ignition on and off within the range. */
+  lastIgnitionOn: number | null;
+  lastIgnitionOff: number | null;
+  /** `refueling_events`, `null` when not sent. Each as the emulator shapes it (assumed): when, and litres added. */
+  refuels: Refuel[] | null;
+}
+
+export interface Refuel {
+  /** Epoch ms; null when the service did not say. */
+  time: number | null;
+  litres: number | null;
 }
 
 /** What a command (immobilise, mobilise, change password) answered. */
@@ -89,6 +115,21 @@ export interface UpstreamClientOptions {
   maxVehicles?: number;
   /** Most readings one `getfuelhistory` answer may hold; more are refused, not cut. Default 100 000. */
   maxReadings?: number;
+  /**
+   * Paces every call, of every operation, to the account's limits. Default: an `InProcessPacer` at the
+   * provider's published limits (3 calls a second, 400 ms apart), which holds only while this client is
+   * the account's one caller; processes sharing an account share a pacer (`src/ingest/sync/pacer.ts`).
+   */
+  pacer?: UpstreamPacer;
+  /**
+   * A 429's Retry-After up to this long is waited out: a read is then tried again, and the pacer held
+   * meanwhile, so no call of the account goes out before it. A longer one is about this call (a vehicle's
+   * daily history budget), not worth a caller's wait: the call fails at once with `UpstreamThrottledError`.
+   * Default 30 000.
+   */
+  maxRetryAfterMs?: number;
+  /** Told of each 429 answer (a metric counts them). */
+  onThrottled?: (op: Operation, retryAfterMs: number | undefined) => void;
   fetch?: typeof fetch;
 }
 
@@ -119,6 +160,9 @@ export class UpstreamClient {
   private readonly timeUnit: TimeUnit;
   private readonly maxAnswerBytes: number;
   private readonly itemCaps: Partial<Record<Operation, ItemCap>>;
+  private readonly pacer: UpstreamPacer;
+  private readonly maxRetryAfterMs: number;
+  private readonly onThrottled: UpstreamClientOptions['onThrottled'];
   private readonly fetchFn: typeof fetch;
 
   constructor(opts: UpstreamClientOptions) {
@@ -134,6 +178,9 @@ export class UpstreamClient {
       listvehicles: { limit: 'maxVehicles', max: positiveInteger('maxVehicles', opts.maxVehicles ?? DEFAULT_MAX_VEHICLES), items: 'vehicles' },
       getfuelhistory: { limit: 'maxReadings', max: positiveInteger('maxReadings', opts.maxReadings ?? DEFAULT_MAX_READINGS), items: 'readings' },
     };
+    this.pacer = opts.pacer ?? new InProcessPacer();
+    this.maxRetryAfterMs = opts.maxRetryAfterMs ?? 30_000;
+    this.onThrottled = opts.onThrottled;
     // Wrapped: some fetch implementations refuse to be called as a method of another object.
     this.fetchFn = opts.fetch ?? ((input, init) => fetch(input, init));
   }
@@ -163,8 +210,21 @@ export class UpstreamClient {
       call,
     );
     const base = { vehicleno: q.vehicleno, from: ms(q.from), to: ms(q.to) };
-    if (typeof data === 'number') return { ...base, value: data, unit: null };
-    return { ...base, value: data.fuelused, unit: data.unit ?? 'litres' };
+    const none = { startPercent: null, endPercent: null, startLitres: null, endLitres: null, lastIgnitionOn: null, lastIgnitionOff: null, refuels: null };
+    if (typeof data === 'number') return { ...base, value: data, unit: null, ...none };
+    const time = (t: number | null | undefined): number | null => (t === null || t === undefined ? null : toEpochMs(t));
+    return {
+      ...base,
+      value: data.fuelused,
+      unit: data.unit ?? 'litres',
+      startPercent: data.startfl ?? null,
+      endPercent: data.endfl ?? null,
+      startLitres: data.startfl_litres ?? null,
+      endLitres: data.endfl_litres ?? null,
+      lastIgnitionOn: time(data.lastignon),
+      lastIgnitionOff: time(data.lastignoff),
+      refuels: data.refueling_events?.map((e) => ({ time: time(e.time), litres: e.litres ?? null })) ?? null,
+    };
   }
 
   async immobilize(
@@ -223,11 +283,17 @@ export class UpstreamClient {
     body: RequestBody<O>,
     call?: CallOptions,
   ): Promise<{ data: z.output<(typeof dataIn)[O]>; msg: string }> {
-    const attempts = READS.has(op) ? this.retries + 1 : 1;
+    const read = READS.has(op);
+    const attempts = read ? this.retries + 1 : 1;
     const url = `${this.base}/api/standard/${op}`;
     const secrets = secretsOf(body);
+    /** How long the next attempt must wait at least (a 429's Retry-After), beside the pacing. */
+    let holdMs = 0;
     for (let attempt = 0; ; attempt++) {
       const last = attempt === attempts - 1;
+      // Every call, first or retried, takes its turn under the account's limits.
+      const release = await this.pacer.acquire(holdMs, call?.signal);
+      holdMs = 0;
       const signals = [AbortSignal.timeout(this.timeoutMs)];
       if (call?.signal) signals.push(call.signal);
       let status: number;
@@ -235,25 +301,46 @@ export class UpstreamClient {
       /** Undefined when the answer's body was not read because the call is tried again. */
       let text: string | undefined;
       try {
-        const res = await this.fetchFn(url, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', accept: 'application/json' },
-          body: JSON.stringify(body),
-          // Followed, a 307 or 308 would send the body, token included, again to wherever it points.
-          redirect: 'manual',
-          signal: AbortSignal.any(signals),
-        });
+        let res: Response;
+        try {
+          res = await this.fetchFn(url, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', accept: 'application/json' },
+            body: JSON.stringify(body),
+            // Followed, a 307 or 308 would send the body, token included, again to wherever it points.
+            redirect: 'manual',
+            signal: AbortSignal.any(signals),
+          });
+        } finally {
+          // The answer began to arrive (or none will): the call has reached the service, if it ever will,
+          // and the next one's gap counts from here. A pacer out of reach loses a turn, not this answer.
+          await release().catch(() => undefined);
+        }
         status = res.status;
         retryAfter = parseRetryAfter(res.headers.get('retry-after'));
         if (isRedirect(res)) {
           await discard(res);
           throw new UpstreamProtocolError(op, redacted(redirectRefusal(res, url), secrets), status);
         }
+        if (status === 429) {
+          this.onThrottled?.(op, retryAfter);
+          const waitable = retryAfter === undefined || retryAfter <= this.maxRetryAfterMs;
+          // The limit is the account's: no call of it goes out before the wait is over, from here or elsewhere.
+          if (retryAfter !== undefined && waitable) await this.pacer.hold(retryAfter);
+          if (read && !last && waitable) {
+            await discard(res);
+            holdMs = Math.max(retryAfter ?? 0, backoffDelay({ baseMs: this.backoffMs, maxMs: this.maxBackoffMs }, attempt + 1));
+            continue;
+          }
+          const said = envelopeSchema.safeParse(parseJson(await this.readAnswer(op, res)));
+          const [err, msg] = said.success && said.data.status === 'FAILURE' ? [redacted(said.data.err, secrets), redacted(said.data.msg, secrets)] : ['', ''];
+          throw new UpstreamThrottledError(op, err, msg, retryAfter, attempt + 1, !read);
+        }
         if (isRetryableStatus(status) && !last) await discard(res);
         else text = await this.readAnswer(op, res);
       } catch (e) {
         // A refused answer is the service's final word, as a wrong shape is: not tried again.
-        if (call?.signal?.aborted || e instanceof UpstreamProtocolError) throw e;
+        if (call?.signal?.aborted || e instanceof UpstreamProtocolError || e instanceof UpstreamThrottledError) throw e;
         if (!last) {
           await this.pause(attempt, undefined, call?.signal);
           continue;

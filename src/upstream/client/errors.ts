@@ -48,7 +48,7 @@ export function redacted(text: string, secrets: readonly string[]): string {
  * to `UPSTREAM_TEXT_MAX` characters (`boundedText`).
  */
 export class UpstreamError extends Error {
-  override readonly name = 'UpstreamError';
+  override readonly name: string = 'UpstreamError';
   readonly err: string;
   readonly msg: string;
   constructor(
@@ -56,12 +56,43 @@ export class UpstreamError extends Error {
     err: string,
     msg: string,
     readonly httpStatus: number,
+    /** The whole message, when the default (`<op> failed: <err>: <msg>`) does not say enough; its own words only, never the service's. */
+    message?: (err: string, msg: string) => string,
   ) {
     const boundedErr = boundedText(err);
     const boundedMsg = boundedText(msg);
-    super(`${operation} failed: ${boundedErr || '(no err)'}: ${boundedMsg || '(no msg)'}`);
+    super(message ? message(boundedErr, boundedMsg) : `${operation} failed: ${boundedErr || '(no err)'}: ${boundedMsg || '(no msg)'}`);
     this.err = boundedErr;
     this.msg = boundedMsg;
+  }
+}
+
+/**
+ * The service answered HTTP 429 Too Many Requests: the call was refused, not carried out. A read was
+ * retried as long as the service's Retry-After allowed (see the client's `maxRetryAfterMs`); a command
+ * is never sent twice by this client, so it is reported as not carried out, to be sent again by its
+ * caller after `retryAfterMs` (undefined when the service named no wait). `err` and `msg` are the
+ * FAILURE envelope's, empty when the answer had none.
+ */
+export class UpstreamThrottledError extends UpstreamError {
+  override readonly name: string = 'UpstreamThrottledError';
+  /** Always false: a 429 is a refusal. Named so that a caller deciding whether to send again need not know HTTP. */
+  readonly carriedOut = false;
+  constructor(
+    operation: Operation,
+    err: string,
+    msg: string,
+    readonly retryAfterMs: number | undefined,
+    readonly attempts: number,
+    command: boolean,
+  ) {
+    super(operation, err, msg, 429, (e, m) => {
+      const wait = retryAfterMs === undefined ? 'the service named no wait (no Retry-After)' : `retry after ${Math.ceil(retryAfterMs / 1000)} s`;
+      const said = e || m ? ` (${e || 'no err'}: ${m || 'no msg'})` : '';
+      return command
+        ? `${operation} not carried out: the service answered 429 Too Many Requests${said}; it was sent once and refused, and this client does not send a command twice: ${wait}`
+        : `${operation} refused: the service answered 429 Too Many Requests${said} after ${attempts} attempt${attempts === 1 ? '' : 's'}: ${wait}`;
+    });
   }
 }
 

@@ -95,12 +95,31 @@ export const numberish = z
 
 export const vehicleOut = z.object({ vehicleno: nonEmpty });
 export const fuelReadingOut = z.object({ time: epochSchema, value: numericString });
+/**
+ * A refuel within the range of `getfuelused`. The provider's document names `refueling_events` but not
+ * the shape of one: this is the emulator's choice (assumed, README "not shown"): when the level rose
+ * (the reading that ended the rise, epoch time in the emulator's unit) and by how many litres.
+ */
+export const refuelingEventOut = z.object({ time: epochSchema, litres: numericString });
+/** An epoch time the service may have none of (no ignition change within the range). */
+const epochOrNull = epochSchema.nullable();
+/**
+ * `getfuelused` as the provider's document gives it: `fuelused` in litres, the range echoed
+ * (`starttime`, `endtime`), the fuel level at its start and end in percent (`startfl`, `endfl`) and in
+ * litres (`startfl_litres`, `endfl_litres`), the last ignition on and off within it, and the refuels.
+ * Levels are null when the range holds no reading; ignition times when it holds no such change.
+ */
 export const fuelUsedOut = z.object({
-  vehicleno: nonEmpty,
+  fuelused: numericString,
   starttime: epochSchema,
   endtime: epochSchema,
-  fuelused: numericString,
-  unit: z.literal('litres'),
+  startfl: numericString.nullable(),
+  endfl: numericString.nullable(),
+  startfl_litres: numericString.nullable(),
+  endfl_litres: numericString.nullable(),
+  lastignon: epochOrNull,
+  lastignoff: epochOrNull,
+  refueling_events: z.array(refuelingEventOut),
 });
 
 export const dataOut = {
@@ -118,9 +137,30 @@ export type DataOut<O extends Operation> = z.infer<(typeof dataOut)[O]>;
 export const vehicleIn = z.looseObject({ vehicleno: nonEmpty });
 /** `time` in seconds or milliseconds, as a number or a string; `value` as a number or a string. */
 export const fuelReadingIn = z.object({ time: numberish, value: numberish });
-/** The emulator's object, or a bare (string-shaped) number, since the real shape is not shown. */
+/** A number the service may send as a number, a string-shaped number, or not at all (null, absent). */
+const maybeNumber = numberish.nullish();
+/** A refuel as the emulator sends it; other fields are kept, and each of these may be missing (the shape is assumed). */
+export const refuelingEventIn = z.looseObject({ time: numberish.nullish(), litres: maybeNumber });
+/**
+ * `getfuelused` as the client accepts it, a superset of what it accepted before the document's shape
+ * was known (issue #47): the documented object, whose fields other than `fuelused` may each be missing,
+ * null, numbers or string-shaped numbers; the emulator's earlier object (`fuelused` with `unit`); or a
+ * bare (string-shaped) number.
+ */
 export const fuelUsedIn = z.union([
-  z.looseObject({ fuelused: numberish, unit: z.enum(['litres', 'percent']).optional() }),
+  z.looseObject({
+    fuelused: numberish,
+    unit: z.enum(['litres', 'percent']).optional(),
+    starttime: maybeNumber,
+    endtime: maybeNumber,
+    startfl: maybeNumber,
+    endfl: maybeNumber,
+    startfl_litres: maybeNumber,
+    endfl_litres: maybeNumber,
+    lastignon: maybeNumber,
+    lastignoff: maybeNumber,
+    refueling_events: z.array(refuelingEventIn).nullish(),
+  }),
   numberish,
 ]);
 

@@ -2,8 +2,8 @@
  * The emulator's HTTP face: `POST /api/standard/<op>` for the six operations.
  *
  * Every answer of an operation is HTTP 200 with the envelope, SUCCESS or FAILURE alike (like many
- * services of this kind); only requests outside the six operations get 404/405, and injected faults
- * get the status they were given. See README.
+ * services of this kind); only requests outside the six operations get 404/405, calls beyond the
+ * limits (`limits`) 429 with Retry-After, and injected faults the status they were given. See README.
  */
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
@@ -15,6 +15,7 @@ import { ERR, Failure } from './errors.js';
 import { Fleet } from './fleet.js';
 import { type OperationContext, runOperation } from './operations.js';
 import { DEFAULT_USER, EmulatorState, type EmulatorUser } from './state.js';
+import { type EmulatorLimits, LimitKeeper } from './limits.js';
 
 export interface EmulatorOptions {
   /** Fleet seed; default 1. Ignored when `fleet` is given. */
@@ -34,6 +35,12 @@ export interface EmulatorOptions {
   timeUnit?: TimeUnit;
   /** Longest accepted endtime − starttime; default 31. */
   maxRangeDays?: number;
+  /**
+   * The provider's limits to enforce (`PROVIDER_LIMITS`, or `scaledLimits(k)` in a test that scales its
+   * client's pacing by the same factor); calls beyond them are answered 429. Default: none, as before
+   * issue #47, for tests of other things that call the emulator from several clients at once.
+   */
+  limits?: EmulatorLimits;
 }
 
 export interface Emulator {
@@ -53,6 +60,7 @@ export function createEmulator(opts: EmulatorOptions = {}): Emulator {
     timeUnit: opts.timeUnit ?? 'ms',
     maxRangeMs: (opts.maxRangeDays ?? 31) * 86_400_000,
   };
+  const limits = opts.limits ? new LimitKeeper(opts.limits) : undefined;
 
   const app = new Hono();
   app.all('/api/standard/:op', async (c) => {
@@ -74,6 +82,13 @@ export function createEmulator(opts: EmulatorOptions = {}): Emulator {
       body = JSON.parse(await c.req.text());
     } catch {
       return failure(ERR.invalidJson, 'request body must be a JSON object');
+    }
+    if (limits) {
+      const beyond = overLimits(limits, op, body, ctx);
+      if (beyond) {
+        state.countThrottled(op);
+        return failure(beyond.err, beyond.msg, 429, { 'retry-after': String(beyond.retryAfterSeconds) });
+      }
     }
     try {
       const envelope: Envelope<unknown> = { status: 'SUCCESS', data: runOperation(op, body, ctx), err: '', msg: 'OK' };
@@ -128,6 +143,24 @@ export function startEmulator(opts: StartEmulatorOptions = {}): Promise<RunningE
     });
     server.once('error', reject);
   });
+}
+
+/**
+ * Whether a call is beyond its account's limits (and if not, counts it). Only a call with a valid,
+ * unexpired token has an account to count against; any other is refused by the operation itself. A
+ * history call counts against its vehicle only when the vehicle is in the fleet, so that what is kept
+ * stays bounded by the fleet.
+ */
+function overLimits(limits: LimitKeeper, op: Operation, body: unknown, ctx: OperationContext): Extract<ReturnType<LimitKeeper['take']>, { ok: false }> | undefined {
+  if (typeof body !== 'object' || body === null) return undefined;
+  const { token, vehicleno } = body as { token?: unknown; vehicleno?: unknown };
+  if (typeof token !== 'string') return undefined;
+  const user = ctx.state.userByToken(token);
+  const expiresAt = ctx.state.tokenExpiresAt(token);
+  if (!user || (expiresAt !== undefined && expiresAt <= ctx.now())) return undefined;
+  const vehicle = op === 'getfuelhistory' && typeof vehicleno === 'string' && ctx.fleet.vehicle(vehicleno) ? vehicleno : undefined;
+  const verdict = limits.take(user.username, op, vehicle, ctx.now());
+  return verdict.ok ? undefined : verdict;
 }
 
 function isOperation(op: string): op is Operation {

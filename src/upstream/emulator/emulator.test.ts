@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { COMMAND_TYPES, dataOut } from '../client/schema.js';
 import { envelopeSchema } from '../../telemetry/envelope.js';
 import { createEmulator } from './app.js';
+import { PROVIDER_LIMITS, scaledLimits } from './limits.js';
+import { tokenExpiry } from '../client/token.js';
 
 const NOW = Date.UTC(2025, 5, 1, 12, 0, 0);
 const HOUR = 3_600_000;
@@ -83,30 +85,66 @@ describe('getfuelhistory', () => {
 });
 
 describe('getfuelused', () => {
-  it('equals the sum of the drops of the litre history over the same range, refuels excluded', async () => {
+  it('answers the documented shape: litres used (the drops of the litre history), levels at both ends, the last ignition changes, the refuels', async () => {
     const { post, fleet } = setup();
     const range = { starttime: NOW - 4 * DAY, endtime: NOW };
     for (const v of fleet.vehicles) {
-      const hist = await post('getfuelhistory', { token: TOKEN, vehicleno: v.vehicleno, inlitres: true, ...range });
-      const readings = dataOut.getfuelhistory.parse(envelopeSchema.parse(hist.json).data);
+      const history = async (inlitres: boolean) =>
+        dataOut.getfuelhistory.parse(envelopeSchema.parse((await post('getfuelhistory', { token: TOKEN, vehicleno: v.vehicleno, inlitres, ...range })).json).data);
+      const litres = await history(true);
+      const percent = await history(false);
       let drops = 0;
-      let rises = 0;
-      for (let i = 1; i < readings.length; i++) {
-        const d = Math.round(Number(readings[i - 1]?.value) * 100) - Math.round(Number(readings[i]?.value) * 100);
+      const refuels: Array<{ time: number; litres: string }> = [];
+      let rise = 0;
+      for (let i = 1; i < litres.length; i++) {
+        const d = Math.round(Number(litres[i - 1]?.value) * 100) - Math.round(Number(litres[i]?.value) * 100);
         if (d > 0) drops += d;
-        if (d < 0) rises += 1;
+        if (d < 0) rise -= d;
+        if (d >= 0 && rise > 0) {
+          refuels.push({ time: litres[i - 1]!.time, litres: (rise / 100).toFixed(2) });
+          rise = 0;
+        }
       }
-      // Four days hold at least one refuel for every cycle length (24 to 72 h).
-      expect(rises).toBeGreaterThan(0);
+      // The ignition sampled minute by minute, as a client with the GPS track would see it.
+      let lastOn: number | null = null;
+      let lastOff: number | null = null;
+      for (let t = range.starttime + 60_000; t <= range.endtime; t += 60_000) {
+        const [before, now] = [fleet.gpsAt(v, t - 60_000).ignstatus, fleet.gpsAt(v, t).ignstatus];
+        if (before === 0 && now === 1) lastOn = t;
+        if (before === 1 && now === 0) lastOff = t;
+      }
+      // Four days hold at least one refuel for every cycle length (24 to 72 h), and drives.
+      expect(refuels.length).toBeGreaterThan(0);
+      expect(lastOn).not.toBeNull();
       const used = await post('getfuelused', { token: TOKEN, vehicleno: v.vehicleno, ...range });
       expect(used.json).toEqual({
         status: 'SUCCESS',
-        data: { vehicleno: v.vehicleno, ...range, fuelused: (drops / 100).toFixed(2), unit: 'litres' },
+        data: {
+          fuelused: (drops / 100).toFixed(2),
+          ...range,
+          startfl: percent[0]!.value,
+          endfl: percent.at(-1)!.value,
+          startfl_litres: litres[0]!.value,
+          endfl_litres: litres.at(-1)!.value,
+          lastignon: lastOn,
+          lastignoff: lastOff,
+          refueling_events: refuels,
+        },
         err: '',
         msg: 'OK',
       });
+      expect(dataOut.getfuelused.parse((used.json as { data: unknown }).data)).toBeTruthy();
       expect(drops).toBeGreaterThan(0);
     }
+  });
+
+  it('answers null levels and ignition times for a range with no reading and no change', async () => {
+    const { post, vehicleno } = setup();
+    const at = NOW - 2 * DAY + 60_000; // between two readings of the 5-minute grid
+    const used = await post('getfuelused', { token: TOKEN, vehicleno, starttime: at, endtime: at + 1_000 });
+    expect((used.json as { data: unknown }).data).toEqual({
+      fuelused: '0.00', starttime: at, endtime: at + 1_000, startfl: null, endfl: null, startfl_litres: null, endfl_litres: null, lastignon: null, lastignoff: null, refueling_events: [],
+    });
   });
 });
 
@@ -207,5 +245,70 @@ describe('injected faults', () => {
     expect(second.status).toBe(200);
     expect(await second.json()).toMatchObject({ status: 'SUCCESS' });
     expect(state.calls.get('listvehicles')).toBe(2);
+  });
+});
+
+describe('the provider\'s limits (limits.ts)', () => {
+  const limited = (limits: { maxCallsPerSecond: number; minGapMs: number; historyCallsPerDay: number }, now: () => number = () => NOW) => {
+    const emu = createEmulator({ seed: 7, vehicles: 5, token: TOKEN, now, limits });
+    const post = async (op: string, body: unknown) => {
+      const res = await emu.app.request(`/api/standard/${op}`, { method: 'POST', body: JSON.stringify(body) });
+      return { status: res.status, retryAfter: res.headers.get('retry-after'), json: (await res.json()) as { status: string; err: string; msg: string } };
+    };
+    return { ...emu, post };
+  };
+
+  it('answers 429 with Retry-After and a FAILURE envelope to a call closer than 400 ms to the last, and serves it once the gap is over', async () => {
+    const { post, state } = limited(PROVIDER_LIMITS);
+    expect((await post('listvehicles', { token: TOKEN })).status).toBe(200);
+    const early = await post('listvehicles', { token: TOKEN });
+    expect(early).toMatchObject({ status: 429, retryAfter: '1', json: { status: 'FAILURE', err: 'rate_limited' } });
+    expect(early.json.msg).toMatch(/^too many calls: calls must be at least 400 ms apart; this one came \d+ ms after the last$/);
+    await new Promise((r) => setTimeout(r, 420));
+    expect((await post('listvehicles', { token: TOKEN })).status).toBe(200);
+    expect(state.throttled.get('listvehicles')).toBe(1);
+  });
+
+  it('answers 429 to a fourth call within a second, whatever the gaps', async () => {
+    const { post } = limited({ maxCallsPerSecond: 3, minGapMs: 0, historyCallsPerDay: 0 });
+    const statuses = [];
+    for (let i = 0; i < 4; i++) statuses.push((await post('listvehicles', { token: TOKEN })).status);
+    expect(statuses).toEqual([200, 200, 200, 429]);
+  });
+
+  it('answers 429 to a vehicle\'s history call beyond its day\'s budget, until the next UTC day; other vehicles and operations go on', async () => {
+    let clock = NOW;
+    const { post, fleet } = limited({ maxCallsPerSecond: 0, minGapMs: 0, historyCallsPerDay: 2 }, () => clock);
+    const [a, b] = fleet.vehicles;
+    const history = (v: typeof a) => post('getfuelhistory', { token: TOKEN, vehicleno: v!.vehicleno, inlitres: true, starttime: clock - HOUR, endtime: clock });
+    expect([(await history(a)).status, (await history(a)).status]).toEqual([200, 200]);
+    const third = await history(a);
+    expect(third).toMatchObject({ status: 429, json: { status: 'FAILURE', err: 'history_limit', msg: `at most 2 getfuelhistory calls per vehicle a day; vehicle ${a!.vehicleno} has had them today (UTC)` } });
+    // NOW is 12:00 UTC: twelve hours to the next day.
+    expect(third.retryAfter).toBe(String(12 * 3600));
+    expect((await history(b)).status).toBe(200);
+    expect((await post('getfuelused', { token: TOKEN, vehicleno: a!.vehicleno, starttime: clock - HOUR, endtime: clock })).status).toBe(200);
+    clock = NOW + 12 * HOUR;
+    expect((await history(a)).status).toBe(200);
+  });
+
+  it('scales the second\'s bounds and keeps the day\'s', () => {
+    expect(scaledLimits(20)).toEqual({ maxCallsPerSecond: 60, minGapMs: 20, historyCallsPerDay: 24 });
+  });
+});
+
+describe('tokens that expire', () => {
+  it('issues a JWT-shaped token whose exp the client reads, served until it expires, then refused with token_expired', async () => {
+    let clock = NOW;
+    const emu = createEmulator({ seed: 7, vehicles: 1, token: TOKEN, now: () => clock });
+    const expiresAt = NOW + 15 * DAY;
+    const token = emu.state.issueToken('demo', expiresAt, NOW);
+    expect(token.split('.')).toHaveLength(3);
+    expect(tokenExpiry(token)).toEqual({ known: true, expiresAt });
+    expect(tokenExpiry(TOKEN)).toMatchObject({ known: false });
+    const call = async () => (await (await emu.app.request('/api/standard/listvehicles', { method: 'POST', body: JSON.stringify({ token }) })).json()) as { status: string; err: string; msg: string };
+    expect((await call()).status).toBe('SUCCESS');
+    clock = expiresAt;
+    expect(await call()).toMatchObject({ status: 'FAILURE', err: 'token_expired', msg: `token expired at ${new Date(expiresAt).toISOString()}` });
   });
 });

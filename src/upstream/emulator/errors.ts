@@ -7,6 +7,8 @@ export const ERR = {
   invalidJson: 'invalid_json',
   /** `token` missing, not a string, or not a known token. */
   invalidToken: 'invalid_token',
+  /** A token issued with an expiry (`state.issueToken`) used at or after it. */
+  tokenExpired: 'token_expired',
   /** A required field is missing or has the wrong JSON type (also `immediate` sent to mobilize). */
   invalidField: 'invalid_field',
   /** `type` is a string but not one of the seven command types. */
@@ -25,6 +27,10 @@ export const ERR = {
   notFound: 'not_found',
   /** Method other than POST. */
   methodNotAllowed: 'method_not_allowed',
+  /** Beyond the calls a second or the gap between calls (limits.ts): HTTP 429 with Retry-After. */
+  rateLimited: 'rate_limited',
+  /** Beyond a vehicle's getfuelhistory calls of the day (limits.ts): HTTP 429 with Retry-After. */
+  historyLimit: 'history_limit',
   /** A fault injected on purpose (EmulatorState.injectFault). */
   injected: 'service_unavailable',
   internal: 'internal_error',

@@ -9,3 +9,5 @@ export { UNUSED_SENSOR_SENTINEL, canRecordData } from './can.js';
 export { DEFAULT_USER, EmulatorState } from './state.js';
 export type { CommandLogEntry, EmulatorUser, Fault } from './state.js';
 export type { CanData, CanRecord, GpsRecord, PushRecord } from './records.js';
+export { LimitKeeper, PROVIDER_LIMITS, scaledLimits } from './limits.js';
+export type { EmulatorLimits, LimitVerdict } from './limits.js';

@@ -11,7 +11,7 @@ import {
 } from '../client/schema.js';
 import type { TimeUnit } from '../client/time.js';
 import { ERR, Failure } from './errors.js';
-import type { Fleet, VehicleProfile } from './fleet.js';
+import { type Fleet, SEGMENT_MS, type VehicleProfile } from './fleet.js';
 import type { EmulatorState, EmulatorUser } from './state.js';
 
 export interface OperationContext {
@@ -74,6 +74,10 @@ function authenticate(body: Body, ctx: OperationContext): EmulatorUser {
   if (typeof token !== 'string') throw new Failure(ERR.invalidToken, 'token must be a string');
   const user = ctx.state.userByToken(token);
   if (!user) throw new Failure(ERR.invalidToken, 'token is not valid');
+  const expiresAt = ctx.state.tokenExpiresAt(token);
+  if (expiresAt !== undefined && expiresAt <= ctx.now()) {
+    throw new Failure(ERR.tokenExpired, `token expired at ${new Date(expiresAt).toISOString()}`);
+  }
   return user;
 }
 
@@ -143,14 +147,56 @@ function fuelHistory(req: RequestBody<'getfuelhistory'>, ctx: OperationContext):
   }));
 }
 
+/**
+ * `getfuelused` in the document's shape: the litres used (the drops of the litre history, see the
+ * README's fleet model), the levels at the first and last reading of the range, the last ignition on
+ * and off within it, and its refuels (each run of rising readings, told at its last reading).
+ */
 function fuelUsed(req: RequestBody<'getfuelused'>, ctx: OperationContext): DataOut<'getfuelused'> {
   const v = vehicle(req.vehicleno, ctx);
   const { from, to } = range(req.starttime, req.endtime, ctx);
+  const divisor = ctx.timeUnit === 'ms' ? 1 : 1000;
+  const percent = ctx.fleet.fuelReadings(v, from, to, false);
+  const litres = ctx.fleet.fuelReadings(v, from, to, true);
+  const level = (r: { value: number } | undefined): string | null => (r === undefined ? null : r.value.toFixed(2));
+  const refuels: DataOut<'getfuelused'>['refueling_events'] = [];
+  let rise = 0;
+  for (let i = 1; i <= litres.length; i++) {
+    const step = i < litres.length ? Math.round(litres[i]!.value * 100) - Math.round(litres[i - 1]!.value * 100) : 0;
+    if (step > 0) rise += step;
+    else if (rise > 0) {
+      refuels.push({ time: litres[i - 1]!.time / divisor, litres: (rise / 100).toFixed(2) });
+      rise = 0;
+    }
+  }
+  const ignition = lastIgnitionChanges(ctx, v, from, to);
   return {
-    vehicleno: v.vehicleno,
+    fuelused: ctx.fleet.fuelUsedLitres(v, from, to).toFixed(2),
     starttime: req.starttime,
     endtime: req.endtime,
-    fuelused: ctx.fleet.fuelUsedLitres(v, from, to).toFixed(2),
-    unit: 'litres',
+    startfl: level(percent[0]),
+    endfl: level(percent.at(-1)),
+    startfl_litres: level(litres[0]),
+    endfl_litres: level(litres.at(-1)),
+    lastignon: ignition.on === null ? null : ignition.on / divisor,
+    lastignoff: ignition.off === null ? null : ignition.off / divisor,
+    refueling_events: refuels,
   };
+}
+
+/**
+ * The last time within (from, to] the ignition went on and off. The fleet's ignition is on exactly
+ * while a segment drives, so it changes only where segments meet: those instants are looked at from
+ * the end of the range backwards, and the walk stops when both are found.
+ */
+function lastIgnitionChanges(ctx: OperationContext, v: VehicleProfile, from: number, to: number): { on: number | null; off: number | null } {
+  let on: number | null = null;
+  let off: number | null = null;
+  for (let t = Math.floor(to / SEGMENT_MS) * SEGMENT_MS; t > from && (on === null || off === null); t -= SEGMENT_MS) {
+    const now = ctx.fleet.gpsAt(v, t).ignstatus;
+    const before = ctx.fleet.gpsAt(v, t - 1).ignstatus;
+    if (on === null && now === 1 && before === 0) on = t;
+    if (off === null && now === 0 && before === 1) off = t;
+  }
+  return { on, off };
 }

@@ -77,7 +77,9 @@ export const fuelUsed: Command = {
   summary: 'fuel used by a vehicle over a time range',
   help: `Usage: telematics fuel-used <vehicleno> [--from <date>] [--to <date>] [options]
 
-Fuel used by one vehicle (getfuelused).
+Fuel used by one vehicle (getfuelused): the litres used, the fuel level at the range's start and
+end (percent and litres), the last ignition on and off, and the refuels within the range. A field
+the service did not send, or had nothing for, is shown as "-" (null with --json).
 
 ${RANGE_HELP}
 ${UPSTREAM_HELP}`,
@@ -86,20 +88,41 @@ ${UPSTREAM_HELP}`,
     if (values.help) return showHelp(io, this.help);
     const vehicleno = onePositional(positionals, 'vehicleno', this.name);
     const used = await clientFrom(values, io, this.name).getFuelUsed({ vehicleno, ...range(values, this.name) });
-    if (values.json) printJson(io.stdout, used);
-    else
+    if (values.json) {
+      printJson(io.stdout, used);
+      return EXIT.ok;
+    }
+    const level = (n: number | null): string => (n === null ? '-' : n.toFixed(2));
+    const time = (t: number | null): string => (t === null ? '-' : isoTime(t));
+    io.stdout.write(
+      table(
+        [used],
+        [
+          { header: 'VEHICLENO', value: (u) => u.vehicleno },
+          { header: 'FROM', value: (u) => isoTime(u.from) },
+          { header: 'TO', value: (u) => isoTime(u.to) },
+          { header: 'FUEL USED', value: (u) => u.value.toFixed(2), align: 'right' },
+          { header: 'UNIT', value: (u) => u.unit ?? '?' },
+          { header: 'START %', value: (u) => level(u.startPercent), align: 'right' },
+          { header: 'END %', value: (u) => level(u.endPercent), align: 'right' },
+          { header: 'START L', value: (u) => level(u.startLitres), align: 'right' },
+          { header: 'END L', value: (u) => level(u.endLitres), align: 'right' },
+          { header: 'LAST IGNITION ON', value: (u) => time(u.lastIgnitionOn) },
+          { header: 'LAST IGNITION OFF', value: (u) => time(u.lastIgnitionOff) },
+        ],
+      ),
+    );
+    if (used.refuels === null) io.stdout.write('refuels: not told by the service\n');
+    else if (used.refuels.length === 0) io.stdout.write('refuels: none\n');
+    else {
+      io.stdout.write(`refuels: ${used.refuels.length}\n`);
       io.stdout.write(
-        table(
-          [used],
-          [
-            { header: 'VEHICLENO', value: (u) => u.vehicleno },
-            { header: 'FROM', value: (u) => isoTime(u.from) },
-            { header: 'TO', value: (u) => isoTime(u.to) },
-            { header: 'FUEL USED', value: (u) => u.value.toFixed(2), align: 'right' },
-            { header: 'UNIT', value: (u) => u.unit ?? '?' },
-          ],
-        ),
+        table(used.refuels, [
+          { header: 'TIME', value: (r) => time(r.time) },
+          { header: 'LITRES', value: (r) => level(r.litres), align: 'right' },
+        ]),
       );
+    }
     return EXIT.ok;
   },
 };
