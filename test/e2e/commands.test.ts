@@ -339,6 +339,19 @@ describe('a send that fails', () => {
     expect((await command(id)).state).toBe('failed');
   });
 
+  it('answered 429 (the account’s rate limit) is not carried out: it waits again and is sent at its next turn', async () => {
+    const V = plate(8);
+    const before = emulator.state.calls.get('immobilize') ?? 0;
+    emulator.state.injectFault({ op: 'immobilize', times: 1, status: 429, retryAfterSeconds: 1 });
+    const res = await ask({ vehicleno: V, command: 'immobilize', type: 'charge', reason: 'battery lease overdue' });
+    const { id } = ((await res.json()) as { data: CommandEntry }).data;
+    const sent = await until(id, 'sent');
+    expect(sent.history.map((h) => h.state)).toEqual(['requested', 'sending', 'waiting', 'sending', 'sent']);
+    expect(sent.history[2]!.note).toBe("the service answered 429 (Retry-After 1 s): not carried out; sent again at the account's next turn");
+    expect((emulator.state.calls.get('immobilize') ?? 0) - before).toBe(2);
+    expect(upstreamCommands(V).filter((c) => c.type === 'charge')).toHaveLength(1);
+  });
+
   it('refused by the upstream (a FAILURE answer) is failed as not carried out', async () => {
     const res = await ask({ vehicleno: 'XX00XX0000', command: 'mobilize', type: 'charge', reason: 'paid' });
     expect(res.status).toBe(201);

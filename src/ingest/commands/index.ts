@@ -4,7 +4,7 @@ import type { Logger } from '../../log/index.js';
 import type { Metrics } from '../../metrics/index.js';
 import { sampleEvery } from '../../metrics/sampler.js';
 import type { RedisClient } from '../../redis/connect.js';
-import { UpstreamClient } from '../../upstream/client/index.js';
+import { serviceUpstreamClient } from '../sync/upstream.js';
 import { Lines } from '../write/lines.js';
 import type { PointSink } from '../write/sink.js';
 import type { DerivedEvent } from '../events/derive.js';
@@ -59,7 +59,8 @@ export function startCommands(cfg: Config, redis: RedisClient, sink: PointSink, 
   const latest = latestValuesFor(cfg, redis);
   const rules = cfg.COMMANDS_AUTOMATION_FILE ? readAutomationFile(cfg.COMMANDS_AUTOMATION_FILE) : [];
   if (rules.length > 0) log.info({ rules: rules.map((r) => r.name), file: cfg.COMMANDS_AUTOMATION_FILE }, 'commands: automation rules loaded');
-  const client: CommandSender | undefined = sender ?? (cfg.UPSTREAM_URL ? new UpstreamClient({ baseUrl: cfg.UPSTREAM_URL, token: cfg.UPSTREAM_TOKEN, timeUnit: cfg.UPSTREAM_TIME_UNIT }) : undefined);
+  // The account's client, paced in Redis with the fuel sync and every other process: the provider's limits are the account's.
+  const client: CommandSender | undefined = sender ?? (cfg.UPSTREAM_URL ? serviceUpstreamClient(cfg, redis, keysOf(cfg).upstreamPacing, metrics) : undefined);
   let events: Parameters<RunningCommands['attach']>[0];
   // Without the events (EVENTS=off), `moved_while_immobilised` is still written where analysts look.
   const tell = async (evs: DerivedEvent[]) => {

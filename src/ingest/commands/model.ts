@@ -25,8 +25,9 @@ export const FINAL: ReadonlySet<CommandState> = new Set(['confirmed', 'not_confi
 export const MOVES: Readonly<Record<CommandState, readonly CommandState[]>> = {
   requested: ['waiting', 'sending', 'cancelled', 'expired'],
   waiting: ['sending', 'expired', 'cancelled'],
-  // Only the answer (or its absence) moves a command out of `sending`.
-  sending: ['sent', 'failed'],
+  // Only the answer (or its absence) moves a command out of `sending`; a 429 (refused, not carried out:
+  // the account's rate limit) puts it back to wait for its next turn.
+  sending: ['sent', 'failed', 'waiting'],
   // A sent command is replaced (cancelled, "may have been carried out") only by a newer one for its vehicle.
   sent: ['confirmed', 'not_confirmed', 'cancelled'],
   confirmed: [],

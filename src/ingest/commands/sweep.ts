@@ -1,5 +1,5 @@
 import type { Logger } from '../../log/index.js';
-import { UpstreamError } from '../../upstream/client/errors.js';
+import { UpstreamError, UpstreamThrottledError } from '../../upstream/client/errors.js';
 import type { CommandType } from '../../upstream/client/schema.js';
 import type { DerivedEvent } from '../events/derive.js';
 import type { CommandLedger } from './ledger.js';
@@ -132,6 +132,13 @@ export async function sweepCommands(d: SweepDeps, now: number): Promise<SweepRep
       answer = ack.message;
     } catch (err) {
       const at = Date.now();
+      if (err instanceof UpstreamThrottledError) {
+        // Refused by the account's rate limit, so not carried out: it waits again (and still expires at
+        // COMMANDS_WAIT_MAX); the shared pacer holds every process's calls for the service's Retry-After.
+        const wait = err.retryAfterMs === undefined ? '' : ` (Retry-After ${Math.ceil(err.retryAfterMs / 1000)} s)`;
+        if (await ledger.move(c.id, ['sending'], 'waiting', at, `the service answered 429${wait}: not carried out; sent again at the account's next turn`, {}, c)) r.waiting++;
+        return;
+      }
       await ledger.move(c.id, ['sending'], 'failed', at, failureNote(err), {}, c);
       r.failed++;
       d.log.warn({ command: c.id, vehicleno: c.vehicleno, op: c.op, type: c.type, err: (err as Error).message }, 'commands: sending failed');

@@ -1,7 +1,7 @@
 /**
  * The service's upstream account: one client a process, paced in Redis with every other process that
  * calls with the same token (the provider's limits are the account's), its 429s counted, and its
- * token's expiry watched. The fuel sync calls through it; the command ledger is to as well.
+ * token's expiry watched. The fuel sync and the command ledger call through it.
  */
 import type { Config } from '../../config/index.js';
 import type { Logger } from '../../log/index.js';
