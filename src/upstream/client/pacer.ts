@@ -17,6 +17,7 @@
  * it (the service's is in Redis: `src/ingest/sync/pacer.ts`). `InProcessPacer` is the default, for one
  * process alone (the CLI, a test).
  */
+import { sleep } from './retry.js';
 
 /** The provider's published limits of one account. */
 export interface CallLimits {
@@ -135,17 +136,5 @@ export const UNPACED: UpstreamPacer = {
   hold: async () => undefined,
 };
 
-export function sleepFor(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, Math.max(0, ms));
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
+/** `sleep` (retry.ts) by the name the pacers use; a negative wait is none. */
+export const sleepFor = (ms: number, signal?: AbortSignal): Promise<void> => sleep(Math.max(0, ms), signal);
