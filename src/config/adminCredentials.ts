@@ -51,3 +51,6 @@ export function parseAdminCredentials(value: string | undefined): AdminCredentia
   return one ? [one] : [];
 }
 
+
+/** The admin listener's context variable its guard sets (service/credentials.ts): the credential let in (undefined with ADMIN_AUTH=none). */
+export type AdminVariables = { credential: AdminCredential | undefined };

@@ -19,7 +19,7 @@ import { Redis } from 'ioredis';
 import { redisKeys } from '../../src/ingest/queue/keys.js';
 import { startEmulator } from '../../src/upstream/emulator/index.js';
 import { runProgram } from '../../src/cli/program.js';
-import { FLEET } from '../../src/ingest/fleet/commands.js';
+import { TELEMATICS_FLEET } from '../../src/cmd/fleetProgram.js';
 import type { CommandEntry } from '../../src/ingest/commands/model.js';
 import { captureIO } from '../harness/io.js';
 import { startTestService, waitUntil, type TestService } from '../harness/service.js';
@@ -113,7 +113,7 @@ const upstreamCommands = (vehicleno: string) => emulator.state.commands.filter((
 
 async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string; err: string }> {
   const c = captureIO({ REDIS_URL: svc.cfg.REDIS_URL, QUEUE_NAME: svc.cfg.QUEUE_NAME, INFLUX_URL: svc.cfg.INFLUX_URL, INFLUX_TOKEN: svc.cfg.INFLUX_TOKEN, INFLUX_BUCKET: svc.cfg.INFLUX_BUCKET, ADMIN_URL: svc.adminUrl, ...env });
-  const code = await runProgram(FLEET, args, c.io);
+  const code = await runProgram(TELEMATICS_FLEET, args, c.io);
   return { code, out: c.out(), err: c.err() };
 }
 

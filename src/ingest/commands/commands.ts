@@ -134,3 +134,10 @@ Settings: REDIS_URL (required), QUEUE_NAME, as for the service.
     return EXIT.ok;
   },
 };
+
+/** The ledger's commands as `telematics-fleet` takes them (src/cmd/fleetProgram.ts), with their errors' exit codes. */
+export const LEDGER_COMMANDS = {
+  commands: [COMMAND_COMMAND, COMMANDS_COMMAND],
+  classify: (e: unknown) =>
+    e instanceof CommandRefused ? { code: EXIT.failure, message: `refused: ${e.message}` } : e instanceof AdminUnreachable ? { code: EXIT.network, message: e.message } : undefined,
+};

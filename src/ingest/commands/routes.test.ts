@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
 import { parseAdminCredentials, type AdminCredential } from '../../config/adminCredentials.js';
-import type { AdminVariables } from '../service/credentials.js';
+import type { AdminVariables } from '../../config/adminCredentials.js';
 import type { CommandLedger } from './ledger.js';
 import { commandRoutes } from './routes.js';
 

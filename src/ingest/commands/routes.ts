@@ -2,7 +2,7 @@ import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import { failure, success } from '../../telemetry/envelope.js';
 import { VEHICLENO_MAX } from '../../telemetry/record.js';
-import type { AdminVariables } from '../service/credentials.js';
+import type { AdminVariables } from '../../config/adminCredentials.js';
 import type { CommandLedger, RequestOutcome } from './ledger.js';
 import { COMMAND_TYPES, IDEMPOTENCY_KEY_MAX, OPS, REASON_MAX, snapshotOf, type Author, type CommandEntry, type CommandRequest, type LatestValues } from './model.js';
 

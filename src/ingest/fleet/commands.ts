@@ -13,7 +13,6 @@ import { classifyToolError, TOOL_SETTINGS, withServiceRedis } from '../../redis/
 import { span } from '../plausibility/judge.js';
 import { GEOFENCES_COMMAND } from '../geofences/commands.js';
 import { SPEED_LIMIT_COMMAND } from '../speedLimits/commands.js';
-import { AdminUnreachable, COMMAND_COMMAND, COMMANDS_COMMAND, CommandRefused } from '../commands/commands.js';
 import { fleetStateFor, type FleetState, type VehicleSeen } from './state.js';
 import { localDays, type DaySummary } from './days.js';
 import { DateTime, IANAZone } from 'luxon';
@@ -394,21 +393,32 @@ ${HISTORY_SETTINGS_HELP}  FLEET_TIMEZONE (default UTC), as for the service.
   },
 };
 
-/** InfluxDB's errors first (the history commands'), then the Redis tools' (the rest). */
-const classify: ErrorClassifier = (e) =>
-  e instanceof InfluxError
-    ? { code: e.code, message: `InfluxDB: ${e.message}` }
-    : e instanceof CommandRefused
-      ? { code: EXIT.failure, message: `refused: ${e.message}` }
-      : e instanceof AdminUnreachable
-        ? { code: EXIT.network, message: e.message }
-        : classifyToolError(e);
+/** Commands a program adds to this one, with the classifier of their own errors (tried first). */
+export interface MoreCommands {
+  commands: readonly Command[];
+  classify: (e: unknown) => ReturnType<ErrorClassifier> | undefined;
+}
 
-export const FLEET: Program = {
-  name: 'telematics-fleet',
-  commands: [status, silent, events, trips, stops, charging, summary, GEOFENCES_COMMAND, SPEED_LIMIT_COMMAND, COMMAND_COMMAND, COMMANDS_COMMAND],
-  classify,
-  help: (commands) => `Usage: telematics-fleet <command> [options]
+/**
+ * `telematics-fleet` with `more` commands: the command ledger's (`command`, `commands`) are added where
+ * the program is run (src/cmd/fleetProgram.ts), since the ledger's folder stands above this one.
+ */
+export function fleetProgram(more: MoreCommands = { commands: [], classify: () => undefined }): Program {
+  // Theirs first, then InfluxDB's (the history commands'), then the Redis tools' (the rest).
+  const classify: ErrorClassifier = (e) => more.classify(e) ?? (e instanceof InfluxError ? { code: e.code, message: `InfluxDB: ${e.message}` } : classifyToolError(e));
+  return {
+    name: 'telematics-fleet',
+    commands: [status, silent, events, trips, stops, charging, summary, GEOFENCES_COMMAND, SPEED_LIMIT_COMMAND, ...more.commands],
+    classify,
+    help: FLEET_HELP,
+  };
+}
+
+/** `telematics-fleet` without the command ledger's commands (the whole program: src/cmd/fleetProgram.ts). */
+export const FLEET: Program = fleetProgram();
+
+function FLEET_HELP(commands: string): string {
+  return `Usage: telematics-fleet <command> [options]
 
 Which vehicles report and which went silent, from each vehicle's last-seen time (its newest record that
 passed the plausibility rules), kept by the service's workers (status, silent: Redis). And each vehicle's
@@ -431,5 +441,5 @@ Exit status:
   2  usage or configuration error (REDIS_URL or INFLUX_URL unset, bad flags)
   3  Redis, InfluxDB or the admin listener unreachable, or Redis or InfluxDB refused a command or query
   4  InfluxDB answered what is no query result
-`,
-};
+`;
+}

@@ -3,7 +3,7 @@ import type { MiddlewareHandler } from 'hono';
 import { failure } from '../../telemetry/envelope.js';
 import type { AdminCredential } from '../../config/adminCredentials.js';
 
-export { parseAdminCredentials, type AdminCredential, type Right } from '../../config/adminCredentials.js';
+export { parseAdminCredentials, type AdminCredential, type AdminVariables, type Right } from '../../config/adminCredentials.js';
 
 /** Basic auth for the admin listener against ADMIN_CREDENTIALS' named credentials (src/config/adminCredentials.ts: the format, the rights). */
 
@@ -29,8 +29,6 @@ export function credentialOf(header: string | undefined, credentials: readonly A
   return found;
 }
 
-/** The context variable the guard sets: the credential that was let in (undefined with ADMIN_AUTH=none). */
-export type AdminVariables = { credential: AdminCredential | undefined };
 
 /** Basic auth against the named credentials; the one let in is `c.get('credential')`. */
 // Of any env: mounted on apps that do not declare the variable; the commands' routes read it, typed there (AdminVariables).
