@@ -4,6 +4,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DEFAULT_DERIVE_OPTIONS, inputOf, eventId, flush, ingest, newState, sessionId, stopId, tripId, type EventInput } from '../../src/ingest/events/derive.js';
 import { runFeed } from '../../src/upstream/emulator/feed.js';
 import { waitUntil } from '../harness/service.js';
+import { countPoints } from '../harness/reconcile.js';
 import { startStack, TOKEN, type Stack } from '../harness/stack.js';
 
 const SECRET = `whsec_${Buffer.from('worker-kill-events-secret').toString('base64')}`;
@@ -55,7 +56,7 @@ afterAll(async () => {
 
 it('a worker killed with SIGKILL in the middle of a write: its job is taken again and every record lands exactly once', async () => {
   const receiver = await stack.spawn('receiver');
-  stack.influx.front.setWriteDelay(8_000);
+  stack.influx.front.setWriteDelay(30_000);
   // The victim takes the first job, one at a time; killed in its write, the job waits out its lock while
   // the other worker, started before the kill, writes and derives the jobs after it.
   const victim = await stack.spawn('worker', { WORKER_CONCURRENCY: '1' });
@@ -64,9 +65,15 @@ it('a worker killed with SIGKILL in the middle of a write: its job is taken agai
   expect(feed.acknowledged).toBe(1_000);
 
   await waitUntil(async () => stack.influx.front.writesStarted() > 0, 10_000, 'a write under way');
-  // Held 8 s, the victim's write; the writes after it go at once.
+  // Held 30 s, the victim's write; the writes after it go at once.
   stack.influx.front.setWriteDelay(0);
   const survivor = await stack.spawn('worker', { LOG_LEVEL: 'info' });
+  // Killed once the survivor has written the jobs after the victim's and derived them (EVENTS_ORDER_WAIT
+  // lets them go past the held job after 1 s): on a slow machine, a kill at once could let the survivor
+  // take the victim's job before the later ones, in order, and the late path would go untested.
+  await waitUntil(async () => (await countPoints(stack.influx.rawUrl, stack.db)) >= 800, 30_000, 'the later jobs written');
+  await waitUntil(async () => held.size > 0, 30_000, 'the later jobs derived and told');
+  await new Promise((r) => setTimeout(r, 2_000));
   await victim.stop('SIGKILL');
 
   const r = await stack.settle(feed.records.acknowledged);
