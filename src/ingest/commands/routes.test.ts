@@ -38,6 +38,8 @@ describe('POST /fleet/commands refuses, naming why, before anything is recorded'
     [{ ...good, command: 'reboot' }, 'command'],
     [{ ...good, extra: 1 }, 'extra'],
     [{ ...good, vehicleno: undefined }, 'vehicleno'],
+    [{ ...good, vehicleno: 'KA01\nvehicle_events' }, 'vehicleno: must not contain control characters'],
+    [{ ...good, vehicleno: 'KA01\\' }, 'vehicleno: '],
   ])('a body that is no command: %j', async (body, named) => {
     const [status, err, msg] = await refusal(await app(ops)(body));
     expect([status, err]).toEqual([400, 'invalid_command']);

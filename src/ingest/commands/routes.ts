@@ -1,5 +1,6 @@
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
+import { plateFaults } from '../../telemetry/plate.js';
 import { failure, success } from '../../telemetry/envelope.js';
 import { VEHICLENO_MAX } from '../../telemetry/record.js';
 import type { AdminVariables } from '../../config/adminCredentials.js';
@@ -16,7 +17,15 @@ const PRINTABLE = /^[^\u0000-\u001f\u007f-\u009f\u2028\u2029]+$/;
 /** A command as the API takes it. */
 export const commandBody = z
   .object({
-    vehicleno: z.string().trim().min(1, 'vehicleno: give the vehicle').max(VEHICLENO_MAX),
+    vehicleno: z
+      .string()
+      .trim()
+      .min(1, 'vehicleno: give the vehicle')
+      .max(VEHICLENO_MAX)
+      // The push's own plate rule: a plate no push could carry is no vehicle of the fleet (and no tag of `commands`).
+      .superRefine((v, ctx) => {
+        for (const fault of plateFaults(v)) ctx.addIssue({ code: 'custom', message: `vehicleno: ${fault}` });
+      }),
     command: z.enum(OPS),
     type: z.enum(COMMAND_TYPES),
     reason: z.string().trim().min(1, 'reason: say why (it is kept with the command, for the audit)').max(REASON_MAX).regex(PRINTABLE, 'reason: one line of printable text'),
