@@ -161,30 +161,21 @@ export function judge(c: Judged, l: LatestValues | undefined): Verdict | undefin
   if (!l) return undefined;
   const f = l.fields;
   const S = c.sentAt;
-  const charge = (): Verdict | undefined => {
-    const allow = after(f.allow_charging, S);
+  /** The pack's side (`charge` or `discharge`): its allow flag after the send, else its current, said so. */
+  const pack = (allowField: 'allow_charging' | 'allow_discharging', activeAt: number | undefined, what: 'charging' | 'discharging'): Verdict | undefined => {
+    const allow = after(f[allowField], S);
     const current = after(f.current, S);
     if (c.op === 'immobilize') {
-      if (allow && allow[1] === 0) return { confirmed: true, because: `allow_charging 0 at ${iso(allow[0])}` };
-      if (current && !(l.charging !== undefined && l.charging >= current[0])) return { confirmed: true, because: `no charging current at ${iso(current[0])}` };
+      if (allow && allow[1] === 0) return { confirmed: true, because: `${allowField} 0 at ${iso(allow[0])}` };
+      if (current && !(activeAt !== undefined && activeAt >= current[0])) return { confirmed: true, because: `no ${what} current at ${iso(current[0])}` };
       return undefined;
     }
-    if (allow && allow[1] === 1) return { confirmed: true, because: `allow_charging 1 at ${iso(allow[0])}` };
-    if (l.charging !== undefined && l.charging > S) return { confirmed: true, because: `charging at ${iso(l.charging)}` };
+    if (allow && allow[1] === 1) return { confirmed: true, because: `${allowField} 1 at ${iso(allow[0])}` };
+    if (activeAt !== undefined && activeAt > S) return { confirmed: true, because: `${what} at ${iso(activeAt)}` };
     return undefined;
   };
-  const discharge = (): Verdict | undefined => {
-    const allow = after(f.allow_discharging, S);
-    const current = after(f.current, S);
-    if (c.op === 'immobilize') {
-      if (allow && allow[1] === 0) return { confirmed: true, because: `allow_discharging 0 at ${iso(allow[0])}` };
-      if (current && !(l.discharging !== undefined && l.discharging >= current[0])) return { confirmed: true, because: `no discharging current at ${iso(current[0])}` };
-      return undefined;
-    }
-    if (allow && allow[1] === 1) return { confirmed: true, because: `allow_discharging 1 at ${iso(allow[0])}` };
-    if (l.discharging !== undefined && l.discharging > S) return { confirmed: true, because: `discharging at ${iso(l.discharging)}` };
-    return undefined;
-  };
+  const charge = (): Verdict | undefined => pack('allow_charging', l.charging, 'charging');
+  const discharge = (): Verdict | undefined => pack('allow_discharging', l.discharging, 'discharging');
   switch (c.type) {
     case 'charge':
       return charge();
