@@ -175,9 +175,10 @@ describe('this release’s layout (version 3), pinned by a golden fixture', () =
     return out;
   }
 
-  for (const [release, what] of [
-    ['d164c32', 'the release before (its drain kept one highest, charging no history of its own, nothing waited for the track, no corrections)'],
-    ['0e08806', 'the one before it (before stops, idling, overspeed, towing, geofences, soc low, battery swaps and drains)'],
+  for (const [release, what, hadCorrections] of [
+    ['ae57ce2', 'the previous main (its alarms told at once: no pending hold, no `since`)', true],
+    ['d164c32', 'the release before it (its drain kept one highest, charging no history of its own, nothing waited for the track, no corrections)', false],
+    ['0e08806', 'the one before it (before stops, idling, overspeed, towing, geofences, soc low, battery swaps and drains)', false],
   ] as const) {
     it(`reads the state ${release} wrote exactly, ${what}: every double it stored kept, what came since fresh; derives on as from this release’s own`, () => {
       const golden = JSON.parse(readFileSync(new URL(`../../formats/testdata/v3-state-${release}.json`, import.meta.url), 'utf8')) as Stored;
@@ -191,13 +192,17 @@ describe('this release’s layout (version 3), pinned by a golden fixture', () =
         if (id.startsWith('stream')) expect([...now!.slice(0, 5), ...now!.slice(5).sort()], id).toEqual([...doubles.slice(0, 5), ...doubles.slice(5).sort()]);
         else expect(now!.slice(0, doubles.length), id).toEqual(doubles);
       }
-      // Its pending records are this release's, byte for byte.
+      // Its pending and held records are this release's, byte for byte.
       for (const p of golden.pending) {
-        const plan = STREAMS.get(p.streamId === 0 ? 'gps' : 'can')!;
-        expect(read.streams[p.streamId]!.pending.records().map((r) => writePending(plan, r).toString('base64'))).toEqual(p.members);
+        const streamId = p.streamId >= HELD ? p.streamId - HELD : p.streamId;
+        const plan = STREAMS.get(streamId === 0 ? 'gps' : 'can')!;
+        const set = p.streamId >= HELD ? read.streams[streamId]!.held : read.streams[streamId]!.pending;
+        expect(set.records().map((r) => writePending(plan, r).toString('base64'))).toEqual(p.members);
       }
-      // Corrections begin afresh with its next call, and it derives on: the drive's end, its trip and alarm.
-      expect(read.late.epoch).toBeNaN();
+      // Corrections go on where it kept them (or, a release without them, begin afresh with its next call),
+      // and it derives on: the drive's end, its trip and alarm.
+      if (hadCorrections) expect(read.late.epoch).not.toBeNaN();
+      else expect(read.late.epoch).toBeNaN();
       const mine = outputs(goOn(state(), true));
       const theirs = outputs(goOn(read, true));
       expect(theirs.trips).toEqual(mine.trips);
