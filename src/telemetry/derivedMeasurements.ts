@@ -41,7 +41,7 @@ const corrections: readonly DerivedField[] = [
 
 export const VEHICLE_EVENTS: DerivedMeasurement = {
   name: 'vehicle_events',
-  writer: 'src/ingest/events (detectors), src/ingest/fleet (silent, back), src/ingest/sync (fuel_drop, fuel_refuel), src/ingest/commands (moved_while_immobilised)',
+  writer: 'src/ingest/events (detectors), src/ingest/fleet (silent, back), src/ingest/sync (fuel_drop, fuel_refuel)',
   description: 'one point a transition: an alarm raised or cleared, ignition on or off, charging started or stopped, idling, overspeed, moved while off, a battery low, swapped or drained, fuel dropped or refuelled, a vehicle silent or back',
   time: 'the record time of the transition',
   tags: [

@@ -5,7 +5,7 @@
  * confirmed from the vehicle's own records, and each state change is in Redis, in InfluxDB (`commands`),
  * on the webhook (signed) and counted; a command never safe expires unsent; `immediate` needs its second
  * confirmation and its right; an idempotent retry is one command; a read-only credential is refused; a
- * vehicle that moves while immobilised raises `moved_while_immobilised`; an automation rule's command is
+ * vehicle that moves while immobilised raises `moved_while_immobilised` (moved by a late record as in order); an automation rule's command is
  * in the ledger with the rule as its author.
  */
 import { createServer, type Server } from 'node:http';
@@ -200,6 +200,21 @@ describe('an immobilise of a moving vehicle', () => {
     await push([fix(V(), 30, 1, t + 2_000, 12.99, 77.6)]);
     await new Promise((r) => setTimeout(r, 1_000));
     expect(await svc.query(`SELECT * FROM vehicle_events WHERE "event" = 'moved_while_immobilised' AND "vehicleno" = '${V()}'`)).toHaveLength(1);
+  });
+
+  it('a record that comes late, earlier in the immobilisation, moves the event there as in order: the first retracted under its id, the earlier told late', async () => {
+    const confirmedAt = (await command(id)).history.find((h) => h.state === 'confirmed')!.at;
+    const [told] = await svc.query(`SELECT * FROM vehicle_events WHERE "event" = 'moved_while_immobilised' AND "vehicleno" = '${V()}'`);
+    const toldAt = Number(told!.time);
+    const early = Math.floor((confirmedAt + toldAt) / 2);
+    expect(early).toBeGreaterThan(confirmedAt);
+    // A buffered record (lost coverage), past the window: the ignition on between the confirmation and the event told.
+    await push([fix(V(), 12, 1, early, 12.975, 77.6)]);
+    const rows = await svc.waitForRows(`SELECT "value", "late", "retracted", "speed" FROM vehicle_events WHERE "event" = 'moved_while_immobilised' AND "vehicleno" = '${V()}' AND time = ${early * 1e6}`, 1, 30_000);
+    expect(rows).toEqual([{ time: early, value: 1, late: 1, retracted: null, speed: 12 }]);
+    const [old] = await svc.query(`SELECT "value", "retracted" FROM vehicle_events WHERE "event" = 'moved_while_immobilised' AND "vehicleno" = '${V()}' AND time = ${toldAt * 1e6}`);
+    expect(old).toEqual({ time: toldAt, value: -1, retracted: 1 });
+    await waitUntil(async () => [...received.values()].some((p) => p.type === 'vehicle.moved_while_immobilised.retracted'), 15_000, 'webhook vehicle.moved_while_immobilised.retracted');
   });
 });
 

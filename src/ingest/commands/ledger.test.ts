@@ -5,6 +5,7 @@ import { pickedValues, type WrittenRecord } from '../../telemetry/record.js';
 import { WIRE_ID } from '../../telemetry/fields.js';
 import { DERIVE_FIELDS, DERIVE_PICK } from '../events/inputs.js';
 import { commandKeys, fleetKeys } from '../queue/keys.js';
+import { IMMOBILISATIONS_KEPT, parseImmobilisations } from './immobilisations.js';
 import { CommandLedger } from './ledger.js';
 import { COMMANDS_PICK, LatestValuesStore } from './latest.js';
 import type { CommandRequest } from './model.js';
@@ -42,7 +43,7 @@ describe('the command ledger (Redis)', () => {
     await l.move(r.command.id, ['sent'], 'confirmed', T + 5, 'standing', {}, { op: 'immobilize', type: 'movement' });
     // Ended: its vehicle's place is free, and it is under immobilisation from the confirmation.
     expect(await l.inFlight()).toEqual([]);
-    expect(await l.immobilised()).toEqual([{ vehicleno: 'KA01AB0001', id: r.command.id, type: 'movement', since: T + 5 }]);
+    expect((await l.immobilisations()).current()).toEqual([{ vehicleno: 'KA01AB0001', id: r.command.id, type: 'movement', from: T + 5, to: Infinity }]);
     // Every change is in the stream, to be told.
     const changes = await redis.xrange(l.keys.changes, '-', '+');
     expect(changes.map(([, f]) => f[3])).toEqual(['requested', 'waiting', 'sending', 'sent', 'confirmed']);
@@ -73,6 +74,51 @@ describe('the command ledger (Redis)', () => {
     expect(await l.request(ask(), ops, {}, T + 3, T + 60_003)).toEqual({ outcome: 'busy', id: second.command.id });
     // Another vehicle is not held up.
     expect((await l.request(ask({ vehicleno: 'KA01AB0002' }), ops, {}, T + 3, T + 60_003)).outcome).toBe('created');
+  });
+
+  it('keeps each vehicle’s immobilisations as intervals: set at a confirmation, ended by a mobilise’s claim or the next one, the last IMMOBILISATIONS_KEPT; each change told', async () => {
+    const l = ledger();
+    const told: Array<[string, number]> = [];
+    l.onImmobilisation = async (v, at) => void told.push([v, at]);
+    // Through the whole ledger: an immobilise confirmed, then a mobilise claimed for sending.
+    const confirmAt = async (type: 'movement' | 'discharge', at: number) => {
+      const r = await l.request(ask({ type }), ops, {}, at - 3, at + 60_000);
+      if (r.outcome !== 'created') throw new Error(r.outcome);
+      await l.move(r.command.id, ['requested'], 'sending', at - 2, '', {}, r.command);
+      await l.move(r.command.id, ['sending'], 'sent', at - 1, '', {}, r.command);
+      await l.move(r.command.id, ['sent'], 'confirmed', at, 'standing', {}, r.command);
+      return r.command.id;
+    };
+    const mobiliseAt = async (at: number) => {
+      const r = await l.request(ask({ op: 'mobilize' }), ops, {}, at - 1, at + 60_000);
+      if (r.outcome !== 'created') throw new Error(r.outcome);
+      await l.move(r.command.id, ['requested'], 'sending', at, '', {}, r.command);
+      await l.move(r.command.id, ['sending'], 'sent', at + 1, '', {}, r.command);
+    };
+    const a = await confirmAt('movement', T + 10);
+    await mobiliseAt(T + 20);
+    const b = await confirmAt('discharge', T + 30);
+    // A second one confirmed over the first ends it there.
+    const c = await confirmAt('movement', T + 40);
+    const ims = await l.immobilisations();
+    expect(ims.at('KA01AB0001', T + 9)).toBeUndefined();
+    expect(ims.at('KA01AB0001', T + 10)).toEqual({ id: a, type: 'movement', from: T + 10, to: T + 20 });
+    expect(ims.at('KA01AB0001', T + 20)).toBeUndefined();
+    expect(ims.at('KA01AB0001', T + 39)).toEqual({ id: b, type: 'discharge', from: T + 30, to: T + 40 });
+    expect(ims.at('KA01AB0001', T + 10 ** 9)).toEqual({ id: c, type: 'movement', from: T + 40, to: Infinity });
+    expect(ims.at('KA01AB0002', T + 40)).toBeUndefined();
+    expect(told).toEqual([['KA01AB0001', T + 10], ['KA01AB0001', T + 20], ['KA01AB0001', T + 30], ['KA01AB0001', T + 40]]);
+    // Bounded: the oldest ended ones go.
+    for (let k = 0; k < IMMOBILISATIONS_KEPT + 2; k++) {
+      await mobiliseAt(T + 100 + 20 * k);
+      await confirmAt('movement', T + 110 + 20 * k);
+    }
+    const stored = parseImmobilisations((await redis.hget(l.keys.immobilised, 'KA01AB0001'))!);
+    expect(Array.isArray(stored) && stored.length).toBe(IMMOBILISATIONS_KEPT + 1);
+    // What the hash holds is checked as strictly as a push.
+    expect(parseImmobilisations('{"id":"x","type":"movement","since":"soon"}')).toBe('the current one is not {id, type, since}');
+    expect(parseImmobilisations('{"past":[{"id":"x","type":"movement","from":5,"to":2}]}')).toBe('an ended one is not {id, type, from, to}');
+    expect(parseImmobilisations('{"past":{}}')).toEqual([]);
   });
 
   it('keeps COMMANDS_KEEP commands, dropping the oldest ended ones with their keys, never one in flight', async () => {

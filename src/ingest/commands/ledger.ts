@@ -2,14 +2,16 @@ import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../../redis/connect.js';
 import { defineScript } from '../../redis/scripts.js';
 import type { CommandKeys } from '../queue/keys.js';
+import { IMMOBILISATIONS_KEPT, readImmobilisations, type Immobilisations } from './immobilisations.js';
 import { FINAL, requestDigestOf, STOPPING_TYPES, type Author, type CommandEntry, type CommandRequest, type CommandState, type VehicleSnapshot } from './model.js';
 
 /**
  * The live command ledger in Redis (CommandKeys; format v1 in src/formats/README.md "Command ledger"):
  * each command as one JSON value with every state it went through, the one command in flight per
- * vehicle, the idempotency keys, and the vehicles under a confirmed immobilisation. Every write of a
- * state is one script (`commands-request-4.lua`, `commands-move-3.lua`): a move succeeds only from the
- * states it names, which is the lock that keeps two workers from sending one command.
+ * vehicle, the idempotency keys, and each vehicle's immobilisations (the one it is under and its last ended
+ * ones, immobilisations.ts). Every write of a state is one script (`commands-request-5.lua`,
+ * `commands-move-4.lua`): a move succeeds only from the states it names, which is the lock that keeps two
+ * workers from sending one command.
  */
 
 /** The most commands the ledger keeps by default (COMMANDS_KEEP): the oldest ended ones beyond go (InfluxDB keeps their history). */
@@ -29,14 +31,6 @@ export type RequestOutcome =
 /** What a move sets beside the state. */
 export type MovePatch = Partial<Pick<CommandEntry, 'sentAt' | 'answer' | 'confirmBy'>>;
 
-/** A confirmed immobilisation of a stopping type a vehicle is under. */
-export interface Immobilisation {
-  vehicleno: string;
-  id: string;
-  type: string;
-  since: number;
-}
-
 /** A new command's id: time-ordered and unique without coordination (`c` + ms in base 36 + 8 random hex digits). */
 export function newCommandId(now: number): string {
   return `c${now.toString(36)}${randomBytes(4).toString('hex')}`;
@@ -45,6 +39,13 @@ export function newCommandId(now: number): string {
 export class CommandLedger {
   /** The changes stream's bound (MAXLEN ~): changes beyond it, untold, are lost from the history (never from the ledger). */
   readonly changesMax: number;
+
+  /**
+   * Told each time a vehicle's immobilisation is set or lifted, with the time it was: the vehicle events
+   * judge its records from then again (a correction), for those derived before the workers' view of the
+   * immobilisations had it.
+   */
+  onImmobilisation: ((vehicleno: string, at: number) => Promise<void>) | undefined;
 
   constructor(
     readonly redis: RedisClient,
@@ -96,14 +97,18 @@ export class CommandLedger {
   /**
    * Moves command `id` from one of `from` to `to`, with a note and fields to set; undefined when it was in
    * none of `from` (another worker moved it first). A confirmed immobilise of a stopping type puts its
-   * vehicle under immobilisation; a mobilise of a stopping type, once sent, lifts it.
+   * vehicle under immobilisation; a mobilise of a stopping type lifts it as it is claimed for sending (from
+   * then on the vehicle may be free again: a record after it never counts as moving while immobilised).
    */
   async move(id: string, from: readonly CommandState[], to: CommandState, now: number, note = '', patch: MovePatch = {}, op?: Pick<CommandEntry, 'op' | 'type'>): Promise<CommandEntry | undefined> {
     const k = this.keys;
     const stops = op !== undefined && STOPPING_TYPES.has(op.type);
-    const mark = stops && op.op === 'immobilize' && to === 'confirmed' ? 'set' : stops && op.op === 'mobilize' && to === 'sent' ? 'clear' : '';
-    const out = await this.scripts.telematicsCommandsMove(k.entries, k.live, k.immobilised, k.changes, id, from.join(','), to, String(now), note, JSON.stringify(patch), mark, FINAL.has(to) ? '1' : '0', String(this.changesMax));
-    return out === null ? undefined : (JSON.parse(out) as CommandEntry);
+    const mark = stops && op.op === 'immobilize' && to === 'confirmed' ? 'set' : stops && op.op === 'mobilize' && to === 'sending' ? 'clear' : '';
+    const out = await this.scripts.telematicsCommandsMove(k.entries, k.live, k.immobilised, k.changes, id, from.join(','), to, String(now), note, JSON.stringify(patch), mark, FINAL.has(to) ? '1' : '0', String(this.changesMax), String(IMMOBILISATIONS_KEPT));
+    if (out === null) return undefined;
+    const entry = JSON.parse(out) as CommandEntry;
+    if (mark !== '') await this.onImmobilisation?.(entry.vehicleno, now);
+    return entry;
   }
 
   async get(id: string): Promise<CommandEntry | undefined> {
@@ -137,18 +142,8 @@ export class CommandLedger {
     return out;
   }
 
-  /** The vehicles under a confirmed immobilisation of a stopping type. */
-  async immobilised(): Promise<Immobilisation[]> {
-    const all = await this.redis.hgetall(this.keys.immobilised);
-    return Object.entries(all).map(([vehicleno, json]) => ({ vehicleno, ...(JSON.parse(json) as { id: string; type: string; since: number }) }));
-  }
-
-  /** The last `moved_while_immobilised` told of a vehicle: `<command id>|<time>`. */
-  async movedTold(vehicleno: string): Promise<string | null> {
-    return this.redis.hget(this.keys.movedTold, vehicleno);
-  }
-
-  async setMovedTold(vehicleno: string, id: string, time: number): Promise<void> {
-    await this.redis.hset(this.keys.movedTold, vehicleno, `${id}|${time}`);
+  /** The vehicles under a confirmed immobilisation of a stopping type, and the ended ones each keeps. */
+  async immobilisations(): Promise<Immobilisations> {
+    return readImmobilisations(this.redis, this.keys);
   }
 }

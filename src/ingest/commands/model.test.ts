@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canMove, FINAL, judge, MOVES, movedSince, snapshotOf, STATES, unsafeBecause, waitsForSafety, type LatestValues } from './model.js';
+import { canMove, FINAL, judge, MOVES, snapshotOf, STATES, unsafeBecause, waitsForSafety, type LatestValues } from './model.js';
 
 const T = Date.UTC(2026, 0, 5, 10, 0, 0);
 const safety = { maxFixAgeMs: 120_000, motionSpeedKmh: 3 };
@@ -79,11 +79,6 @@ describe('confirmed from the vehicle’s own data', () => {
     const both = { ...c, type: 'chargendischarge' as const };
     expect(judge(both, { fields: { allow_discharging: [T + 1, 0] } })).toBeUndefined();
     expect(judge(both, { fields: { allow_discharging: [T + 1, 0], allow_charging: [T + 1, 0] } })).toMatchObject({ confirmed: true });
-  });
-
-  it('a vehicle moved while immobilised is active after the immobilisation began', () => {
-    expect(movedSince({ fields: {}, active: [T + 10, 1, 2, 30, 1] }, T)).toEqual([T + 10, 1, 2, 30, 1]);
-    expect(movedSince({ fields: {}, active: [T - 10, 1, 2, 30, 1] }, T)).toBeUndefined();
   });
 
   it('records the vehicle’s state when asked', () => {

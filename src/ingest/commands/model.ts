@@ -201,11 +201,6 @@ export function judge(c: Judged, l: LatestValues | undefined): Verdict | undefin
   }
 }
 
-/** Whether the vehicle's data shows it moving or its ignition on after `since`: for `moved_while_immobilised`. */
-export function movedSince(l: LatestValues | undefined, since: number): LatestValues['active'] | undefined {
-  return l?.active !== undefined && l.active[0] > since ? l.active : undefined;
-}
-
 const iso = (t: number): string => new Date(t).toISOString();
 
 /** Who asked: a named admin credential, or an automation rule. */

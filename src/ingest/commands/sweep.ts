@@ -1,10 +1,9 @@
 import type { Logger } from '../../log/index.js';
 import { UpstreamError, UpstreamThrottledError } from '../../upstream/client/errors.js';
 import type { CommandType } from '../../upstream/client/schema.js';
-import type { DerivedEvent } from '../events/derive.js';
 import type { CommandLedger } from './ledger.js';
 import type { LatestValuesStore } from './latest.js';
-import { judge, movedSince, unsafeBecause, waitsForSafety, type CommandEntry, type SafetyOptions } from './model.js';
+import { judge, unsafeBecause, waitsForSafety, type CommandEntry, type SafetyOptions } from './model.js';
 
 /** The upstream's two control operations, as the typed client has them. */
 export interface CommandSender {
@@ -28,8 +27,6 @@ export interface SweepDeps {
   latest: Pick<LatestValuesStore, 'of'>;
   /** The upstream; without one (no UPSTREAM_URL) nothing is sent and commands wait until they expire. */
   sender?: CommandSender | undefined;
-  /** Tells `moved_while_immobilised` as a vehicle event (vehicle_events, the webhook). */
-  tell: (events: DerivedEvent[]) => Promise<void>;
   opts: SweepOptions;
   log: Logger;
 }
@@ -41,7 +38,6 @@ export interface SweepReport {
   confirmed: number;
   notConfirmed: number;
   failed: number;
-  moved: number;
 }
 
 /**
@@ -66,11 +62,11 @@ export function failureNote(err: unknown): string {
  *   carried out, a timeout or a broken connection as "may have been carried out", never re-sent;
  * - `sending` left by a worker that died → `failed` after `sendingStuckMs`, "may have been carried out";
  * - `sent`: the vehicle's data confirms it → `confirmed`; `confirmBy` passed → `not_confirmed`.
- * Then each vehicle under a confirmed immobilisation whose data shows it moving or its ignition on since
- * → `moved_while_immobilised`, once an immobilisation.
+ * A vehicle moving while immobilised is the vehicle events' to tell, from its records
+ * (events/detectors/immobilised.ts), not the sweep's from the latest values.
  */
 export async function sweepCommands(d: SweepDeps, now: number): Promise<SweepReport> {
-  const r: SweepReport = { sent: 0, waiting: 0, expired: 0, confirmed: 0, notConfirmed: 0, failed: 0, moved: 0 };
+  const r: SweepReport = { sent: 0, waiting: 0, expired: 0, confirmed: 0, notConfirmed: 0, failed: 0 };
   const { ledger, opts } = d;
   for (const c of await ledger.inFlight()) {
     try {
@@ -79,7 +75,6 @@ export async function sweepCommands(d: SweepDeps, now: number): Promise<SweepRep
       d.log.warn({ command: c.id, vehicleno: c.vehicleno, err: (err as Error).message }, 'commands: a step failed; the next sweep retries');
     }
   }
-  await movedWhileImmobilised();
   return r;
 
   async function step(c: CommandEntry): Promise<void> {
@@ -124,7 +119,8 @@ export async function sweepCommands(d: SweepDeps, now: number): Promise<SweepRep
 
   async function send(c: CommandEntry): Promise<void> {
     // The claim: only one worker moves it into `sending`.
-    const claimed = await ledger.move(c.id, ['requested', 'waiting'], 'sending', now);
+    // (A mobilise lifts the vehicle's immobilisation here: from now it may be carried out.)
+    const claimed = await ledger.move(c.id, ['requested', 'waiting'], 'sending', now, '', {}, c);
     if (!claimed) return;
     let answer: string;
     try {
@@ -148,24 +144,5 @@ export async function sweepCommands(d: SweepDeps, now: number): Promise<SweepRep
     await ledger.move(c.id, ['sending'], 'sent', at, '', { sentAt: at, answer, confirmBy: at + opts.confirmWindowMs }, c);
     r.sent++;
     d.log.info({ command: c.id, vehicleno: c.vehicleno, op: c.op, type: c.type, answer }, 'commands: sent');
-  }
-
-  async function movedWhileImmobilised(): Promise<void> {
-    for (const im of await ledger.immobilised()) {
-      const moved = movedSince(await d.latest.of(im.vehicleno), im.since);
-      if (!moved) continue;
-      const told = await ledger.movedTold(im.vehicleno);
-      // Once an immobilisation: the first sweep that sees it tells it; a sweep done again tells the same event (same time, same id).
-      if (told !== null && told.startsWith(`${im.id}|`)) continue;
-      const [time, lat, lng, speed, ignition] = moved;
-      const fields: Record<string, number> = {};
-      if (Number.isFinite(lat) && Number.isFinite(lng)) Object.assign(fields, { lat, lng });
-      if (speed >= 0) fields.speed = speed;
-      if (ignition >= 0) fields.ignition = ignition;
-      await d.tell([{ vehicleno: im.vehicleno, event: 'moved_while_immobilised', time, value: 1, fields, tags: { command_type: im.type } }]);
-      await ledger.setMovedTold(im.vehicleno, im.id, time);
-      r.moved++;
-      d.log.warn({ vehicleno: im.vehicleno, command: im.id, type: im.type, at: new Date(time).toISOString() }, 'commands: a vehicle moved while immobilised');
-    }
   }
 }

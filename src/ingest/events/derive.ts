@@ -17,6 +17,7 @@ import { GEOFENCES_SLICE, geofencesRecord, type GeofencesState } from './detecto
 import { SOC_LOW_SLICE, socLowRecord, type SocLowState } from './detectors/socLow.js';
 import { BATTERY_SWAP_SLICE, batterySwapRecord, type BatterySwapState } from './detectors/batterySwap.js';
 import { DRAIN_SLICE, DRAIN_WAITING, drainReading, type DrainState } from './detectors/drain.js';
+import { IMMOBILISED_SLICE, immobilisedRecord, type ImmobilisedState } from './detectors/immobilised.js';
 
 /**
  * Vehicle events: per vehicle, by record time, alarms raised and cleared, ignition on and off, trips and
@@ -52,6 +53,7 @@ export interface VehicleState {
   socLow: SocLowState;
   batterySwap: BatterySwapState;
   drain: DrainState;
+  immobilised: ImmobilisedState;
   late: LateState;
 }
 
@@ -72,6 +74,7 @@ export const SLICES = {
   socLow: SOC_LOW_SLICE,
   batterySwap: BATTERY_SWAP_SLICE,
   drain: DRAIN_SLICE,
+  immobilised: IMMOBILISED_SLICE,
   late: LATE_SLICE,
 } satisfies { [K in Exclude<keyof VehicleState, 'streams'>]: Slice<VehicleState[K]> };
 
@@ -95,6 +98,7 @@ export function newState(): VehicleState {
     socLow: SLICES.socLow.fresh(),
     batterySwap: SLICES.batterySwap.fresh(),
     drain: SLICES.drain.fresh(),
+    immobilised: SLICES.immobilised.fresh(),
     late: SLICES.late.fresh(),
   };
 }
@@ -336,6 +340,7 @@ function apply(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord)
     // After the trips: an ignition-off fix is confirmed by the trip's end, and is where the vehicle parked.
     towingRecord(ctx, s.towing, s.track, r, plan, steps);
     ignitionRecord(ctx, s.ignition, r, plan);
+    immobilisedRecord(ctx, s.immobilised, r, plan, steps);
     // The track moved on: what waited for it to pass may go.
     if (plan.streamId === TRACK_STREAM && waiting(s)) release(ctx, s, 0, false);
   }

@@ -35,12 +35,16 @@ export interface RunningEvents {
   tell(events: readonly DerivedEvent[]): Promise<void>;
   /** Queues webhook deliveries on the events' queue (signed alike); undefined without EVENTS_WEBHOOK_URL. */
   webhook: ((out: WebhookPayload[]) => Promise<number>) | undefined;
+  /** A vehicle's records from `from` on are judged again (a correction, due after EVENTS_CORRECTION_DELAY): what the derivation read besides them changed there. */
+  requestCorrection(vehicleno: string, from: number): Promise<void>;
   close(): Promise<void>;
 }
 
 export interface EventsHooks {
   /** Told every event, trip, session and stop once delivered (the command ledger's automation), before it is acknowledged. */
   observe?: (entries: OutboxEntry[]) => Promise<void>;
+  /** The command ledger's immobilisations (a worker's watch of them), for `moved_while_immobilised`. */
+  immobilisations?: DeriveOptions['immobilisations'];
 }
 
 export function deriveOptions(cfg: Config): DeriveOptions {
@@ -145,7 +149,7 @@ export function startEvents(
   })().catch((err: Error) => log.error({ err: err.message }, 'geofences: adding GEOFENCES_FILE failed; the registry holds what it held'));
   const speedLimits = new SpeedLimitWatch(new SpeedLimitRegistry(redis, keys.speedLimits), log);
   speedLimits.start();
-  const opts = { ...deriveOptions(cfg), geofences, speedLimits };
+  const opts = { ...deriveOptions(cfg), geofences, speedLimits, ...(hooks.immobilisations ? { immobilisations: hooks.immobilisations } : {}) };
   const store = new VehicleEvents(redis, partitions, opts, {
     onCommit: (d) => counted(metrics, d, log),
     onCorrection: (c) => correctionTold(metrics, log, c),
@@ -215,6 +219,7 @@ export function startEvents(
       counted(metrics, [{ ...emptyDerived(), events }]);
     },
     webhook,
+    requestCorrection: (vehicleno, from) => store.requestCorrection(vehicleno, from),
     async close() {
       geofences.stop();
       speedLimits.stop();

@@ -238,4 +238,47 @@ describe('vehicle events in Redis', () => {
     expect(d.map((x) => [x.late, x.tooLate])).toEqual([[1, 1]]);
     expect(await redis.zscore(`${prefix}:corrections`, V)).toBeNull();
   });
+  it('a correction asked for from outside the records (the ledger set an immobilisation) judges them again from then, with what the derivation reads now; one asked for past what was committed, or of no vehicle, is dropped', async () => {
+    const prefix = `ev-${randomUUID()}`;
+    const MIN = 60_000;
+    const immobilisations: Array<{ id: string; type: string; from: number; to: number }> = [];
+    const lookup = { at: (_v: string, t: number) => immobilisations.find((im) => im.from <= t && t < im.to) };
+    const opts = { ...DEFAULT_DERIVE_OPTIONS, windowMs: 10_000, idleMs: 5_000, checkpointIntervalMs: MIN, immobilisations: { current: lookup } };
+    const kept = new Map<string, EventInput>();
+    const source: RecordSource = {
+      read: async (v, after, until) => [...kept.values()].filter((r) => v === V && r.time > after.get(STREAMS.get(r.type)!.streamId)! && r.time <= until.get(STREAMS.get(r.type)!.streamId)!),
+    };
+    const outcomes: CorrectionOutcome[] = [];
+    const store = new VehicleEvents(redis, keysOf(prefix), opts, { source, correctionDelayMs: 1_000, onCorrection: (c) => outcomes.push(c) });
+    const V = 'KA01IMMO01';
+    const fix = (t: number, ign: number): WrittenRecord & EventInput & { vehicleno: string } => {
+      const values = pickedValues(DERIVE_PICK, 1);
+      for (const [f, x] of Object.entries({ lat: 12.9, lng: 77.6, speed: 0, ignstatus: ign })) values[DERIVE_FIELDS.indexOf(f)] = x;
+      const r = { vehicleno: V, type: 'gps', time: t, values, at: 0 };
+      kept.set(`gps:${t}`, r);
+      return r;
+    };
+    // Parked 5 minutes, then the ignition on for a minute: derived while the workers knew of no immobilisation.
+    for (let m = 0; m < 6; m++) await store.record(0, Array.from({ length: 60 }, (_, j) => fix(T0 + m * MIN + j * 1_000, m === 5 ? 1 : 0)), T0 + (m + 1) * MIN);
+    await store.sweep(0, T0 + 7 * MIN);
+    // The ledger confirmed one from minute 2 (a device clock ahead of it): it asks, and the correction tells the event at the ignition on.
+    immobilisations.push({ id: 'c1', type: 'movement', from: T0 + 2 * MIN, to: Infinity });
+    await store.requestCorrection(V, T0 + 2 * MIN, T0 + 7 * MIN);
+    expect(await redis.hexists(`${prefix}:late:${V}`, `r${T0 + 2 * MIN}`)).toBe(1);
+    await redis.del(`${prefix}:outbox`);
+    expect(await store.correctDue(0, T0 + 7 * MIN + 1_000)).toBe(1);
+    const told = (await redis.xrange(`${prefix}:outbox`, '-', '+')).map(([, f]) => JSON.parse(f[1]!) as { event: string; time: number; fields: Record<string, number>; tags: Record<string, string> });
+    expect(told.map((e) => [e.event, e.time, e.fields.late, e.tags.command_type])).toEqual([['moved_while_immobilised', T0 + 5 * MIN, 1, 'movement']]);
+    // Done: the request dropped, nothing due.
+    expect(await redis.hexists(`${prefix}:late:${V}`, `r${T0 + 2 * MIN}`)).toBe(0);
+    expect(await redis.zscore(`${prefix}:corrections`, V)).toBeNull();
+    // Asked for after all the vehicle committed: nothing to judge again, dropped unreplayed; of a vehicle never seen: the same, no state made.
+    await store.requestCorrection(V, T0 + 30 * MIN, T0 + 30 * MIN);
+    await store.requestCorrection('KA01NEVER1', T0 + 30 * MIN, T0 + 30 * MIN);
+    expect(await store.correctDue(0, T0 + 31 * MIN)).toBe(0);
+    expect(outcomes.slice(1).map((c) => [c.vehicleno, c.outcome]).sort()).toEqual([['KA01IMMO01', 'none'], ['KA01NEVER1', 'none']]);
+    expect(await redis.exists(`${prefix}:late:KA01NEVER1`)).toBe(0);
+    expect(await redis.hexists(`${prefix}:state`, 'KA01NEVER1')).toBe(0);
+    await expect(store.requestCorrection(V, Number.NaN)).rejects.toThrow(/not a time/);
+  });
 });

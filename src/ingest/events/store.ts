@@ -1,11 +1,12 @@
 import type { RedisClient } from '../../redis/connect.js';
 import { defineScript } from '../../redis/scripts.js';
 import type { WrittenRecord } from '../../telemetry/record.js';
-import { flush, ingest, pendingSince, type AddedRecords, type Derived, type DeriveOptions, type EventInput, type VehicleState } from './derive.js';
+import { cutOf, flush, ingest, pendingSince, type AddedRecords, type Derived, type DeriveOptions, type EventInput, type VehicleState } from './derive.js';
 import { emptyRecord, STREAM_BY_ID, type StreamPlan } from './inputs.js';
 import { heldSetId, pendingMax, prepareCommitted, restore, writeCheckpoint, writeCommitted, writePending, writePendingAt, writePrepared, type StoredPending } from './wire.js';
 import { toldField, toldLine, toldOf } from './corrections/ledger.js';
-import { chooseCheckpoint, correction, packCheckpoint, readCorrections, recordsFor, replayFrom, replayUntil, type VehicleCorrections } from './corrections/correct.js';
+import { chooseCheckpoint, correction, packCheckpoint, readCorrections, recordsFor, replayFrom, replayUntil, requestField, type VehicleCorrections } from './corrections/correct.js';
+import { partitionOf } from '../queue/keys.js';
 import type { RecordSource } from './corrections/records.js';
 import { outputsOf, type OutboxEntry } from './outbox.js';
 import { SerialByKey } from '../worker/serialByKey.js';
@@ -438,6 +439,19 @@ export class VehicleEvents {
   }
 
   /**
+   * Asks for a vehicle's records from `from` on to be judged again (a correction, due after
+   * EVENTS_CORRECTION_DELAY): what the derivation reads besides the records (the command ledger's
+   * immobilisations) changed there. Kept as a field of its corrections hash (`r<time>`, format in
+   * src/formats/README.md) until a correction from before it has run; of any partition (the vehicle's own).
+   */
+  async requestCorrection(vehicleno: string, from: number, now = Date.now()): Promise<void> {
+    if (!Number.isSafeInteger(from) || from < 0) throw new RangeError(`vehicle events: a correction from ${from} is not a time`);
+    const keys = this.partitions[partitionOf(vehicleno, this.partitions.length)]!;
+    const answers = (await this.redis.pipeline().hset(keys.late(vehicleno), requestField(from), '').zadd(keys.corrections, 'NX', now + this.correctionDelayMs, vehicleno).exec()) ?? [];
+    for (const [err] of answers) if (err) throw err;
+  }
+
+  /**
    * Runs the corrections due in `partition` (corrections/), a few vehicles a call; how many ran. Each
    * vehicle's reads and replay are done beside live derivation, checked by the state's version when
    * written; one that keeps losing to live jobs runs in the partition's turn.
@@ -460,7 +474,15 @@ export class VehicleEvents {
     for (let attempt = 1; attempt <= CORRECTION_ATTEMPTS; attempt++) {
       const once = async (): Promise<CorrectionOutcome | undefined> => {
         const snap = await this.readVehicle(keys, vehicleno);
-        const t = snap.state.late.correctFrom;
+        const asked = snap.kept.requested;
+        // A correction asked for from outside the records (requestCorrection) after all the vehicle committed,
+        // or of a vehicle with no state: nothing derived yet to judge again.
+        if (asked.length > 0 && snap.state.late.correctFrom === Infinity && (snap.version === 0 || snap.kept.requestedFrom > cutOf(snap.state))) {
+          await this.redis.hdel(keys.late(vehicleno), ...asked);
+          await this.redis.zrem(keys.corrections, vehicleno);
+          return { vehicleno, outcome: 'none' };
+        }
+        const t = Math.min(snap.state.late.correctFrom, snap.kept.requestedFrom);
         if (t === Infinity) {
           await this.redis.zrem(keys.corrections, vehicleno);
           return { vehicleno, outcome: 'none' };
@@ -468,7 +490,7 @@ export class VehicleEvents {
         const from = chooseCheckpoint(snap.kept.checkpoints, t);
         if (from === undefined) {
           snap.state.late.correctFrom = Infinity;
-          return (await this.writeCorrection(keys, vehicleno, snap.version, snap.state, [], [], [], now)) ? { vehicleno, outcome: 'tooLate', from: t } : undefined;
+          return (await this.writeCorrection(keys, vehicleno, snap.version, snap.state, asked, [], [], now)) ? { vehicleno, outcome: 'tooLate', from: t } : undefined;
         }
         const after = replayFrom(from, this.opts);
         const records = recordsFor(snap.state, after, await this.source!.read(vehicleno, after, replayUntil(snap.state)));
@@ -537,6 +559,8 @@ export class VehicleEvents {
     const conflict = await (this.redis as unknown as WithCommit).telematicsEventsCorrect(keyList.length, ...keyList, ...args);
     if (conflict !== '') return false;
     this.cached.set(vehicleno, { version: version + 1, state });
+    // A correction asked for while this one ran (requestCorrection) stays due: the script took the vehicle off the due set.
+    if (state.late.correctFrom === Infinity && (await this.redis.hkeys(keys.late(vehicleno))).some((f) => f.startsWith('r'))) await this.redis.zadd(keys.corrections, 'NX', now + this.correctionDelayMs, vehicleno);
     return true;
   }
 

@@ -176,7 +176,8 @@ describe('this release’s layout (version 3), pinned by a golden fixture', () =
   }
 
   for (const [release, what, hadCorrections] of [
-    ['ae57ce2', 'the previous main (its alarms told at once: no pending hold, no `since`)', true],
+    ['0e8a25e', 'the previous main (before moved_while_immobilised was derived: no slice 16)', true],
+    ['ae57ce2', 'the main before it (its alarms told at once: no pending hold, no `since`)', true],
     ['d164c32', 'the release before it (its drain kept one highest, charging no history of its own, nothing waited for the track, no corrections)', false],
     ['0e08806', 'the one before it (before stops, idling, overspeed, towing, geofences, soc low, battery swaps and drains)', false],
   ] as const) {

@@ -19,7 +19,7 @@ describe('key names', () => {
   it('keeps the command ledger’s keys on one slot (its scripts touch several), and each partition’s latest values on its queue’s', () => {
     const k = redisKeys('q', { partitions: 6, cluster: true });
     const c = k.commands;
-    expect(new Set([c.entries, c.live, c.idempotency, c.order, c.immobilised, c.movedTold, c.changes].map(keySlot)).size).toBe(1);
+    expect(new Set([c.entries, c.live, c.idempotency, c.order, c.immobilised, c.changes].map(keySlot)).size).toBe(1);
     expect(c.entries).toBe('{q:commands}:v1:entries');
     for (let i = 0; i < 6; i++) expect(keySlot(k.fleet(i).latest)).toBe(keySlot(k.partitions[i]!));
   });

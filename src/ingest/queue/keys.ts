@@ -131,10 +131,8 @@ export interface CommandKeys {
   idempotency: string;
   /** Sorted set: command id by the time it was asked (listing, and the bound COMMANDS_KEEP). */
   order: string;
-  /** Hash: vehicleno → `{id, type, since}` of the confirmed immobilisation of a stopping type it is under. */
+  /** Hash: vehicleno → its immobilisations of a stopping type: the one it is under and its last ended ones (commands/immobilisations.ts). */
   immobilised: string;
-  /** Hash: vehicleno → `<command id>|<time>` of the last `moved_while_immobilised` told of it. */
-  movedTold: string;
   /** Stream: each state change (`id`, `state`, `at`) until told (InfluxDB `commands`, the webhook, the counter); consumer group `tell`. */
   changes: string;
 }
@@ -211,7 +209,7 @@ export function redisKeys(queueName: string, layout: KeyLayout = SINGLE_QUEUE): 
 /** The command ledger's keys of a deployment. */
 export function commandKeys(queueName: string): CommandKeys {
   const base = `{${queueName}:commands}:v1`;
-  return { entries: `${base}:entries`, live: `${base}:live`, idempotency: `${base}:idem`, order: `${base}:order`, immobilised: `${base}:immobilised`, movedTold: `${base}:moved-told`, changes: `${base}:changes` };
+  return { entries: `${base}:entries`, live: `${base}:live`, idempotency: `${base}:idem`, order: `${base}:order`, immobilised: `${base}:immobilised`, changes: `${base}:changes` };
 }
 
 /** Partition i's queue name; a partition beyond the layout is a bug, not a key to invent. */

@@ -64,7 +64,7 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
     const fleet = fleetStateFor(cfg, redis);
     // The command ledger (COMMANDS=on): its automation hears the events; its sweep tells through them.
     const commands = cfg.COMMANDS === 'on' ? startCommands(cfg, redis, sink, log, metrics) : undefined;
-    const events = cfg.EVENTS === 'on' ? startEvents(cfg, redis, keys, served.map((q) => keys.partitions.indexOf(q)), sink, log, metrics, (entries) => quarantine.add(entries), commands?.observe ? { observe: commands.observe } : {}) : undefined;
+    const events = cfg.EVENTS === 'on' ? startEvents(cfg, redis, keys, served.map((q) => keys.partitions.indexOf(q)), sink, log, metrics, (entries) => quarantine.add(entries), commands ? { ...(commands.observe ? { observe: commands.observe } : {}), immobilisations: commands.immobilisations } : {}) : undefined;
     if (events) closers.unshift(() => events.close());
     if (commands) {
       commands.attach(events);

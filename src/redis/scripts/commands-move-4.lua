@@ -5,7 +5,9 @@
 
   KEYS[1]  hash: command id -> the command's JSON (CommandKeys.entries)
   KEYS[2]  hash: vehicleno -> the id of its command in flight (CommandKeys.live)
-  KEYS[3]  hash: vehicleno -> the immobilisation it is under, JSON {id, type, since} (CommandKeys.immobilised)
+  KEYS[3]  hash: vehicleno -> its immobilisations, JSON {id, type, since, past}: the one it is under (id,
+           type, since; absent when none) and its last ended ones, oldest first (past: [{id, type, from,
+           to}], absent when none) (CommandKeys.immobilised)
   KEYS[4]  stream of state changes to tell (CommandKeys.changes): {id, state, at} each
   ARGV[1]  the command's id
   ARGV[2]  the states it may be in, "," between (else nothing changes)
@@ -14,9 +16,11 @@
   ARGV[5]  a note on the move, or ""
   ARGV[6]  JSON object of fields to set on the command (sentAt, answer, confirmBy), or "{}"
   ARGV[7]  what the move does to the vehicle's immobilisation: "set" (an immobilise of a stopping type
-           confirmed: under it from now), "clear" (a mobilise of a stopping type sent), or ""
+           confirmed: under it from now; one it was under ends now), "clear" (a mobilise of a stopping type
+           about to be sent: the one it is under ends now), or ""
   ARGV[8]  whether the state it moves to is final ("1": the vehicle's place in flight is freed)
   ARGV[9]  the most changes the stream keeps untold (MAXLEN ~)
+  ARGV[10] the most ended immobilisations kept a vehicle (the oldest beyond go)
 
   Returns the command's JSON after the move, or false when it was in none of ARGV[2]'s states (another
   worker moved it first, or it was replaced).
@@ -39,9 +43,25 @@ local out = cjson.encode(e)
 redis.call('HSET', KEYS[1], ARGV[1], out)
 redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[9], '*', 'id', ARGV[1], 'state', ARGV[3], 'at', ARGV[4])
 if ARGV[8] == '1' and redis.call('HGET', KEYS[2], e.vehicleno) == ARGV[1] then redis.call('HDEL', KEYS[2], e.vehicleno) end
-if ARGV[7] == 'set' then
-  redis.call('HSET', KEYS[3], e.vehicleno, cjson.encode({id = e.id, type = e.type, since = now}))
-elseif ARGV[7] == 'clear' then
-  redis.call('HDEL', KEYS[3], e.vehicleno)
+if ARGV[7] ~= '' then
+  local held = redis.call('HGET', KEYS[3], e.vehicleno)
+  local im = held and cjson.decode(held) or {}
+  local past = {}
+  if type(im.past) == 'table' then past = im.past end
+  -- The one it is under ends now (lifted, or replaced by the one confirmed now).
+  if im.id then table.insert(past, {id = im.id, type = im.type, from = im.since, to = now}) end
+  while #past > tonumber(ARGV[10]) do table.remove(past, 1) end
+  local kept = {}
+  if #past > 0 then kept.past = past end
+  if ARGV[7] == 'set' then
+    kept.id = e.id
+    kept.type = e.type
+    kept.since = now
+  end
+  if next(kept) == nil then
+    redis.call('HDEL', KEYS[3], e.vehicleno)
+  else
+    redis.call('HSET', KEYS[3], e.vehicleno, cjson.encode(kept))
+  end
 end
 return out

@@ -18,7 +18,13 @@ export interface VehicleCorrections {
   told: Told[];
   /** The ledger's fields (`t<epoch>`), by epoch. */
   toldFields: Map<number, string>;
+  /** Corrections asked for from outside the records (`r<time>`: what the derivation read besides them changed at that time), and the earliest. */
+  requested: string[];
+  requestedFrom: number;
 }
+
+/** A correction asked for from `time` on (the store's `requestCorrection`): its field. */
+export const requestField = (time: number): string => `r${time}`;
 
 /** A checkpoint's field: `c<epoch>:<cut>` (`-` for a cut before any record). */
 export const checkpointField = (c: Pick<Checkpoint, 'epoch' | 'cut'>): string => `c${c.epoch}:${c.cut === -Infinity ? '-' : String(c.cut)}`;
@@ -28,11 +34,17 @@ export const packCheckpoint = (committed: Buffer): Buffer => deflateRawSync(comm
 
 /** A vehicle's corrections hash, read (`vehicleno`: its outputs' ids are made again from what names them). */
 export function readCorrections(vehicleno: string, hash: Readonly<Record<string, Buffer>>): VehicleCorrections {
-  const out: VehicleCorrections = { checkpoints: [], told: [], toldFields: new Map() };
+  const out: VehicleCorrections = { checkpoints: [], told: [], toldFields: new Map(), requested: [], requestedFrom: Infinity };
   for (const [field, value] of Object.entries(hash)) {
     const c = /^c(\d+):(-|-?[\d.e+]+)$/.exec(field);
     if (c) {
       out.checkpoints.push({ field, epoch: Number(c[1]), cut: c[2] === '-' ? -Infinity : Number(c[2]), committed: inflateRawSync(value) });
+      continue;
+    }
+    const r = /^r(\d{1,16})$/.exec(field);
+    if (r) {
+      out.requested.push(field);
+      out.requestedFrom = Math.min(out.requestedFrom, Number(r[1]));
       continue;
     }
     const t = /^t(\d+)$/.exec(field);
@@ -127,6 +139,8 @@ export function correction(vehicleno: string, live: VehicleState, kept: VehicleC
   const drop = new Set([
     ...kept.checkpoints.filter((c) => c.epoch > from.epoch || c.epoch < keepFrom).map((c) => c.field),
     ...[...kept.toldFields].filter(([epoch]) => epoch >= from.epoch || epoch < keepFrom).map(([, field]) => field),
+    // Asked for, and done by this replay (its checkpoint is before the earliest, correctVehicle).
+    ...kept.requested,
   ]);
   const write: Array<[string, string | Buffer]> = [
     ...replayed.checkpoints.filter((c) => c.epoch >= keepFrom).map((c): [string, Buffer] => [checkpointField(c), packCheckpoint(c.committed)]),

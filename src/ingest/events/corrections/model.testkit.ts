@@ -3,7 +3,7 @@ import { outputsOf, type OutboxEntry } from '../outbox.js';
 import { writeCheckpoint } from '../wire.js';
 import { STREAMS } from '../inputs.js';
 import { entryId, toldField, toldLine, toldOf } from './ledger.js';
-import { checkpointField, chooseCheckpoint, correction, packCheckpoint, prunedBefore, readCorrections, recordsFor, replayFrom, replayUntil } from './correct.js';
+import { checkpointField, chooseCheckpoint, correction, packCheckpoint, prunedBefore, readCorrections, recordsFor, replayFrom, replayUntil, requestField } from './correct.js';
 
 /**
  * The service's corrections for one vehicle, in memory, as the store and the corrector do them in Redis
@@ -86,11 +86,16 @@ export class CorrectedVehicle {
     else this.told.set(id, e);
   }
 
+  /** A correction asked for from outside the records, as the store's `requestCorrection` keeps it. */
+  request(time: number): void {
+    this.hash.set(requestField(time), Buffer.alloc(0));
+  }
+
   /** Runs the correction due, if any, as the corrector does; whether one ran. */
   correct(nowMs: number): boolean {
-    const t = this.state.late.correctFrom;
-    if (t === Infinity) return false;
     const kept = readCorrections(this.vehicleno, Object.fromEntries(this.hash));
+    const t = Math.min(this.state.late.correctFrom, kept.requestedFrom);
+    if (t === Infinity) return false;
     const from = chooseCheckpoint(kept.checkpoints, t);
     if (from === undefined) {
       this.tooLate++;

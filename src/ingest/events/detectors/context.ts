@@ -1,4 +1,5 @@
 import type { GeofenceLookup } from '../../geofences/lookup.js';
+import type { ImmobilisationLookup } from './immobilised.js';
 import type { LateState } from '../corrections/state.js';
 import type { SpeedLimits } from '../../speedLimits/registry.js';
 
@@ -145,6 +146,8 @@ export interface DeriveOptions {
   speedLimits?: { readonly current: SpeedLimits };
   /** The fleet's geofences (a worker's watch of the registry); none when absent. */
   geofences?: { readonly current: GeofenceLookup };
+  /** The command ledger's immobilisations (a worker's watch of the ledger, COMMANDS=on); none when absent. */
+  immobilisations?: { readonly current: ImmobilisationLookup };
   /** A vehicle is taken inside (outside) a geofence once its fixes stayed so this long (ThingsBoard's minInsideDuration). */
   geofenceMinDwellMs: number;
   /** A raised alarm that is no safety alarm is told once it held this long (ThingsBoard's alarm rule duration); 0: at once. */

@@ -1,0 +1,73 @@
+import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
+import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
+import type { Step } from './track.js';
+
+/**
+ * Moved while immobilised: a vehicle under a confirmed immobilisation of a type that stops it (the command
+ * ledger, src/ingest/commands/) whose records show its ignition on, or the track confirms it moving over
+ * MOTION_SPEED. Told once an immobilisation, at the first such record by record time, with its position,
+ * speed and ignition, tagged with the command's type. A function of the records and of the ledger's
+ * immobilisations (each an interval of wall time, `[from, to)`), never of when the records arrive: a late
+ * record earlier in the interval moves the event there through a correction, and the ledger asks for a
+ * correction from an interval's start and end when it sets or lifts one, so records derived before the
+ * workers knew of it are judged again.
+ *
+ * The ignition is read off the record itself (a digital line, which a jittering fix cannot fake); motion
+ * only off fixes the track confirmed (an outlier or a cold-start jump is not movement).
+ */
+
+/** One immobilisation a vehicle was under: from the immobilise's confirmation to the mobilise's sending (`to` Infinity: still under it). */
+export interface Immobilisation {
+  /** The immobilise command's id. */
+  id: string;
+  /** Its immobilise type (ignition, crank, movement, can, discharge, chargendischarge). */
+  type: string;
+  from: number;
+  to: number;
+}
+
+/** The immobilisations the ledger holds (a worker's watch of it, src/ingest/commands/immobilisations.ts). */
+export interface ImmobilisationLookup {
+  /** The immobilisation `vehicleno` was under at `time`, if any. */
+  at(vehicleno: string, time: number): Immobilisation | undefined;
+}
+
+export interface ImmobilisedState {
+  /** The `from` of the immobilisation last told (-Infinity: none), so each is told once. */
+  toldFrom: number;
+}
+
+/** A record with a position or the ignition, in order, after the track judged its fix. */
+export function immobilisedRecord(ctx: Context, s: ImmobilisedState, r: StreamRecord, plan: StreamPlan, steps: readonly Step[]): void {
+  const lookup = ctx.opts.immobilisations?.current;
+  if (lookup === undefined) return;
+  const ign = valueOf(r, plan.ignition);
+  if (ign === 1) {
+    const im = lookup.at(ctx.vehicleno, r.time);
+    if (im !== undefined && im.from !== s.toldFrom) {
+      const fields: Record<string, number> = { ignition: 1 };
+      const lat = valueOf(r, plan.lat);
+      const lng = valueOf(r, plan.lng);
+      const speed = valueOf(r, plan.speed);
+      if (lat !== undefined && lng !== undefined) Object.assign(fields, { lat, lng });
+      if (speed !== undefined) fields.speed = speed;
+      return tell(ctx, s, im, r.time, fields);
+    }
+  }
+  for (const step of steps) {
+    const f = step.fix;
+    if (!(f.speed > ctx.opts.motionSpeedKmh)) continue;
+    const im = lookup.at(ctx.vehicleno, f.time);
+    if (im === undefined || im.from === s.toldFrom) continue;
+    const fields: Record<string, number> = { lat: f.lat, lng: f.lng, speed: f.speed };
+    if (ign !== undefined) fields.ignition = ign;
+    return tell(ctx, s, im, f.time, fields);
+  }
+}
+
+function tell(ctx: Context, s: ImmobilisedState, im: Immobilisation, time: number, fields: Record<string, number>): void {
+  s.toldFrom = im.from;
+  emitEvent(ctx, 'moved_while_immobilised', time, 1, fields, { command_type: im.type });
+}
+
+export const IMMOBILISED_SLICE: Slice<ImmobilisedState> = flatSlice(16, 'immobilised', ['toldFrom'], () => ({ toldFrom: -Infinity }));
