@@ -1,23 +1,25 @@
 import { createHash } from 'node:crypto';
 import { emptyRecord, SOC_STREAM, STREAMS, recordOf, TRACK_STREAM, valueAt, type EventInput, type StreamPlan, type StreamRecord } from './inputs.js';
 import { addRecord, committed, dropCommitted, due, newStream, type Stream } from './streams.js';
+import { DETECTORS } from './kinds.js';
+import type { Detector } from './detectors/detector.js';
 import { emptyDerived, DEFAULT_DERIVE_OPTIONS, type ChargingSession, type Context, type Derived, type DeriveOptions, type DerivedEvent, type Slice, type Stop, type Trip } from './detectors/context.js';
-import { fixOf, motionChanged, motionCovers, motionSettledThrough, movingAt, TRACK, trackFix, type Step, type TrackState } from './detectors/track.js';
-import { noteSoc, SOC, socChanged, socCovers, type SocState } from './detectors/soc.js';
-import { alarmRecord, ALARMS_SLICE, type AlarmsState } from './detectors/alarms.js';
-import { ignitionAt, ignitionChanged, ignitionCovers, IGNITION_SLICE, ignitionRecord, type IgnitionState } from './detectors/ignition.js';
-import { FINISHED_TRIPS_SLICE, tripGap, tripRecord, TRIPS_SLICE, tripSocIdle, tripSocProgress, type FinishedTrips, type TripsState } from './detectors/trips.js';
-import { chargingGap, chargingKnownAt, chargingRecord, chargingSoc, CHARGING_SLICE, type ChargingState } from './detectors/charging.js';
-import { awaitPassed, correctFrom, LATE_SLICE, notePremature, type LateState } from './corrections/state.js';
-import { STOPS_SLICE, stopsRecord, type StopsState } from './detectors/stops.js';
-import { IDLE_SLICE, idleGap, idleRecord, type IdleState } from './detectors/idle.js';
-import { OVERSPEED_SLICE, overspeedGap, overspeedRecord, type OverspeedState } from './detectors/overspeed.js';
-import { TOWING_SLICE, towingRecord, type TowingState } from './detectors/towing.js';
-import { GEOFENCES_SLICE, geofencesRecord, type GeofencesState } from './detectors/geofences.js';
-import { SOC_LOW_SLICE, socLowRecord, type SocLowState } from './detectors/socLow.js';
-import { BATTERY_SWAP_SLICE, batterySwapRecord, type BatterySwapState } from './detectors/batterySwap.js';
-import { DRAIN_SLICE, DRAIN_WAITING, drainReading, type DrainState } from './detectors/drain.js';
-import { IMMOBILISED_SLICE, immobilisedRecord, type ImmobilisedState } from './detectors/immobilised.js';
+import { fixOf, motionChanged, motionCovers, motionSettledThrough, movingAt, trackFix, type Step } from './detectors/track.js';
+import { noteSoc, socChanged, socCovers } from './detectors/soc.js';
+import { alarmRecord } from './detectors/alarms.js';
+import { ignitionAt, ignitionChanged, ignitionCovers, ignitionRecord } from './detectors/ignition.js';
+import { tripGap, tripRecord, tripSocIdle, tripSocProgress } from './detectors/trips.js';
+import { chargingGap, chargingKnownAt, chargingRecord, chargingSoc } from './detectors/charging.js';
+import { awaitPassed, correctFrom, notePremature } from './corrections/state.js';
+import { stopsRecord } from './detectors/stops.js';
+import { idleGap, idleRecord } from './detectors/idle.js';
+import { overspeedGap, overspeedRecord } from './detectors/overspeed.js';
+import { towingRecord } from './detectors/towing.js';
+import { geofencesRecord } from './detectors/geofences.js';
+import { socLowRecord } from './detectors/socLow.js';
+import { batterySwapRecord } from './detectors/batterySwap.js';
+import { DRAIN_WAITING, drainReading } from './detectors/drain.js';
+import { immobilisedRecord } from './detectors/immobilised.js';
 
 /**
  * Vehicle events: per vehicle, by record time, alarms raised and cleared, ignition on and off, trips and
@@ -35,72 +37,23 @@ import { IMMOBILISED_SLICE, immobilisedRecord, type ImmobilisedState } from './d
 export { DEFAULT_DERIVE_OPTIONS, type ChargingSession, type Derived, type DeriveOptions, type DerivedEvent, type Stop, type Trip } from './detectors/context.js';
 export { DERIVE_FIELDS, DERIVE_PICK, inputOf, type EventInput } from './inputs.js';
 
-/** One vehicle's derivation state: its streams, by stream id, and each detector's slice. Kept in Redis as `wire.ts` writes it. */
-export interface VehicleState {
-  streams: Stream[];
-  track: TrackState;
-  soc: SocState;
-  alarms: AlarmsState;
-  ignition: IgnitionState;
-  trips: TripsState;
-  finishedTrips: FinishedTrips;
-  charging: ChargingState;
-  stops: StopsState;
-  idle: IdleState;
-  overspeed: OverspeedState;
-  towing: TowingState;
-  geofences: GeofencesState;
-  socLow: SocLowState;
-  batterySwap: BatterySwapState;
-  drain: DrainState;
-  immobilised: ImmobilisedState;
-  late: LateState;
-}
+type Detectors = (typeof DETECTORS)[number];
 
-/** The slices of a state, each under its frozen id (`wire.ts` stores them so). */
-export const SLICES = {
-  track: TRACK,
-  soc: SOC,
-  alarms: ALARMS_SLICE,
-  ignition: IGNITION_SLICE,
-  trips: TRIPS_SLICE,
-  finishedTrips: FINISHED_TRIPS_SLICE,
-  charging: CHARGING_SLICE,
-  stops: STOPS_SLICE,
-  idle: IDLE_SLICE,
-  overspeed: OVERSPEED_SLICE,
-  towing: TOWING_SLICE,
-  geofences: GEOFENCES_SLICE,
-  socLow: SOC_LOW_SLICE,
-  batterySwap: BATTERY_SWAP_SLICE,
-  drain: DRAIN_SLICE,
-  immobilised: IMMOBILISED_SLICE,
-  late: LATE_SLICE,
-} satisfies { [K in Exclude<keyof VehicleState, 'streams'>]: Slice<VehicleState[K]> };
+/**
+ * One vehicle's derivation state: its streams, by stream id, and each detector's slice under its key
+ * (derived from `DETECTORS`, kinds.ts). Kept in Redis as `wire.ts` writes it.
+ */
+export type VehicleState = { streams: Stream[] } & { [D in Detectors as D['key']]: D extends Detector<string, infer S> ? S : never };
+
+/** The slices of a state by key, each under its frozen id (`wire.ts` stores them so), in the order stored. */
+export const SLICES = Object.fromEntries(DETECTORS.map((d) => [d.key, d.slice])) as { [K in Exclude<keyof VehicleState, 'streams'>]: Slice<VehicleState[K]> };
 
 export function newState(): VehicleState {
   const streams: Stream[] = [];
   for (const plan of STREAMS.values()) streams[plan.streamId] = newStream(plan.streamId);
-  return {
-    streams,
-    track: SLICES.track.fresh(),
-    soc: SLICES.soc.fresh(),
-    alarms: SLICES.alarms.fresh(),
-    ignition: SLICES.ignition.fresh(),
-    trips: SLICES.trips.fresh(),
-    finishedTrips: SLICES.finishedTrips.fresh(),
-    charging: SLICES.charging.fresh(),
-    stops: SLICES.stops.fresh(),
-    idle: SLICES.idle.fresh(),
-    overspeed: SLICES.overspeed.fresh(),
-    towing: SLICES.towing.fresh(),
-    geofences: SLICES.geofences.fresh(),
-    socLow: SLICES.socLow.fresh(),
-    batterySwap: SLICES.batterySwap.fresh(),
-    drain: SLICES.drain.fresh(),
-    immobilised: SLICES.immobilised.fresh(),
-    late: SLICES.late.fresh(),
-  };
+  const s: Record<string, unknown> = { streams };
+  for (const d of DETECTORS) s[d.key] = d.slice.fresh();
+  return s as VehicleState;
 }
 
 /** Records a vehicle holds uncommitted, over its streams. */

@@ -14,7 +14,7 @@ import { webhookPayloadOf, pointOf, startDispatch, type OutboxEntry } from './ou
 import { Lines } from '../write/lines.js';
 import { VehicleEvents, type CorrectionOutcome } from './store.js';
 import { InfluxRecordSource } from './corrections/records.js';
-import { influxTargetOf } from '../fleet/history.js';
+import { influxTargetOf } from '../read/influxql.js';
 import { GeofenceRegistry, GeofenceWatch, parseGeofencesFile } from '../geofences/registry.js';
 import { SpeedLimitRegistry, SpeedLimitWatch } from '../speedLimits/registry.js';
 import { sampleWebhookBacklog, startWebhookDelivery, WebhookQueue, webhookRetryPolicy, type RunningDelivery, type WebhookPayload } from './webhook.js';

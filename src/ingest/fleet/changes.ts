@@ -3,6 +3,7 @@ import { formatLine } from '../../telemetry/lineProtocol.js';
 import { FLEET, FLEET_STATUS } from '../../telemetry/derivedMeasurements.js';
 import type { PointSink } from '../write/sink.js';
 import type { FleetState } from './state.js';
+import type { Output } from '../events/detectors/detector.js';
 
 /**
  * Silence written where analysts look. InfluxQL cannot ask "whose last point is older than an hour"
@@ -24,6 +25,16 @@ import type { FleetState } from './state.js';
  */
 export const STATUS_MEASUREMENT = FLEET_STATUS.name;
 export const COUNTS_MEASUREMENT = FLEET.name;
+
+/** The fleet status's events (docs/events.md, the CLI's `--event`), declared as the detectors' are. */
+export const FLEET_OUTPUTS: readonly Output[] = [
+  {
+    events: ['silent', 'back'],
+    shown: '`silent` / `back`',
+    where: '`vehicle_events` (with `after_s`, `last_seen`)',
+    what: "the fleet status's changes (below): `silent` at the instant a vehicle crossed each `SILENT_AFTER` threshold; one `back` at the record that ended its silence (the first more than the shortest threshold after the one before it; for records that came late rather than after a gap, the last-seen at the first status run that saw it back), the same however often a failed run is done again, `after_s` the longest threshold it had crossed, `last_seen` its time",
+  },
+];
 
 /** A change of status as a vehicle event (the shape of src/ingest/events' events). */
 export interface StatusEvent {

@@ -20,6 +20,7 @@ import {
   ALARM_FLAGS,
   decimal,
   EVENT_NAMES,
+  EVENT_NAMES_SHOWN,
   HISTORY_MEASUREMENTS,
   historyQuery,
   hms,
@@ -203,7 +204,7 @@ function historyCommand<R>(c: {
 
 const events = historyCommand<VehicleEvent>({
   name: 'events',
-  summary: "a vehicle's events (alarms, ignition, charging, idling, overspeed, moved while off, silent and back) from InfluxDB",
+  summary: "a vehicle's events (every kind the service writes: --help names them) from InfluxDB",
   help: `Usage: telematics-fleet events --vehicle <plate> [--since <date>] [--until <date>] [--event <name>] [--limit N] [--json]
        telematics-fleet events --event <name> [--since <date>] [--until <date>] [--limit N] [--json]
 
@@ -211,11 +212,7 @@ The vehicle's events in the range, oldest first, from measurement vehicle_events
 (1 raised, on, started, silent; 0 cleared, off, stopped, back) and what the event carried (lat, lng, soc…).
 With --event and no --vehicle, that event of every vehicle (which vehicle was towed, or over the limit).
 
-${RANGE_HELP}  --event <name>     only this event: alert_<flag>_raised, alert_<flag>_cleared, ignition_on, ignition_off,
-                     charging_started, charging_stopped, idle_started, idle_ended, overspeed_started,
-                     overspeed_ended, moved_while_off, geofence_entered, geofence_exited, soc_low,
-                     soc_recovered, battery_swapped, soc_drain_while_parked, fuel_drop, fuel_refuel,
-                     silent or back
+${RANGE_HELP}  --event <name>     only this event: ${wrap(EVENT_NAMES_SHOWN.join(', '), 82, ' '.repeat(21))}
 
 Alarm flags: ${wrap(ALARM_FLAGS.join(', '), 100, '  ')}
 

@@ -4,12 +4,18 @@
  * the v1-compatible query API (`GET /query`), which InfluxDB 1.x, 2.x (through a DBRP mapping) and 3.x
  * all serve. For `telematics-fleet events|trips|charging|stops|summary`.
  */
-import { EXIT } from '../../cli/exit.js';
 import { ConfigError, loadConfig, type Config } from '../../config/index.js';
 import { ALARM_FIELDS } from '../../telemetry/fields.js';
 import { CHARGING, DERIVED_MEASUREMENTS, STOPS, TRIPS, VEHICLE_EVENTS } from '../../telemetry/derivedMeasurements.js';
 import { GPS } from '../../telemetry/vehicleData.js';
 import { summarizeDays, type DaySummary, type LocalDay } from './days.js';
+import { EVENTS_OUTPUTS } from '../events/kinds.js';
+import { eventNamesOf } from '../events/detectors/detector.js';
+import { FLEET_OUTPUTS } from './changes.js';
+import { influxSelect, influxTargetOf, quoteIdent, quoteString, timeLiteral, type InfluxRow, type InfluxTarget } from '../read/influxql.js';
+
+// The InfluxQL reads every tool and process shares, where they were first written (imported from here by many).
+export { InfluxError, influxSelect, influxTargetOf, quoteIdent, quoteString, timeLiteral, type InfluxRow, type InfluxTarget } from '../read/influxql.js';
 
 export const HISTORY_MEASUREMENTS = { events: VEHICLE_EVENTS.name, trips: TRIPS.name, charging: CHARGING.name, stops: STOPS.name } as const;
 
@@ -17,42 +23,10 @@ export const HISTORY_MEASUREMENTS = { events: VEHICLE_EVENTS.name, trips: TRIPS.
 export const ALARM_FLAGS: readonly string[] = ALARM_FIELDS.filter((f) => f.startsWith('alert_'));
 
 /** Every event name the service writes (`--event` is checked against them: a typo would list nothing). */
-export const EVENT_NAMES: readonly string[] = [
-  ...ALARM_FLAGS.flatMap((f) => [`${f}_raised`, `${f}_cleared`]),
-  'ignition_on',
-  'ignition_off',
-  'charging_started',
-  'charging_stopped',
-  'idle_started',
-  'idle_ended',
-  'overspeed_started',
-  'overspeed_ended',
-  'moved_while_off',
-  'moved_while_immobilised',
-  'geofence_entered',
-  'geofence_exited',
-  'soc_low',
-  'soc_recovered',
-  'battery_swapped',
-  'soc_drain_while_parked',
-  'fuel_drop',
-  'fuel_refuel',
-  'silent',
-  'back',
-];
+export const EVENT_NAMES: readonly string[] = eventNamesOf([...EVENTS_OUTPUTS, ...FLEET_OUTPUTS]);
 
-/** An InfluxQL string literal: `\` and `'` escaped, and a newline written as `\n` (a raw one ends the statement). */
-export function quoteString(s: string): string {
-  return `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'").replace(/\n/g, '\\n')}'`;
-}
-
-/** An InfluxQL identifier, always quoted (`end` is a keyword, and a quoted name is never one). */
-export function quoteIdent(s: string): string {
-  return `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`;
-}
-
-/** A time bound as an RFC 3339 literal, which every InfluxQL version compares `time` with. */
-export const timeLiteral = (ms: number): string => quoteString(new Date(ms).toISOString());
+/** The event names as the CLI's help lists them: the alarms' as their pattern. */
+export const EVENT_NAMES_SHOWN: readonly string[] = ['alert_<flag>_raised', 'alert_<flag>_cleared', ...EVENT_NAMES.filter((e) => !ALARM_FLAGS.some((f) => e === `${f}_raised` || e === `${f}_cleared`))];
 
 export interface HistoryQuery {
   /** One vehicle; undefined: every vehicle (`events --event`, to find which vehicle was told). */
@@ -81,15 +55,6 @@ function standingOf(measurement: string): string[] {
   return m?.standing === undefined ? [] : [m.standing];
 }
 
-/** Where the history is read: the InfluxDB the service writes to. */
-export interface InfluxTarget {
-  url: string;
-  token: string;
-  db: string;
-  rp?: string;
-  timeoutMs: number;
-}
-
 const INFLUX_KEYS = ['INFLUX_URL', 'INFLUX_TOKEN', 'INFLUX_BUCKET', 'INFLUX_TIMEOUT', 'FLEET_TIMEZONE'] as const;
 
 /**
@@ -111,78 +76,6 @@ function historyConfig(env: Readonly<Record<string, string | undefined>>): Confi
   const picked: Record<string, string | undefined> = { PUSH_AUTH: 'none' };
   for (const k of INFLUX_KEYS) picked[k] = env[k];
   return loadConfig(picked);
-}
-
-/** Where a service process reads back what it wrote. */
-export function influxTargetOf(cfg: Pick<Config, 'INFLUX_URL' | 'INFLUX_TOKEN' | 'INFLUX_BUCKET' | 'INFLUX_TIMEOUT'>): InfluxTarget {
-  // A bucket may name a retention policy (`db/rp`), as the service's writes through /api/v2/write take it.
-  const [db, rp] = cfg.INFLUX_BUCKET.split('/', 2);
-  return { url: cfg.INFLUX_URL.replace(/\/+$/, ''), token: cfg.INFLUX_TOKEN, db: db!, ...(rp ? { rp } : {}), timeoutMs: cfg.INFLUX_TIMEOUT };
-}
-
-/** InfluxDB unreachable, refusing, or answering what is no query result; `code` is the exit status. */
-export class InfluxError extends Error {
-  override readonly name = 'InfluxError';
-  constructor(
-    message: string,
-    readonly code: number = EXIT.network,
-  ) {
-    super(message);
-  }
-}
-
-export type InfluxRow = Record<string, string | number | boolean | null>;
-
-interface Series {
-  columns?: string[];
-  values?: unknown[][];
-}
-interface QueryBody {
-  results?: Array<{ series?: Series[]; error?: string }>;
-  error?: string;
-  message?: string;
-}
-
-/** One InfluxQL statement's rows (time in epoch ms), its series merged in the order they came. */
-export async function influxSelect(target: InfluxTarget, q: string): Promise<InfluxRow[]> {
-  const params = new URLSearchParams({ db: target.db, q, epoch: 'ms' });
-  if (target.rp) params.set('rp', target.rp);
-  const headers: Record<string, string> = { accept: 'application/json' };
-  if (target.token) headers.authorization = `Token ${target.token}`;
-  let res: Response;
-  let text: string;
-  try {
-    res = await fetch(`${target.url}/query?${params}`, { headers, signal: AbortSignal.timeout(target.timeoutMs) });
-    text = await res.text();
-  } catch (err) {
-    const e = err as Error & { cause?: { message?: string; code?: string } };
-    const why = e.name === 'TimeoutError' ? `no answer within ${target.timeoutMs} ms (INFLUX_TIMEOUT)` : (e.cause?.code ?? e.cause?.message ?? e.message);
-    throw new InfluxError(`cannot reach ${target.url}: ${why}`);
-  }
-  let body: QueryBody | undefined;
-  try {
-    body = JSON.parse(text) as QueryBody;
-  } catch {
-    // Left undefined: told apart below, by the status.
-  }
-  // 1.x answers {error}, 2.x and 3.x {code, message}.
-  const refused = body?.error ?? body?.message ?? body?.results?.find((r) => r.error)?.error;
-  if (!res.ok) throw new InfluxError(`${target.url} answered ${res.status}${refused ? `: ${refused}` : ''}`);
-  if (refused) throw new InfluxError(refused);
-  if (!body || !Array.isArray(body.results)) throw new InfluxError(`${target.url}/query answered what is no InfluxQL result: ${text.slice(0, 200)}`, EXIT.protocol);
-  const rows: InfluxRow[] = [];
-  for (const s of body.results[0]?.series ?? []) {
-    const columns = s.columns ?? [];
-    for (const values of s.values ?? []) {
-      const row: InfluxRow = {};
-      columns.forEach((c, i) => {
-        const v = values[i];
-        row[c] = typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? v : null;
-      });
-      rows.push(row);
-    }
-  }
-  return rows;
 }
 
 /** A vehicle event as the CLI shows it. */

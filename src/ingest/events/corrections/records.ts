@@ -1,4 +1,4 @@
-import { influxSelect, quoteIdent, quoteString, timeLiteral, type InfluxTarget } from '../../fleet/history.js';
+import { influxSelect, quoteIdent, quoteString, timeLiteral, type InfluxTarget } from '../../read/influxql.js';
 import { RECORD_TYPES } from '../../../telemetry/vehicleData.js';
 import { inputOf, STREAM_BY_ID, valueAt, type EventInput, type StreamPlan, type StreamRecord } from '../inputs.js';
 

@@ -1,6 +1,7 @@
 import { CURRENT, SOC as SOC_FIELD, VOLTAGE, valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
 import { alarmsOf, TYPES } from '../../../telemetry/fields.js';
+import { detector } from './detector.js';
 
 const ALARMS = alarmsOf(TYPES.map((t) => t.spec));
 
@@ -82,3 +83,16 @@ export const ALARMS_SLICE: Slice<AlarmsState> = flatSlice(2, 'alarms', ['raised'
   pending: 0,
   ...(Object.fromEntries(SINCE_KEYS.map((k) => [k, Number.NaN])) as Omit<AlarmsState, 'raised' | 'pending'>),
 }));
+
+/** The alarms detector, declared once (detector.ts); ../kinds.ts lists it. */
+export const ALARMS_DETECTOR = detector({
+  key: 'alarms',
+  slice: ALARMS_SLICE,
+  reads: "CAN `alert_*`",
+  settings: ["ALARM_MIN_DURATION"],
+  derives: "`<alarm>_raised` / `_cleared`",
+  rules: "a flip of a carried flag (absent is not 0); flags kept by their frozen `alarmBit`; a flag that is no safety alarm (the schema's `safety`) told raised once it held `ALARM_MIN_DURATION` (`since` its raise), one cleared before told neither way; **a safety alarm is never invented and never swallowed**: a record too late for its window changes nothing live, and its correction tells a raise outside an episode at its time, marked `late`, with its clearing, and nothing inside one ([corrections/](corrections/README.md))",
+  outputs: [
+    { events: ALARMS.flatMap((a) => [`${a.name}_raised`, `${a.name}_cleared`]), shown: "`<flag>_raised` / `<flag>_cleared`", where: "`vehicle_events` (tags `vehicleno`, `event`; field `value` 1 / 0, with `soc`, `battery_voltage`, `current` when known)", what: "each of the 15 `alert_*` flags going 0 → 1 / 1 → 0; a vehicle's first record raises what is already 1. A safety alarm (`alert_thermal_runaway`, `alert_short_circuit`) is told the moment it is raised; any other once it held `ALARM_MIN_DURATION` (30 s), at the first record that shows it, with `since` its raise (one cleared before is told neither way, so a flapping flag is told at most twice per that span)" },
+  ],
+});

@@ -1,5 +1,6 @@
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
+import { detector } from './detector.js';
 
 /**
  * A battery swapped (a swap station's work, a lease's): `battery_swapped` when a CAN record's pack
@@ -29,3 +30,16 @@ export function batterySwapRecord(ctx: Context, s: BatterySwapState, r: StreamRe
 }
 
 export const BATTERY_SWAP_SLICE: Slice<BatterySwapState> = flatSlice(13, 'battery swap', ['bmsId', 'batteryId'], () => ({ bmsId: NaN, batteryId: NaN }));
+
+/** The batterySwap detector, declared once (detector.ts); ../kinds.ts lists it. */
+export const BATTERY_SWAP_DETECTOR = detector({
+  key: 'batterySwap',
+  slice: BATTERY_SWAP_SLICE,
+  reads: "CAN `bms_id`, `bat_id_1`",
+  settings: [],
+  derives: "`battery_swapped` (`bms_id_old` / `_new`, `bat_id_old` / `_new` of what changed, `soc`)",
+  rules: "a record's pack id differing from the last seen of the same field (a record without ids says nothing; a vehicle's first ids are no swap)",
+  outputs: [
+    { events: ['battery_swapped'], shown: "`battery_swapped`", where: "`vehicle_events` (`bms_id_old` / `_new`, `bat_id_old` / `_new`, `soc`)", what: "a pack's `bms_id` or `bat_id_1` differing from the last seen" },
+  ],
+});

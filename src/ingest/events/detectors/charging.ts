@@ -4,6 +4,7 @@ import { emitEvent, emitSession, flatSlice, type ChargingSession, type Context, 
 import { Changes } from './changes.js';
 import { movingAt, standingAt, type TrackState } from './track.js';
 import { geofenceNamesAt } from './geofences.js';
+import { detector } from './detector.js';
 
 /**
  * Charging sessions, from the CAN stream: `charging_started` / `charging_stopped` and, at the stop, the
@@ -185,3 +186,17 @@ export const CHARGING_SLICE: Slice<ChargingState> = {
     return s;
   },
 };
+
+/** The charging detector, declared once (detector.ts); ../kinds.ts lists it. */
+export const CHARGING_DETECTOR = detector({
+  key: 'charging',
+  slice: CHARGING_SLICE,
+  reads: "CAN `load_status`, `current`, `battery_voltage`, `soc`; the track's motion",
+  settings: ["CHARGING_CURRENT_SIGN", "CHARGING_MIN_CURRENT", "CHARGING_MIN_DURATION", "TRIP_MAX_GAP"],
+  derives: "`charging_started` / `_stopped`, `charging` sessions; when a session was under way (its last 8 changes, for the drain)",
+  rules: "`load_status` decides where sent (2 charging); without it, `current` of `CHARGING_CURRENT_SIGN` and at least `CHARGING_MIN_CURRENT`, the vehicle standing (the track's motion at the record's time, read once the track has passed it: such a record waits for it, \"Waits\" below), lasting `CHARGING_MIN_DURATION` before it is told, stamped at its first record (regenerative braking is no session, however far GPS lags); a gap over `TRIP_MAX_GAP` ends the session at its last record, never integrated across; energy ∫ V × \\|I\\| dt by trapezoids",
+  outputs: [
+    { events: ['charging_started', 'charging_stopped'], shown: "`charging_started` / `charging_stopped`", where: "`vehicle_events` (on stop also `duration_s`, `energy_wh`)", what: "a CAN record with `load_status` 2 (charging); without `load_status`, `current` of the charging sign (`CHARGING_CURRENT_SIGN`, default positive, as the emulator charges; at least `CHARGING_MIN_CURRENT`) while the vehicle stands still, told once it has lasted `CHARGING_MIN_DURATION` and stamped at its first record (regenerative braking is no session); then the first record that is not" },
+    { events: [], shown: "a charging session", where: "`charging` (tag `vehicleno`, time = start; `end`, `duration_s`, `soc_start`, `soc_end`, `energy_wh`)", what: "start to stop (or the last charging record before a gap of `TRIP_MAX_GAP`); energy is ∫ voltage × \\|current\\| dt between charging records carrying both, never across a gap; shorter than `CHARGING_MIN_DURATION` is not a session" },
+  ],
+});

@@ -3,6 +3,7 @@ import { chargingUnderWayAt, type ChargingState } from './charging.js';
 import { ignitionAt, type IgnitionState } from './ignition.js';
 import { movingAt, type TrackState } from './track.js';
 import { WindowedExtreme } from './windowed.js';
+import { detector } from './detector.js';
 
 /**
  * Charge draining while parked (a fault, or a theft of charge): the soc of CAN records falling by at
@@ -87,3 +88,16 @@ export const DRAIN_SLICE: Slice<DrainState> = {
     return s;
   },
 };
+
+/** The drain detector, declared once (detector.ts); ../kinds.ts lists it. */
+export const DRAIN_DETECTOR = detector({
+  key: 'drain',
+  slice: DRAIN_SLICE,
+  reads: "CAN `soc`; the ignition's and the track's history, charging's",
+  settings: ["SOC_DRAIN_MIN", "SOC_DRAIN_WINDOW"],
+  derives: "`soc_drain_while_parked` (`soc_from`, `soc_to`, `over_s`)",
+  rules: "parked (the ignition off and standing at the record's time, read from the GPS stream's history once it passed that time: its records wait for it, \"Waits\" below; no charging session under way then, `chargingUnderWayAt`), the soc falling `SOC_DRAIN_MIN` (5) points from the highest within `SOC_DRAIN_WINDOW` (6 h), `windowed.ts`: an older high never hides a fall from a lower one; once a parked spell",
+  outputs: [
+    { events: ['soc_drain_while_parked'], shown: "`soc_drain_while_parked`", where: "`vehicle_events` (`soc_from`, `soc_to`, `over_s`)", what: "parked (ignition off, standing, not charging), the soc falling `SOC_DRAIN_MIN` points within `SOC_DRAIN_WINDOW`" },
+  ],
+});

@@ -1,5 +1,6 @@
 import type { DerivedEvent } from './context.js';
 import { WindowedExtreme } from './windowed.js';
+import type { Output } from './detector.js';
 
 /**
  * Fuel drops (a theft, a leak) and refuels, judged on the fuel history the sync pulls
@@ -147,3 +148,11 @@ export function fuelEvent(vehicleno: string, unit: string, c: FuelChange): Deriv
     tags: { unit },
   };
 }
+
+/** Fuel changes, judged by the fuel sync on the synced history (not the push streams, so no slice): their outputs. */
+export const FUEL_OUTPUTS: readonly Output[] = [
+    { events: ['fuel_drop', 'fuel_refuel'], shown: "`fuel_drop` / `fuel_refuel`", where: "`vehicle_events` (tag `unit`; `fuel_before`, `fuel_after`, `fuel_amount`, `over_s`)", what: "judged by the fuel sync on the synced history (not the push streams): the level falling `FUEL_DROP_MIN` (rising `FUEL_REFUEL_MIN`) within `FUEL_CHANGE_WINDOW`, told once it stopped falling (rising), stamped where it began; none while the vehicle moved (`FUEL_CHANGES_WHILE_MOVING=off`); a range synced again tells nothing twice ([src/ingest/sync/](../src/ingest/sync/README.md))" },
+];
+
+/** Fuel changes in the detectors' table (src/ingest/events/README.md). */
+export const FUEL_ROW = { module: 'fuel.ts', reads: "the synced fuel history (run by `../sync/fuel.ts`, not on the streams)", derives: "`fuel_drop` / `fuel_refuel` (tag `unit`; `fuel_before`, `fuel_after`, `fuel_amount`, `over_s`)", rules: "a reading `FUEL_DROP_MIN` below the highest (`FUEL_REFUEL_MIN` above the lowest) of the readings within `FUEL_CHANGE_WINDOW` before it begins a change (a slow siphon counts; Traccar's `fuelDropThreshold` compares two consecutive positions only); it goes on while each reading falls (rises) further and is told at the first that does not, at a gap over the window, or once the sync read a window past its extreme; stamped where it began (the level before), once; the next is measured from its extreme; with `FUEL_CHANGES_WHILE_MOVING=off` not told when a GPS fix stored in InfluxDB between its first and last reading went over `MOTION_SPEED`; its progress (`last`) sits beside the sync's watermark, written with it after the events were told, so a range read twice or after a crash tells the same events once" } as const;

@@ -2,6 +2,7 @@ import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
 import { stepMoving, type Step, type TrackState } from './track.js';
 import { tripAddTime, type TripsState } from './trips.js';
+import { detector } from './detector.js';
 
 /**
  * Idling (Geotab's and Samsara's idling exceptions; an open request in Traccar): the ignition on and the
@@ -86,3 +87,17 @@ export const IDLE_SLICE: Slice<IdleState> = flatSlice(
   ['since', 'told', 'lat', 'lng', 'standing', 'ignition', 'lastTime'],
   () => ({ since: NaN, told: 0, lat: NaN, lng: NaN, standing: 0, ignition: NaN, lastTime: -Infinity }),
 );
+
+/** The idle detector, declared once (detector.ts); ../kinds.ts lists it. */
+export const IDLE_DETECTOR = detector({
+  key: 'idle',
+  slice: IDLE_SLICE,
+  reads: "the track, ignition",
+  writesInto: ['trips'],
+  settings: ["IDLE_MIN_DURATION"],
+  derives: "`idle_started` / `idle_ended` (`lat`, `lng`; `duration_s` at the end); a trip's `idle_s`",
+  rules: "the ignition on and standing at least `IDLE_MIN_DURATION` (300 s), stamped at its start (the later of the two), told once it lasted that; ended by a moving fix, the ignition off, or a gap (at the last record before it); an idle ending within a trip adds to the trip",
+  outputs: [
+    { events: ['idle_started', 'idle_ended'], shown: "`idle_started` / `idle_ended`", where: "`vehicle_events` (`lat`, `lng`; `duration_s` at the end)", what: "the ignition on and standing at least `IDLE_MIN_DURATION`; a trip's `idle_s`" },
+  ],
+});

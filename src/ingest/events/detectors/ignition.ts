@@ -1,6 +1,7 @@
 import { SPEED, valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitEvent, type Context, type Slice } from './context.js';
 import { zeros } from '../pending.js';
+import { detector } from './detector.js';
 
 /**
  * Ignition (Traccar's IgnitionEventHandler): `ignition_on` / `ignition_off` when a record's ignition
@@ -95,3 +96,16 @@ export const IGNITION_SLICE: Slice<IgnitionState> = {
     return s;
   },
 };
+
+/** The ignition detector, declared once (detector.ts); ../kinds.ts lists it. */
+export const IGNITION_DETECTOR = detector({
+  key: 'ignition',
+  slice: IGNITION_SLICE,
+  reads: "GPS `ignstatus`",
+  settings: [],
+  derives: "`ignition_on` / `ignition_off` (with the fix's `lat`, `lng`, `speed`); its last 8 changes (`ignitionAt`, for the CAN stream)",
+  rules: "a flip; a first record at 1 is `ignition_on`",
+  outputs: [
+    { events: ['ignition_on', 'ignition_off'], shown: "`ignition_on` / `ignition_off`", where: "`vehicle_events` (with `lat`, `lng`, `speed`)", what: "the gps `ignstatus` flipping" },
+  ],
+});

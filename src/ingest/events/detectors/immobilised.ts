@@ -1,6 +1,7 @@
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
 import type { Step } from './track.js';
+import { detector } from './detector.js';
 
 /**
  * Moved while immobilised: a vehicle under a confirmed immobilisation of a type that stops it (the command
@@ -71,3 +72,16 @@ function tell(ctx: Context, s: ImmobilisedState, im: Immobilisation, time: numbe
 }
 
 export const IMMOBILISED_SLICE: Slice<ImmobilisedState> = flatSlice(16, 'immobilised', ['toldFrom'], () => ({ toldFrom: -Infinity }));
+
+/** The immobilised detector, declared once (detector.ts); ../kinds.ts lists it. */
+export const IMMOBILISED_DETECTOR = detector({
+  key: 'immobilised',
+  slice: IMMOBILISED_SLICE,
+  reads: "GPS `ignstatus`, the track, the command ledger's immobilisations (`../commands/immobilisations.ts`, COMMANDS=on)",
+  settings: ["MOTION_SPEED"],
+  derives: "`moved_while_immobilised` (`lat`, `lng`, `speed`, `ignition`; tag `command_type`)",
+  rules: "under an immobilisation (an interval of time: from its confirmation to the mobilise's claim for sending), a record with the ignition on, or a fix the track confirms over `MOTION_SPEED`; once an immobilisation, at the first by record time; a correction is asked for from each interval's start and end as the ledger sets or lifts it; paged by `TelematicsVehicleMovedWhileImmobilised` ([docs/commands.md](../../../docs/commands.md))",
+  outputs: [
+    { events: ['moved_while_immobilised'], shown: "`moved_while_immobilised`", where: "`vehicle_events` (`lat`, `lng`, `speed`, `ignition`; tag `command_type`)", what: "under an immobilisation the command ledger confirmed ([commands.md](commands.md)), a record with the ignition on or a confirmed fix over `MOTION_SPEED`, once an immobilisation, at the first by record time (corrected by late records as every event is); pages (`TelematicsVehicleMovedWhileImmobilised`)" },
+  ],
+});

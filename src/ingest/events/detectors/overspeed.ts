@@ -2,6 +2,7 @@ import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
 import type { Step } from './track.js';
 import { tripAddTime, type TripsState } from './trips.js';
+import { detector } from './detector.js';
 
 /**
  * Overspeed (Traccar's OverspeedEventHandler, `event.overspeed.minimalDuration`): the speed the track's
@@ -105,3 +106,17 @@ export const OVERSPEED_SLICE: Slice<OverspeedState> = flatSlice(
   ['since', 'told', 'limit', 'maxSpeed', 'distanceM', 'lat', 'lng', 'startSpeed', 'lastOver', 'lastTime'],
   () => ({ since: NaN, told: 0, limit: NaN, maxSpeed: NaN, distanceM: 0, lat: NaN, lng: NaN, startSpeed: NaN, lastOver: NaN, lastTime: -Infinity }),
 );
+
+/** The overspeed detector, declared once (detector.ts); ../kinds.ts lists it. */
+export const OVERSPEED_DETECTOR = detector({
+  key: 'overspeed',
+  slice: OVERSPEED_SLICE,
+  reads: "the track's speeds",
+  writesInto: ['trips'],
+  settings: ["SPEED_LIMIT", "OVERSPEED_MIN_DURATION"],
+  derives: "`overspeed_started` (`limit`, `speed`, `lat`, `lng`) / `overspeed_ended` (`limit`, `max_speed`, `duration_s`, `distance_m`); a trip's `overspeed_s`",
+  rules: "confirmed fixes over the limit at their time (the vehicle's own, `../speedLimits/`, else `SPEED_LIMIT`, 0: none; inside geofences with a `speed_limit`, the lowest, or the geofence's with `SPEED_LIMIT_PREFER_LOWEST=off`) for at least `OVERSPEED_MIN_DURATION` (10 s; Traccar's `minimalDuration`, which tells one event and no end), stamped at the first fix over; a fix without a speed says nothing; ended by the first fix at or under the limit, the ignition off, or a gap (at its last fix over)",
+  outputs: [
+    { events: ['overspeed_started', 'overspeed_ended'], shown: "`overspeed_started` / `overspeed_ended`", where: "`vehicle_events` (`limit`, `speed`; at the end `max_speed`, `duration_s`, `distance_m`)", what: "over the limit at least `OVERSPEED_MIN_DURATION`: the vehicle's own (`telematics-fleet speed-limit`) or `SPEED_LIMIT`, and inside geofences with a `speed_limit` the lowest (`SPEED_LIMIT_PREFER_LOWEST`); a trip's `overspeed_s`" },
+  ],
+});

@@ -1,6 +1,7 @@
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import type { Slice } from './context.js';
 import { zeros } from '../pending.js';
+import { detector } from './detector.js';
 
 /**
  * The state of charge as the CAN stream commits it, for the detectors that report it (trips, from the
@@ -100,3 +101,16 @@ export const SOC: Slice<SocState> = {
     return s;
   },
 };
+
+/** The soc detector, declared once (detector.ts); ../kinds.ts lists it. */
+export const SOC_DETECTOR = detector({
+  key: 'soc',
+  slice: SOC,
+  reads: "CAN `soc`",
+  settings: [],
+  derives: "the soc through the CAN stream's progress, and its last 8 changes (`SOC_RING`)",
+  rules: "for trips (read at a time once the stream passed it; if the stream ran more than 8 changes past it, read as the oldest remembered and corrected)",
+  outputs: [
+
+  ],
+});

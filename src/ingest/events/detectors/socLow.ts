@@ -1,5 +1,6 @@
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
+import { detector } from './detector.js';
 
 /**
  * A battery running low, with hysteresis (not a flap at the threshold): `soc_low` at the first CAN
@@ -32,3 +33,16 @@ export function socLowRecord(ctx: Context, s: SocLowState, r: StreamRecord, plan
 }
 
 export const SOC_LOW_SLICE: Slice<SocLowState> = flatSlice(12, 'soc low', ['low'], () => ({ low: NaN }));
+
+/** The socLow detector, declared once (detector.ts); ../kinds.ts lists it. */
+export const SOC_LOW_DETECTOR = detector({
+  key: 'socLow',
+  slice: SOC_LOW_SLICE,
+  reads: "CAN `soc`, `battery_voltage`",
+  settings: ["SOC_LOW", "SOC_RECOVERED"],
+  derives: "`soc_low` / `soc_recovered` (`soc`, `battery_voltage`)",
+  rules: "low at the first record at or under `SOC_LOW` (20 %), recovered at the first after it at or over `SOC_RECOVERED` (30 %): the soc wandering between flips nothing; a first soc already low is low",
+  outputs: [
+    { events: ['soc_low', 'soc_recovered'], shown: "`soc_low` / `soc_recovered`", where: "`vehicle_events` (`soc`, `battery_voltage`)", what: "the soc at or under `SOC_LOW`, and back at or over `SOC_RECOVERED` (hysteresis)" },
+  ],
+});

@@ -2,6 +2,7 @@ import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitStop, flatSlice, type Context, type Slice, type Stop } from './context.js';
 import { geofenceNamesAt } from './geofences.js';
 import { stepMoving, type Step } from './track.js';
+import { detector } from './detector.js';
 
 /**
  * Stops (Traccar's stops report, `report.trip.minimalParkingDuration`): the vehicle standing still at
@@ -77,3 +78,16 @@ export const STOPS_SLICE: Slice<StopsState> = flatSlice(
   ['since', 'lat', 'lng', 'ignitionOnMs', 'ignitionOnAt', 'ignition', 'lastTime'],
   () => ({ since: NaN, lat: NaN, lng: NaN, ignitionOnMs: 0, ignitionOnAt: NaN, ignition: NaN, lastTime: -Infinity }),
 );
+
+/** The stops detector, declared once (detector.ts); ../kinds.ts lists it. */
+export const STOPS_DETECTOR = detector({
+  key: 'stops',
+  slice: STOPS_SLICE,
+  reads: "the track, ignition",
+  settings: ["STOP_MIN_DURATION", "TRIP_MAX_GAP"],
+  derives: "`stops`",
+  rules: "standing still (`stepMoving`) at least `STOP_MIN_DURATION` (300 s, Traccar's `minimalParkingDuration`): from its first confirmed fix standing to the first moving again, where it stood, `ignition_on_s`; a gap over `TRIP_MAX_GAP` ends it at the last record before the gap (a fix from before the gap that a record after it confirms is skipped); told when it ends, so a vehicle that never reports again never tells its last stop",
+  outputs: [
+    { events: [], shown: "a stop", where: "`stops` (tag `vehicleno`, `geofence`; time = start; `end`, `duration_s`, `lat`, `lng`, `ignition_on_s`)", what: "standing still at least `STOP_MIN_DURATION` (300 s, Traccar's), by the confirmed fixes; written once the vehicle moves again" },
+  ],
+});

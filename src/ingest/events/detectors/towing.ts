@@ -2,6 +2,7 @@ import { haversineM } from '../../../telemetry/geo.js';
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
 import type { Step, TrackState } from './track.js';
+import { detector } from './detector.js';
 
 /**
  * Moved while off (Geotab's and Samsara's towing; a theft as much): with the ignition off, a confirmed
@@ -50,3 +51,16 @@ export function towingRecord(ctx: Context, s: TowingState, track: TrackState, r:
 }
 
 export const TOWING_SLICE: Slice<TowingState> = flatSlice(10, 'towing', ['off', 'parkedLat', 'parkedLng', 'told'], () => ({ off: 0, parkedLat: NaN, parkedLng: NaN, told: 0 }));
+
+/** The towing detector, declared once (detector.ts); ../kinds.ts lists it. */
+export const TOWING_DETECTOR = detector({
+  key: 'towing',
+  slice: TOWING_SLICE,
+  reads: "the track, ignition",
+  settings: ["TOW_MIN_DISTANCE"],
+  derives: "`moved_while_off` (`distance_m`, `lat`, `lng`, `parked_lat`, `parked_lng`)",
+  rules: "with the ignition off, a confirmed fix at least `TOW_MIN_DISTANCE` (300 m) in a straight line from where it parked (the ignition-off fix once the trip settled it): drift never sums up to it, and a tow the track re-anchors on still counts; once an off period; paged by `TelematicsVehicleMovedWhileOff`",
+  outputs: [
+    { events: ['moved_while_off'], shown: "`moved_while_off`", where: "`vehicle_events` (`distance_m`, `lat`, `lng`, `parked_lat`, `parked_lng`)", what: "with the ignition off, a confirmed fix `TOW_MIN_DISTANCE` from where it parked (towing, theft); pages (`TelematicsVehicleMovedWhileOff`)" },
+  ],
+});

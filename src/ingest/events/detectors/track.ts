@@ -2,6 +2,7 @@ import { haversineM } from '../../../telemetry/geo.js';
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { orNaN, type DeriveOptions, type Slice } from './context.js';
 import { zeros } from '../pending.js';
+import { detector } from './detector.js';
 
 /**
  * The vehicle's track: which fixes are true and how far each true step went, for the detectors that
@@ -298,3 +299,16 @@ function putFix(out: Float64Array, at: number, f: Fix | undefined): number {
   return at + 4;
 }
 const fixFrom = (x: (i: number) => number, at: number): Fix | undefined => (x(at) === x(at) ? { time: x(at), lat: x(at + 1), lng: x(at + 2), speed: x(at + 3) } : undefined);
+
+/** The track detector, declared once (detector.ts); ../kinds.ts lists it. */
+export const TRACK_DETECTOR = detector({
+  key: 'track',
+  slice: TRACK,
+  reads: "GPS fixes",
+  settings: ["TRIP_MAX_JUMP_SPEED", "GPS_MIN_ERROR", "MOTION_SPEED"],
+  derives: "the confirmed fixes and the steps between them (for trips, stops, idling, overspeed, towing), the motion history; `stepMoving`: a confirmed fix moves when its speed is over `MOTION_SPEED`, or, without a speed, when its step counted (jitter does not)",
+  rules: "**Outliers**: a fix counts once the next agrees with it (the step implies at most `TRIP_MAX_JUMP_SPEED`); of two that disagree, the one that also disagrees with the track is dropped, else the earlier; two agreeing fixes far from the track re-anchor it without adding the step (a cold start's first fix 2 km off, plausible from where the vehicle parked 8 h before, is dropped; a tow re-anchors). **Jitter**: a step shorter than `GPS_MIN_ERROR` between fixes both at or below `MOTION_SPEED` counts nothing and the anchor stays (Traccar's `coordinates.minError`)",
+  outputs: [
+
+  ],
+});

@@ -4,6 +4,7 @@ import { socAtOrBefore, socCovers, socFirstAfter, type SocState } from './soc.js
 import { correctFrom, notePremature } from '../corrections/state.js';
 import { settleTrack, type Step, type TrackState } from './track.js';
 import { geofenceNamesAt } from './geofences.js';
+import { detector } from './detector.js';
 
 /**
  * Trips, by ignition (Traccar's trips with `report.trip.useIgnition`): from a GPS record with ignition
@@ -246,3 +247,27 @@ export const FINISHED_TRIPS_SLICE: Slice<FinishedTrips> = {
     return list;
   },
 };
+
+/** The trips detector, declared once (detector.ts); ../kinds.ts lists it. */
+export const TRIPS_DETECTOR = detector({
+  key: 'trips',
+  slice: TRIPS_SLICE,
+  reads: "the track, ignition, the CAN stream's soc",
+  settings: ["TRIP_MIN_DURATION", "TRIP_MIN_DISTANCE", "TRIP_MAX_GAP", "EVENTS_MAX_SKEW"],
+  derives: "`trips`",
+  rules: "ignition on to off, measured from the trip's first confirmed fix to its last; **kept when it lasts `TRIP_MIN_DURATION` or covers `TRIP_MIN_DISTANCE`** (Traccar keeps a trip unless both are short, with these defaults: 300 s, 500 m); a gap in the GPS stream over `TRIP_MAX_GAP` ends it at the last fix before the gap (`gapEnded: 1`), and ignition still on after the gap starts a new one; soc at start and end read once the CAN stream has passed them (a finished trip waits up to `EVENTS_MAX_SKEW` of GPS time, or until the CAN stream is idle with nothing pending; at most 16 wait)",
+  outputs: [
+    { events: [], shown: "a trip", where: "`trips` (tag `vehicleno`, time = start; `end`, `duration_s`, `distance_m`, `max_speed_kmh`, `start_lat`…`end_lng`, `soc_start`, `soc_end`, `gap_ended`)", what: "ignition on to off, or to the last fix before a gap of `TRIP_MAX_GAP` (`gap_ended` 1): distance is the sum of steps between its confirmed fixes, from its first (a fix the next one disagrees with is an outlier; parked jitter under `GPS_MIN_ERROR` counts nothing); kept when it lasts `TRIP_MIN_DURATION` **or** covers `TRIP_MIN_DISTANCE`, as Traccar keeps trips" },
+  ],
+});
+
+/** The trips finished and waiting for the CAN stream's soc at their end: the trips detector's second slice. */
+export const FINISHED_TRIPS_DETECTOR = detector({
+  key: 'finishedTrips',
+  slice: FINISHED_TRIPS_SLICE,
+  reads: 'the trips, the CAN stream’s soc',
+  settings: ['EVENTS_MAX_SKEW'],
+  derives: '',
+  rules: '',
+  outputs: [],
+});

@@ -1,0 +1,55 @@
+import { ALARMS_DETECTOR } from './detectors/alarms.js';
+import { BATTERY_SWAP_DETECTOR } from './detectors/batterySwap.js';
+import { CHARGING_DETECTOR } from './detectors/charging.js';
+import { detector, eventNamesOf, type Detector, type Output } from './detectors/detector.js';
+import { DRAIN_DETECTOR } from './detectors/drain.js';
+import { FUEL_OUTPUTS } from './detectors/fuel.js';
+import { GEOFENCES_DETECTOR } from './detectors/geofences.js';
+import { IDLE_DETECTOR } from './detectors/idle.js';
+import { IGNITION_DETECTOR } from './detectors/ignition.js';
+import { IMMOBILISED_DETECTOR } from './detectors/immobilised.js';
+import { OVERSPEED_DETECTOR } from './detectors/overspeed.js';
+import { SOC_DETECTOR } from './detectors/soc.js';
+import { SOC_LOW_DETECTOR } from './detectors/socLow.js';
+import { STOPS_DETECTOR } from './detectors/stops.js';
+import { TOWING_DETECTOR } from './detectors/towing.js';
+import { TRACK_DETECTOR } from './detectors/track.js';
+import { FINISHED_TRIPS_DETECTOR, TRIPS_DETECTOR } from './detectors/trips.js';
+import { LATE_SLICE } from './corrections/state.js';
+
+/**
+ * Every detector of the vehicle events, in the order their slices are stored: the one list a kind is
+ * added to. The vehicle state and its slices (derive.ts), the event names (`EVENT_KINDS`, the CLI's
+ * `--event`), and the documentation's tables (src/ingest/events/README.md, docs/events.md, through
+ * `npm run docs`) are derived from it. A new detector goes at the end, with a slice id no other has
+ * (`nextSliceId`; kinds.test.ts holds both).
+ */
+export const DETECTORS = [
+  TRACK_DETECTOR,
+  SOC_DETECTOR,
+  ALARMS_DETECTOR,
+  IGNITION_DETECTOR,
+  TRIPS_DETECTOR,
+  FINISHED_TRIPS_DETECTOR,
+  CHARGING_DETECTOR,
+  STOPS_DETECTOR,
+  IDLE_DETECTOR,
+  OVERSPEED_DETECTOR,
+  TOWING_DETECTOR,
+  GEOFENCES_DETECTOR,
+  SOC_LOW_DETECTOR,
+  BATTERY_SWAP_DETECTOR,
+  DRAIN_DETECTOR,
+  IMMOBILISED_DETECTOR,
+  // The corrections' own state (corrections/), kept last as it always was.
+  detector({ key: 'late', slice: LATE_SLICE, reads: '', settings: ['EVENTS_HORIZON', 'EVENTS_CHECKPOINT_INTERVAL'], derives: '', rules: '', outputs: [] }),
+] as const;
+
+/** The id the next slice takes: above every id a release has used (ids are frozen: a stored state names its slices by them). */
+export const nextSliceId = (detectors: readonly Detector[] = DETECTORS): number => Math.max(...detectors.map((d) => d.slice.id)) + 1;
+
+/** What the vehicle events write, of the streams' detectors and of the fuel sync (fuel changes run on the synced history). */
+export const EVENTS_OUTPUTS: readonly Output[] = [...DETECTORS.flatMap((d) => d.outputs), ...FUEL_OUTPUTS];
+
+/** The event names the vehicle events write (`vehicle_events`' `event` tag), in the order declared. */
+export const EVENTS_EVENT_NAMES: readonly string[] = eventNamesOf(EVENTS_OUTPUTS);
