@@ -134,7 +134,6 @@ describe('outputs that follow from the records, not from when they arrive', () =
     expect(seen.tooLate).toBe(0);
     // About 30 s alone; on a loaded 2-core machine (the suite's other files beside it) it has taken 160 s.
   }, 240_000);
-
 });
 
 
