@@ -16,10 +16,10 @@ import { readCommit, type Read } from '../../formats/commit.js';
  * Per-vehicle derivation state in Redis, beside the vehicle's partition (its keys carry the partition's
  * hash tag, so a Redis Cluster keeps them on the queue's master), and the outbox of what it derived.
  *
- * A state is kept in parts (wire.ts): the committed part, a few hundred bytes in a hash, rewritten by
- * each job; and the records still pending, a sorted set a vehicle and stream, each record written once
- * when it arrives (again only when a record of the same instant merges into it) and removed once
- * committed. A job's changes and what they derived are written in one script (`commit`), together or
+ * A state is kept in parts (wire.ts): the committed part, about 2 KB in a hash (`wire.test.ts` bounds
+ * it), rewritten by each job; and the records still pending, a sorted set per vehicle and stream, each
+ * record written once when it arrives (again only when a record of the same instant merges into it)
+ * and removed once committed. A job's changes and what they derived are written in one script (`commit`), together or
  * not at all, and only if no other job changed those vehicles meanwhile (each committed part carries a
  * version; a stale one derives the job again on the fresh state). It runs after InfluxDB confirmed the
  * job's points. So a worker killed before it committed leaves nothing (the retried job derives again),

@@ -5,7 +5,8 @@ import { zeros } from '../pending.js';
 
 /**
  * The vehicle's track: which fixes are true and how far each true step went, for the detectors that
- * measure movement (trips now; stops, geofences and overspeed next). What Traccar's FilterHandler and
+ * measure movement (trips, stops, idling, overspeed, towing, geofences, and the motion charging and the
+ * drain read). What Traccar's FilterHandler and
  * DistanceHandler do before its event handlers, with what a fleet's devices need on top:
  *
  * - **Outliers.** A fix counts once the next fix agrees with it (the step between them implies no more
