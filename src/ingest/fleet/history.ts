@@ -55,7 +55,7 @@ export function quoteIdent(s: string): string {
 export const timeLiteral = (ms: number): string => quoteString(new Date(ms).toISOString());
 
 export interface HistoryQuery {
-  /** One vehicle; undefined: every vehicle (`events --event`, to find which vehicle was told). */
+  /** One vehicle; undefined: every vehicle (`events --event`, to find which vehicles had that event). */
   vehicle: string | undefined;
   /** Epoch ms, both inclusive. */
   since: number;
