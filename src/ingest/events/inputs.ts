@@ -158,7 +158,7 @@ export interface StreamPlan {
   /** The alarms' slots and their bits (1 << alarmBit), apart: read for every record (`recordOf`). */
   alarmSlots: Int32Array;
   alarmBits: Int32Array;
-  /** The bits of its safety alarms, told at once whatever ALARM_MIN_DURATION. */
+  /** The bits of its safety alarms, emitted at once whatever ALARM_MIN_DURATION. */
   safetyAlarms: number;
   /**
    * Whether some of its detectors read the track's stream at its records' times (charging, the drain):

@@ -15,7 +15,7 @@ import { geofenceNamesAt } from './geofences.js';
  *   CHARGING_MIN_CURRENT, the GPS track says the vehicle was not moving at the record's time (`movingAt`:
  *   its records wait until the GPS stream has passed that time, derive.ts "waits"), and it has
  *   lasted CHARGING_MIN_DURATION: regenerative braking's bursts of positive current while driving are
- *   no session. Such a session is told once it has lasted that long, stamped at its first record.
+ *   no session. Such a session is emitted once it has lasted that long, stamped at its first record.
  * - A record with neither says nothing (it neither starts nor stops a session).
  * - A gap in the CAN stream longer than TRIP_MAX_GAP ends the open session at its last charging record
  *   before it; energy is never integrated across it.
@@ -23,10 +23,10 @@ import { geofenceNamesAt } from './geofences.js';
  *   carry `battery_voltage` and `current`; absent when fewer than two do.
  */
 export interface ChargingState {
-  /** 0 none, 1 charging by current alone but not yet long enough to tell, 2 a session told. */
+  /** 0 none, 1 charging by current alone but not yet long enough to tell, 2 a session emitted. */
   phase: number;
   start: number;
-  /** The first record's readings (told with `charging_started`). */
+  /** The first record's readings (emitted with `charging_started`). */
   startSoc: number;
   startVoltage: number;
   startCurrent: number;

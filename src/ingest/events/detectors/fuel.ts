@@ -12,7 +12,7 @@ import { WindowedExtreme } from './windowed.js';
  * two readings differ by the threshold (Traccar compares two consecutive positions only). It goes on
  * while each reading falls further (rises further) and ends at the first that does not, at a gap of more
  * than `windowMs` after its extreme, or when the sync has read `windowMs` past its extreme with nothing
- * further. It is told then, once, stamped where it began: the level before (that highest or lowest
+ * further. It is emitted then, once, stamped where it began: the level before (that highest or lowest
  * reading) and after (the extreme), the amount between them, and how long it took. After it, the
  * reference restarts at its extreme, so a drop is never measured twice from the same high.
  */

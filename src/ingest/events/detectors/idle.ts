@@ -8,7 +8,7 @@ import { tripAddTime, type TripsState } from './trips.js';
  * vehicle standing still, by the track's confirmed fixes (`stepMoving`), at least IDLE_MIN_DURATION.
  *
  * - `idle_started`, stamped at the idle's start (the later of the ignition coming on and the vehicle
- *   standing), told once it has lasted IDLE_MIN_DURATION; `idle_ended` when the vehicle moves or the
+ *   standing), emitted once it has lasted IDLE_MIN_DURATION; `idle_ended` when the vehicle moves or the
  *   ignition goes off, with `duration_s`. Fields: where it stood.
  * - A trip counts its idle time (`idle_s`): an idle that ends within the trip adds to it.
  * - A gap in the GPS stream longer than TRIP_MAX_GAP ends the idle at the last record before it.
@@ -16,7 +16,7 @@ import { tripAddTime, type TripsState } from './trips.js';
 export interface IdleState {
   /** Its start (NaN: not idling). */
   since: number;
-  /** 1 once `idle_started` was told. */
+  /** 1 once `idle_started` was emitted. */
   told: number;
   lat: number;
   lng: number;
@@ -73,7 +73,7 @@ function end(ctx: Context, s: IdleState, trips: TripsState, at: number): void {
   const start = s.since;
   s.since = NaN;
   if (at - start < ctx.opts.idleMinDurationMs && s.told === 0) return;
-  // Told only now when it reached the minimum between two records (the records' times say so).
+  // Emitted only now when it reached the minimum between two records (the records' times say so).
   if (s.told === 0) emitEvent(ctx, 'idle_started', start, 1, { lat: s.lat, lng: s.lng });
   s.told = 0;
   emitEvent(ctx, 'idle_ended', at, 0, { lat: s.lat, lng: s.lng, duration_s: (at - start) / 1000 });

@@ -8,7 +8,7 @@ import { tripAddTime, type TripsState } from './trips.js';
  * confirmed fixes report (an outlier's position never counts; its speed is the device's) above
  * SPEED_LIMIT for at least OVERSPEED_MIN_DURATION. SPEED_LIMIT 0, the default, tells none.
  *
- * - `overspeed_started`, stamped at the first fix over the limit, told once the speed has stayed over
+ * - `overspeed_started`, stamped at the first fix over the limit, emitted once the speed has stayed over
  *   it OVERSPEED_MIN_DURATION (Traccar tells one event then; it has no end). Fields: the limit, that
  *   fix's speed and position.
  * - `overspeed_ended` at the first fix at or under the limit (or the ignition going off, or the last
@@ -92,7 +92,7 @@ function end(ctx: Context, s: OverspeedState, trips: TripsState, at: number): vo
   const start = s.since;
   s.since = NaN;
   if (s.told === 0 && at - start < ctx.opts.overspeedMinDurationMs) return;
-  // Told only now when it reached the minimum between two fixes (their times say so).
+  // Emitted only now when it reached the minimum between two fixes (their times say so).
   if (s.told === 0) tellStart(ctx, s, start);
   s.told = 0;
   emitEvent(ctx, 'overspeed_ended', at, 0, { limit: s.limit, max_speed: s.maxSpeed, duration_s: (at - start) / 1000, distance_m: s.distanceM });
