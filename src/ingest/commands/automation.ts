@@ -17,7 +17,7 @@ import { COMMAND_TYPES, OPS, REASON_MAX, snapshotOf, type LatestValues } from '.
  *               "command": "immobilize", "type": "discharge", "reason": "moved while off"}]}
  *
  * Events reach the rules at least once (the events' outbox, the scheduled runs' `tell`): the command's
- * idempotency key is the rule's name and the event's id, so an event told twice makes one command.
+ * idempotency key is the rule's name and the event's id, so an event delivered twice makes one command.
  */
 
 export const automationRule = z
@@ -86,7 +86,7 @@ export function automation(d: AutomationDeps): (entries: readonly OutboxEntry[])
           at + d.waitMaxMs,
         );
         if (o.outcome === 'created') d.log.info({ rule: rule.name, event: e.event, vehicleno: e.vehicleno, command: o.command.id, replaces: o.replaced?.id }, 'commands: an automation rule asked for a command');
-        // Being sent right now: the event is told again (not acknowledged) and the rule tried again.
+        // Being sent right now: the event is delivered again (not acknowledged) and the rule tried again.
         else if (o.outcome === 'busy') throw new Error(`commands: rule ${rule.name}: the vehicle's command ${o.id} is being sent; retried`);
         else if (o.outcome === 'conflict') d.log.warn({ rule: rule.name, event: e.event, vehicleno: e.vehicleno, outcome: o.outcome, other: o.id }, 'commands: an automation rule’s command was not recorded');
       }

@@ -6,7 +6,7 @@ import type { CommandKeys } from '../queue/keys.js';
 
 /**
  * The immobilisations the ledger holds (CommandKeys.immobilised, written by `commands-move-4.lua`), as the
- * vehicle events read them to tell `moved_while_immobilised` (events/detectors/immobilised.ts): each
+ * vehicle events read them to emit `moved_while_immobilised` (events/detectors/immobilised.ts): each
  * vehicle's current one and its last ended ones (IMMOBILISATIONS_KEPT), as intervals of wall time.
  */
 

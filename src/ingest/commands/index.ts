@@ -57,7 +57,7 @@ export interface RunningCommands {
 
 /**
  * The command ledger's side of a worker process (COMMANDS=on): the vehicles' latest values after each batch,
- * the sweep (send when safe, expire, confirm), the telling of each state change (InfluxDB `commands`, the
+ * the sweep (send when safe, expire, confirm), the publishing of each state change (InfluxDB `commands`, the
  * webhook, the counter), the automation rules, and the immobilisations the vehicle events judge
  * `moved_while_immobilised` by.
  */

@@ -37,11 +37,11 @@ export function newCommandId(now: number): string {
 }
 
 export class CommandLedger {
-  /** The changes stream's bound (MAXLEN ~): changes beyond it, untold, are lost from the history (never from the ledger). */
+  /** The changes stream's bound (MAXLEN ~): changes beyond it not yet published (tell.ts) are lost from the history (never from the ledger). */
   readonly changesMax: number;
 
   /**
-   * Told each time a vehicle's immobilisation is set or lifted, with the time it was: the vehicle events
+   * Called each time a vehicle's immobilisation is set or lifted, with the time it was: the vehicle events
    * judge its records from then again (a correction), for those derived before the workers' view of the
    * immobilisations had it.
    */
@@ -52,7 +52,7 @@ export class CommandLedger {
     readonly keys: CommandKeys,
     readonly keep: number = DEFAULT_KEEP,
   ) {
-    // Room for every command kept to change state several times before the changes are told.
+    // Room for every command kept to change state several times before the changes are published (tell.ts).
     this.changesMax = Math.max(1_000, keep * 10);
     defineScript(redis, 'telematicsCommandsRequest', 'commands-request-5');
     defineScript(redis, 'telematicsCommandsMove', 'commands-move-4');

@@ -13,7 +13,7 @@ export type CommandOp = (typeof OPS)[number];
 /**
  * A command's states. `sending` is the moment between a worker claiming the command (the transition
  * script, the lock) and the upstream's answer: a command is never in two workers' hands, and one whose
- * worker died there is told `failed` as "may have been carried out", never sent again.
+ * worker died there is marked `failed` as "may have been carried out", never sent again.
  */
 export const STATES = ['requested', 'waiting', 'sending', 'sent', 'confirmed', 'not_confirmed', 'failed', 'expired', 'cancelled'] as const;
 export type CommandState = (typeof STATES)[number];

@@ -46,7 +46,7 @@ export interface CommandRouteOptions {
   now?: () => number;
 }
 
-/** What a refused or accepted request is told (the CLI prints `message`). */
+/** The answer to a refused or accepted request (the CLI prints `message`). */
 function outcomeAnswer(c: Context<{ Variables: AdminVariables }>, o: RequestOutcome): Response {
   if (o.outcome === 'conflict') return c.json(failure('idempotency_conflict', `idempotency key already used for another request (command ${o.id}); use a new key for a new command`), 409);
   if (o.outcome === 'busy') return c.json(failure('busy', `the vehicle's command ${o.id} is being sent right now; ask again in a moment`), 409, { 'Retry-After': '1' });

@@ -62,7 +62,7 @@ export function failureNote(err: unknown): string {
  *   carried out, a timeout or a broken connection as "may have been carried out", never re-sent;
  * - `sending` left by a worker that died → `failed` after `sendingStuckMs`, "may have been carried out";
  * - `sent`: the vehicle's data confirms it → `confirmed`; `confirmBy` passed → `not_confirmed`.
- * A vehicle moving while immobilised is the vehicle events' to tell, from its records
+ * A vehicle moving while immobilised is the vehicle events' to report, from its records
  * (events/detectors/immobilised.ts), not the sweep's from the latest values.
  */
 export async function sweepCommands(d: SweepDeps, now: number): Promise<SweepReport> {

@@ -10,7 +10,7 @@ import type { CommandLedger } from './ledger.js';
 import type { CommandEntry, CommandState } from './model.js';
 
 /**
- * Each state change of a command, told once it is stored: a point of measurement `commands` (the
+ * Each state change of a command, published once it is stored: a point of measurement `commands` (the
  * history, kept after the live ledger forgets the command), a webhook delivery signed as the events' are
  * (`command.<state>`, `webhook-id` `<command id>.<state>`), and `telematics_commands_total{type,outcome}`.
  * The scripts append each change to a stream (CommandKeys.changes) in the same step as the state; a
@@ -38,7 +38,7 @@ export function commandPoint(c: CommandEntry, state: CommandState, at: number): 
   return formatLine(COMMANDS.name, tags, fields, at);
 }
 
-/** A change as the webhook posts it: the command whole, as the ledger holds it, with the state told. */
+/** A change as the webhook posts it: the command whole, as the ledger holds it, with the state it moved to. */
 export function commandPayload(c: CommandEntry, state: CommandState, at: number): WebhookPayload {
   const note = [...c.history].reverse().find((h) => h.state === state && h.at === at)?.note;
   return { id: `${c.id}.${state}`, type: `command.${state}`, timestamp: new Date(at).toISOString(), data: { ...c, told: state, ...(note !== undefined ? { note } : {}) } as unknown as Record<string, unknown> };
@@ -55,7 +55,7 @@ export interface TellDeps {
   log: Logger;
 }
 
-/** Tells what the changes stream holds, until it is empty; returns how many changes were told. */
+/** Publishes what the changes stream holds, until it is empty; returns how many changes were published. */
 export async function tellChanges(d: TellDeps): Promise<number> {
   const key = d.ledger.keys.changes;
   await d.redis.xgroup('CREATE', key, GROUP, '0', 'MKSTREAM').catch((err: Error) => {
@@ -88,7 +88,7 @@ async function tellEntries(d: TellDeps, key: string, entries: Array<[string, str
   const counted: Array<{ type: string; outcome: string }> = [];
   for (const ch of changes) {
     const c = await d.ledger.get(ch.id);
-    // A command the bounded ledger already forgot: its change is past telling.
+    // A command the bounded ledger already forgot: its change can no longer be published.
     if (!c) continue;
     try {
       lines.push(commandPoint(c, ch.state, ch.at));

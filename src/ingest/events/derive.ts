@@ -22,9 +22,9 @@ import { DRAIN_WAITING, drainReading } from './detectors/drain.js';
 import { immobilisedRecord } from './detectors/immobilised.js';
 
 /**
- * Vehicle events: per vehicle, by record time, alarms raised and cleared, ignition on and off, trips and
- * charging sessions; each exactly once whatever order, batching and repetition the records arrive in
- * (README.md beside this file).
+ * Vehicle events: per vehicle, by record time, each exactly once whatever order, batching and repetition
+ * the records arrive in. Which kinds there are, and what each reads and derives: the detectors' table in
+ * README.md beside this file.
  *
  * Pure and deterministic: `ingest` and `flush` read no clock and do no I/O. Each record type is its own
  * ordered stream (`streams.ts`, with its own watermark and window), so a CAN stream minutes behind the

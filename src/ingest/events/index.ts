@@ -41,7 +41,7 @@ export interface RunningEvents {
 }
 
 export interface EventsHooks {
-  /** Told every event, trip, session and stop once delivered (the command ledger's automation), before it is acknowledged. */
+  /** Called with every event, trip, session and stop once delivered (the command ledger's automation), before it is acknowledged. */
   observe?: (entries: OutboxEntry[]) => Promise<void>;
   /** The command ledger's immobilisations (a worker's watch of them), for `moved_while_immobilised`. */
   immobilisations?: DeriveOptions['immobilisations'];
@@ -79,7 +79,7 @@ export function deriveOptions(cfg: Config): DeriveOptions {
   };
 }
 
-/** What a commit derived, counted once (a retried job derives nothing new); records past the horizon told in the log. */
+/** What a commit derived, counted once (a retried job derives nothing new); records past the horizon reported in the log. */
 function counted(metrics: Metrics | undefined, all: readonly Derived[], log?: Logger): void {
   for (const d of all) {
     if (d.tooLate > 0) {
@@ -96,7 +96,7 @@ function counted(metrics: Metrics | undefined, all: readonly Derived[], log?: Lo
   }
 }
 
-/** A correction, counted by outcome, and by what it told; told in the log. */
+/** A correction, counted by outcome and by what it emitted; reported in the log. */
 function correctionTold(metrics: Metrics | undefined, log: Logger, c: CorrectionOutcome): void {
   metrics?.vehicleEventsCorrections.inc({ outcome: c.outcome });
   if (c.outcome === 'corrected') {

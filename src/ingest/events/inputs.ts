@@ -158,7 +158,7 @@ export interface StreamPlan {
   /** The alarms' slots and their bits (1 << alarmBit), apart: read for every record (`recordOf`). */
   alarmSlots: Int32Array;
   alarmBits: Int32Array;
-  /** The bits of its safety alarms, told at once whatever ALARM_MIN_DURATION. */
+  /** The bits of its safety alarms, emitted at once whatever ALARM_MIN_DURATION. */
   safetyAlarms: number;
   /**
    * Whether some of its detectors read the track's stream at its records' times (charging, the drain):
@@ -177,8 +177,8 @@ export const SOC_STREAM: number = DERIVE_SCHEMA.soc.streamId;
 /**
  * A record of a stream: its time, its values (`v0`…: `StreamPlan.fields`, NaN where absent; read and set
  * with `valueAt` / `setValue`), and its alarms as bits (by `alarmBit`): those it carried, and of them those
- * at 1. The values are properties, not an array: a record is one object, so a vehicle's pending records
- * cost the garbage collector one object each (the derivation's largest cost after the commit's bytes).
+ * at 1. A stream keeps its pending records as columns of doubles, not as these objects (`pending.ts`): a
+ * record is read into one of these, which the reader keeps and reuses.
  */
 export interface StreamRecord {
   /** Its stream's id. */

@@ -23,7 +23,7 @@ export const MEASUREMENTS = { event: VEHICLE_EVENTS.name, trip: TRIPS.name, char
 export type OutboxEntry = ({ kind: 'event' } & DerivedEvent) | ({ kind: 'trip' } & Trip) | ({ kind: 'charging' } & ChargingSession) | ({ kind: 'stop' } & Stop);
 
 
-/** What a derivation call told, as outbox entries: events, trips, charging sessions, stops. */
+/** What a derivation call emitted, as outbox entries: events, trips, charging sessions, stops. */
 export function outputsOf(d: Pick<Derived, 'events' | 'trips' | 'sessions' | 'stops'>): OutboxEntry[] {
   const out: OutboxEntry[] = [];
   for (const e of d.events) out.push({ kind: 'event', ...e });
@@ -44,14 +44,14 @@ export function pointOf(e: OutboxEntry): string {
   return formatLine(MEASUREMENTS[kind], { vehicleno, ...snakeTags(rest) }, snakeFields(rest), start);
 }
 
-/** An entry's marks (corrections/ledger.ts): its revision (0 as first told) and whether it retracts. */
+/** An entry's marks (corrections/ledger.ts): its revision (0 as first emitted) and whether it retracts. */
 export function marksOf(e: OutboxEntry): { revision: number; retracted: boolean; late: boolean } {
   const m = (e.kind === 'event' ? e.fields : e) as { revision?: number; retracted?: number; late?: number };
   return { revision: m.revision ?? 0, retracted: m.retracted === 1, late: m.late === 1 };
 }
 
 /**
- * The entry as the webhook posts it. First told: `vehicle.<event or kind>`, `webhook-id` the output's id.
+ * The entry as the webhook posts it. First emitted: `vehicle.<event or kind>`, `webhook-id` the output's id.
  * A correction: `….corrected` (what it says now) or `….retracted`, its `webhook-id` the id and revision
  * (`<id>.<revision>`, a delivery of its own that no receiver drops as a repeat); `data.id` is always the
  * output's id, and `data.revision` a correction's number.
@@ -92,7 +92,7 @@ export interface DispatchOptions {
   webhook?: (out: WebhookPayload[]) => Promise<unknown>;
   /** Where derived points the store refuses are kept for replay (the quarantine, stage `derive`); resolves once kept. */
   quarantine?: (entries: NewQuarantineEntry[]) => Promise<void>;
-  /** Told each delivered entry before it is acknowledged (the command ledger's automation rules): at least once. */
+  /** Called with each delivered entry before it is acknowledged (the command ledger's automation rules): at least once. */
   observe?: (entries: OutboxEntry[]) => Promise<void>;
   consumer: string;
   log: Logger;

@@ -4,7 +4,7 @@ import { MAX_VALUES, valueAt, type StreamRecord } from './inputs.js';
  * A stream's pending records as columns: one plain array of doubles, CELLS doubles a record (its time,
  * its MAX_VALUES values, its alarms' mask and values, whether a record merged into it), not one object a
  * record. A record object costs its allocation and, every number in it being a double, a box for each:
- * seven allocations a record that waits a window and is then thrown away, which the garbage collector
+ * several allocations per record that waits a window and is then thrown away, which the garbage collector
  * spent more on than the detectors did (`docs/benchmarks/history.md`, round 11). Records are read into an
  * object the caller keeps and reuses (`read`), and written from one (`insert`, `mergeAt`).
  *

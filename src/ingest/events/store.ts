@@ -16,10 +16,10 @@ import { readCommit, type Read } from '../../formats/commit.js';
  * Per-vehicle derivation state in Redis, beside the vehicle's partition (its keys carry the partition's
  * hash tag, so a Redis Cluster keeps them on the queue's master), and the outbox of what it derived.
  *
- * A state is kept in parts (wire.ts): the committed part, a few hundred bytes in a hash, rewritten by
- * each job; and the records still pending, a sorted set a vehicle and stream, each record written once
- * when it arrives (again only when a record of the same instant merges into it) and removed once
- * committed. A job's changes and what they derived are written in one script (`commit`), together or
+ * A state is kept in parts (wire.ts): the committed part, about 2 KB in a hash (`wire.test.ts` bounds
+ * it), rewritten by each job; and the records still pending, a sorted set per vehicle and stream, each
+ * record written once when it arrives (again only when a record of the same instant merges into it)
+ * and removed once committed. A job's changes and what they derived are written in one script (`commit`), together or
  * not at all, and only if no other job changed those vehicles meanwhile (each committed part carries a
  * version; a stale one derives the job again on the fresh state). It runs after InfluxDB confirmed the
  * job's points. So a worker killed before it committed leaves nothing (the retried job derives again),
@@ -61,7 +61,7 @@ export const RECORD_SETS: readonly RecordSet[] = [
 
 /**
  * The commit script (`src/redis/scripts/events-commit.lua`, whose header lays out its KEYS and ARGV),
- * told everything in three arguments (`CommitArgs`): ioredis spends about half a microsecond on each
+ * given everything in three arguments (`CommitArgs`): ioredis spends about half a microsecond on each
  * argument of a command, and a bulk job's 500 vehicles made thousands of them. Numbers go as 8-byte
  * doubles, so no number is printed by the worker (Redis prints a Lua number to a command exactly, as
  * `%.17g`). The plates and versions apart from the rest, so the worker never copies the two into one.
@@ -174,7 +174,7 @@ export class CommitArgs {
    * One vehicle after its derivation: its plate, the version its state was read at (0: none), its new
    * committed part, when it is next swept (`pendingSince`), and for each record set its watermark and the
    * records added (of `added` still pending, to replace where one merged into a stored one; held records
-   * the call added); then, when the call told anything, took a checkpoint, began its corrections afresh or
+   * the call added); then, when the call emitted anything, took a checkpoint, began its corrections afresh or
    * left one due, what its corrections keep (`late`).
    */
   vehicle(vehicleno: string, version: number, state: VehicleState, added: Readonly<AddedRecords>, d: Derived, opts: DeriveOptions, genesis?: Buffer): void {
@@ -270,7 +270,7 @@ export class CommitArgs {
         packed.copy(body.buf, body.len + 4);
         body.wrote(body.len + 4 + packed.length);
       }
-      // What the call told, as lines appended to its epoch's ledger field.
+      // What the call emitted, as lines appended to its epoch's ledger field.
       const outputs = outputsOf(d);
       body.count(outputs.length > 0 ? 1 : 0);
       if (outputs.length > 0) {
@@ -370,9 +370,9 @@ interface ReadState {
 }
 
 export interface VehicleEventsOptions {
-  /** Told what each commit derived (metrics). */
+  /** Called with what each commit derived (metrics). */
   onCommit?: (derived: readonly Derived[]) => void;
-  /** Told what each correction did (metrics, the log). */
+  /** Called with what each correction did (metrics, the log). */
   onCorrection?: (c: CorrectionOutcome) => void;
   /** EVENTS_CORRECTION_DELAY: how long after a late record its vehicle's correction is due. */
   correctionDelayMs?: number;
@@ -605,7 +605,7 @@ export class VehicleEvents {
     partition: number,
     vehicles: readonly string[],
     now: number,
-    /** The vehicle's derivation; it tells `added` the records it put in pending buffers. */
+    /** The vehicle's derivation; it reports to `added` the records it put in pending buffers. */
     step: (vehicleno: string, state: VehicleState, added: AddedRecords) => Derived,
   ): Promise<void> {
     const keys = this.partitions[partition]!;

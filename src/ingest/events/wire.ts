@@ -28,7 +28,7 @@ const SLICE_BY_ID = new Map<number, SliceKey>(SLICE_KEYS.map((k) => [SLICES[k].i
 
 /**
  * A committed part is written in two steps, so each slice is saved once: `prepareCommitted` gathers its
- * doubles here (rings copied as blocks) and tells the size; `writePrepared` writes them.
+ * doubles here (rings copied as blocks) and returns the size; `writePrepared` writes them.
  */
 const MAX_DOUBLES = 4096;
 const gathered = new Float64Array(MAX_DOUBLES);

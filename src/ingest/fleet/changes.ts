@@ -16,12 +16,12 @@ import type { Output } from '../events/detectors/detector.js';
  * InfluxDB accepted the points (as the fuel watermark is), so a run that fails is simply done again.
  * A run costs a read of the silent vehicles, not of the fleet.
  *
- * A return is told at the record that ended the silence, not at the vehicle's newest record when the
+ * A return is reported at the record that ended the silence, not at the vehicle's newest record when the
  * run happens to look: the fleet state keeps it (`resumed`, state.ts), the first record after the
  * vehicle's latest gap longer than the shortest threshold. A run done again (one that failed after
- * posting its events) thus tells the same `back` at the same time, so with the same event id. When no
+ * posting its events) thus reports the same `back` at the same time, so with the same event id. When no
  * record came after such a gap (the records came late rather than the vehicle falling silent), the
- * return is told at the vehicle's last-seen at the first run that saw it back, kept for runs done again.
+ * return is reported at the vehicle's last-seen at the first run that saw it back, kept for runs done again.
  */
 export const STATUS_MEASUREMENT = FLEET_STATUS.name;
 export const COUNTS_MEASUREMENT = FLEET.name;

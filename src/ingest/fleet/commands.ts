@@ -1,6 +1,7 @@
 /**
  * `telematics-fleet`: which vehicles report and which went silent (Redis), and each vehicle's derived
- * history, events, trips and charging sessions (InfluxDB), on the one CLI framework (`src/cli`).
+ * history: events, trips, stops, charging sessions and its days (InfluxDB), on the one CLI framework
+ * (`src/cli`).
  */
 import { parse, parseDurationFlag, parseNumber, parseTime, noPositionals } from '../../cli/args.js';
 import { type Command, showHelp } from '../../cli/command.js';

@@ -29,7 +29,7 @@ export const EVENT_NAMES: readonly string[] = eventNamesOf([...EVENTS_OUTPUTS, .
 export const EVENT_NAMES_SHOWN: readonly string[] = ['alert_<flag>_raised', 'alert_<flag>_cleared', ...EVENT_NAMES.filter((e) => !ALARM_FLAGS.some((f) => e === `${f}_raised` || e === `${f}_cleared`))];
 
 export interface HistoryQuery {
-  /** One vehicle; undefined: every vehicle (`events --event`, to find which vehicle was told). */
+  /** One vehicle; undefined: every vehicle (`events --event`, to find which vehicles had that event). */
   vehicle: string | undefined;
   /** Epoch ms, both inclusive. */
   since: number;

@@ -19,7 +19,7 @@ import type { WrittenRecord } from '../../telemetry/record.js';
  * When a vehicle returns from a silence, `resumed` keeps the time of the record that ended it: the
  * newest record time that came more than `resumeGapMs` (the shortest SILENT_AFTER threshold) after the record
  * before it (its last-seen, or the batch's record before it). The status job stamps a `back` event with
- * it (changes.ts), so that a run done again tells the same return at the same time, whatever was
+ * it (changes.ts), so that a run done again reports the same return at the same time, whatever was
  * recorded in between.
  *
  * Per vehicle (keys: `FleetKeys`, queue/keys.ts): one sorted-set member (plate → newest record time), one hash field (plate →

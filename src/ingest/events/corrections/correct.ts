@@ -14,7 +14,7 @@ import { inputOfRecord } from './records.js';
 /** What a vehicle's corrections hash holds, read. */
 export interface VehicleCorrections {
   checkpoints: Array<Checkpoint & { field: string }>;
-  /** What was told, by epoch (the field `t<epoch>` each came from). */
+  /** What was emitted, by epoch (the field `t<epoch>` each came from). */
   told: Told[];
   /** The ledger's fields (`t<epoch>`), by epoch. */
   toldFields: Map<number, string>;
@@ -56,7 +56,7 @@ export function readCorrections(vehicleno: string, hash: Readonly<Record<string,
   return out;
 }
 
-/** Told entries as the ledger's fields: one field an epoch, a line an output. */
+/** Emitted entries as the ledger's fields: one field an epoch, a line an output. */
 export function toldFields(told: readonly Told[]): Array<[string, string]> {
   const by = new Map<number, string[]>();
   for (const t of told) by.set(t.epoch, [...(by.get(t.epoch) ?? []), toldLine(t)]);
@@ -71,7 +71,7 @@ export function chooseCheckpoint<C extends Checkpoint>(checkpoints: readonly C[]
 }
 
 /**
- * The epoch before which checkpoints (and what was told in their epochs) are dropped once one cut at
+ * The epoch before which checkpoints (and what was emitted in their epochs) are dropped once one cut at
  * `newest` is kept: the newest at or before `newest - horizon` stays, so every record the horizon admits
  * has a checkpoint before it. -1: none to drop. (The commit script does the same, events-commit.lua.)
  */

@@ -3,7 +3,7 @@ import { eventId, sessionId, stopId, tripId } from '../derive.js';
 import type { OutboxEntry } from '../outbox.js';
 
 /**
- * What was told of a vehicle, by output id (README.md beside this file): each output's epoch (the
+ * What was emitted of a vehicle, by output id (README.md beside this file): each output's epoch (the
  * checkpoint interval it was derived in), its revision, a digest of what it said, and what names its
  * point in InfluxDB (measurement by kind, time, tags), so a correction can tell what changed, and retract
  * what no longer follows from the records, under the same id and on the same point. (What names the point
@@ -19,7 +19,7 @@ export interface Told {
   event?: string;
   /** The point's text values, as the entry held them (tags: a geofence's name and kind; a trip's start and end geofence). */
   tags?: Record<string, string>;
-  /** 0 as first told; each correction or retraction adds one. */
+  /** 0 as first emitted; each correction or retraction adds one. */
   revision: number;
   /** sha256 of what it said (`digestOf`), its first 12 hex digits. */
   digest: string;
@@ -60,14 +60,14 @@ export function toldOf(e: OutboxEntry, epoch: number, revision = 0): Told {
   return t;
 }
 
-/** `e` marked: told late (first told by a correction), or corrected (a revision). */
+/** `e` marked: emitted late (first emitted by a correction), or corrected (a revision). */
 export function marked(e: OutboxEntry, marks: { late?: 1; revision?: number }): OutboxEntry {
   if (e.kind === 'event') return { ...e, fields: { ...e.fields, ...marks } };
   return { ...e, ...marks };
 }
 
 /**
- * The entry that retracts an output told before: its point rewritten with `retracted` 1, the revision,
+ * The entry that retracts an output emitted before: its point rewritten with `retracted` 1, the revision,
  * and its `value` (an event) or `duration_s` (a trip, stop or session) -1, which every query that counts
  * them leaves out (docs/analysts.md); the rest of the point stays as it was.
  */
@@ -77,7 +77,7 @@ export function retraction(vehicleno: string, t: Told, revision: number): Outbox
   return { kind: t.kind, vehicleno, start: t.time, durationS: -1, ...t.tags, ...marks } as unknown as OutboxEntry;
 }
 
-/** What a correction found, by how it is told. */
+/** What a correction found, by how it is emitted. */
 export interface Diff {
   /** Entries for the outbox: new (marked late), corrected (a revision), retracted. */
   outbox: OutboxEntry[];
@@ -90,10 +90,10 @@ export interface Diff {
 }
 
 /**
- * A replay's outputs (each with the epoch it was derived in) against what was told in the same epochs:
- * the same output with the same digest is nothing; with another, a correction under its id; one not told
- * before is told, marked late; one told before that the replay did not derive is retracted (once: a
- * retracted entry stays in the ledger, so it is retracted no second time and told again under a new
+ * A replay's outputs (each with the epoch it was derived in) against what was emitted in the same epochs:
+ * the same output with the same digest is nothing; with another, a correction under its id; one not emitted
+ * before is emitted, marked late; one emitted before that the replay did not derive is retracted (once: a
+ * retracted entry stays in the ledger, so it is retracted no second time and emitted again under a new
  * revision should it come back).
  */
 export function diffTold(vehicleno: string, before: readonly Told[], after: ReadonlyArray<{ entry: OutboxEntry; epoch: number }>): Diff {
@@ -131,8 +131,8 @@ export function diffTold(vehicleno: string, before: readonly Told[], after: Read
 }
 
 /**
- * An epoch's ledger in Redis: field `t<epoch>` of the vehicle's corrections hash, one line an output told
- * in that epoch (appended as outputs are told; a correction rewrites the epochs it replayed), its id not
+ * An epoch's ledger in Redis: field `t<epoch>` of the vehicle's corrections hash, one line an output emitted
+ * in that epoch (appended as outputs are emitted; a correction rewrites the epochs it replayed), its id not
  * stored but made again from what names the output (`entryId`):
  * `<kind>\t<time>\t<revision>\t<digest>\t<retracted 0/1>\t<event>\t<tags as JSON, or empty>`.
  */

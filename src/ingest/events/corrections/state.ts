@@ -2,13 +2,13 @@ import type { Slice } from '../detectors/context.js';
 
 /**
  * What a vehicle's state keeps for corrections (README.md beside this file): which epoch its outputs are
- * told in, when its last checkpoint was taken, from when a correction is due, what its detectors read of
+ * emitted in, when its last checkpoint was taken, from when a correction is due, what its detectors read of
  * the other stream before that stream had passed the time (premature reads: each checked once the stream
  * passes it, and corrected if it shows something else), and how far charging, which waits for the track,
  * took the soc stream's records (derive.ts, "Waits").
  */
 export interface LateState {
-  /** Checkpoints taken since the state's corrections began; outputs are told in this epoch. NaN: none yet. */
+  /** Checkpoints taken since the state's corrections began; outputs are emitted in this epoch. NaN: none yet. */
   epoch: number;
   /** The checkpoint interval the last checkpoint was taken in (its cut / EVENTS_CHECKPOINT_INTERVAL, floored). */
   bucket: number;
@@ -16,7 +16,7 @@ export interface LateState {
   firstCut: number;
   /** A correction is due from this record time (Infinity: none). */
   correctFrom: number;
-  /** What was read early of the track's stream (charging and the drain let go after waiting), and of the soc's (trips told before it came). */
+  /** What was read early of the track's stream (charging and the drain let go after waiting), and of the soc's (trips emitted before it came). */
   track: Awaited;
   soc: Awaited;
   /** The last of the soc stream's records charging took (-Infinity: none); those after it up to the watermark wait in `Stream.held`. */

@@ -12,16 +12,16 @@ const ALARMS = alarmsOf(TYPES.map((t) => t.spec));
  * (absent is not 0). Flags are kept by their frozen bit (the schema's `alarmBit`).
  *
  * **Noise is bounded, safety is not held back.** A flag that is no safety alarm (the schema's `safety`) is
- * told raised only once it held ALARM_MIN_DURATION (ThingsBoard's rule duration): at the first record of
+ * emitted raised only once it held ALARM_MIN_DURATION (ThingsBoard's rule duration): at the first record of
  * its stream at least that long after the raise that did not clear it, stamped then, with `since` its
- * raise. A flag cleared before is told neither raised nor cleared. So a flag that flips every record
- * costs nothing, and a flag is told at most twice per ALARM_MIN_DURATION. A safety alarm (thermal
- * runaway, a short circuit) is told the moment a record raises it.
+ * raise. A flag cleared before is emitted neither raised nor cleared. So a flag that flips every record
+ * costs nothing, and a flag is emitted at most twice per ALARM_MIN_DURATION. A safety alarm (thermal
+ * runaway, a short circuit) is emitted the moment a record raises it.
  */
 export interface AlarmsState {
-  /** Bit b set: the alarm whose alarmBit is b is raised (told). */
+  /** Bit b set: the alarm whose alarmBit is b is raised (emitted). */
   raised: number;
-  /** Bit b set: the alarm is at 1 since `since<b>`, not yet held ALARM_MIN_DURATION (not told). */
+  /** Bit b set: the alarm is at 1 since `since<b>`, not yet held ALARM_MIN_DURATION (not emitted). */
   pending: number;
   since0: number; since1: number; since2: number; since3: number; since4: number;
   since5: number; since6: number; since7: number; since8: number; since9: number;
@@ -34,7 +34,7 @@ for (const a of ALARMS) if (a.bit >= SINCE_KEYS.length) throw new Error(`alarms:
 
 export function alarmRecord(ctx: Context, s: AlarmsState, r: StreamRecord, plan: StreamPlan, soc: number): void {
   const minMs = ctx.opts.alarmMinDurationMs;
-  // What the record says against what is told or pending: flips of the told, and raises and clears of the pending.
+  // What the record says against what is emitted or pending: flips of those emitted, and raises and clears of the pending.
   const at1 = r.alarmValues & r.alarmMask;
   const at0 = ~r.alarmValues & r.alarmMask;
   const cleared = s.raised & at0;
@@ -91,7 +91,7 @@ export const ALARMS_DETECTOR = detector({
   reads: "CAN `alert_*`",
   settings: ["ALARM_MIN_DURATION"],
   derives: "`<alarm>_raised` / `_cleared`",
-  rules: "a flip of a carried flag (absent is not 0); flags kept by their frozen `alarmBit`; a flag that is no safety alarm (the schema's `safety`) told raised once it held `ALARM_MIN_DURATION` (`since` its raise), one cleared before told neither way; **a safety alarm is never invented and never swallowed**: a record too late for its window changes nothing live, and its correction tells a raise outside an episode at its time, marked `late`, with its clearing, and nothing inside one ([corrections/](corrections/README.md))",
+  rules: "a flip of a carried flag (absent is not 0); flags kept by their frozen `alarmBit`; a flag that is no safety alarm (the schema's `safety`) emitted as raised once it held `ALARM_MIN_DURATION` (`since` its raise), one cleared before emitted neither way; **a safety alarm is never invented and never swallowed**: a record too late for its window changes nothing live, and its correction emits a raise outside an episode at its time, marked `late`, with its clearing, and nothing inside one ([corrections/](corrections/README.md))",
   outputs: [
     { events: ALARMS.flatMap((a) => [`${a.name}_raised`, `${a.name}_cleared`]), shown: "`<flag>_raised` / `<flag>_cleared`", where: "`vehicle_events` (tags `vehicleno`, `event`; field `value` 1 / 0, with `soc`, `battery_voltage`, `current` when known)", what: "each of the 15 `alert_*` flags going 0 → 1 / 1 → 0; a vehicle's first record raises what is already 1. A safety alarm (`alert_thermal_runaway`, `alert_short_circuit`) is told the moment it is raised; any other once it held `ALARM_MIN_DURATION` (30 s), at the first record that shows it, with `since` its raise (one cleared before is told neither way, so a flapping flag is told at most twice per that span)" },
   ],

@@ -16,7 +16,7 @@ import { detector } from './detector.js';
  *   CHARGING_MIN_CURRENT, the GPS track says the vehicle was not moving at the record's time (`movingAt`:
  *   its records wait until the GPS stream has passed that time, derive.ts "waits"), and it has
  *   lasted CHARGING_MIN_DURATION: regenerative braking's bursts of positive current while driving are
- *   no session. Such a session is told once it has lasted that long, stamped at its first record.
+ *   no session. Such a session is emitted once it has lasted that long, stamped at its first record.
  * - A record with neither says nothing (it neither starts nor stops a session).
  * - A gap in the CAN stream longer than TRIP_MAX_GAP ends the open session at its last charging record
  *   before it; energy is never integrated across it.
@@ -24,10 +24,10 @@ import { detector } from './detector.js';
  *   carry `battery_voltage` and `current`; absent when fewer than two do.
  */
 export interface ChargingState {
-  /** 0 none, 1 charging by current alone but not yet long enough to tell, 2 a session told. */
+  /** 0 none, 1 charging by current alone but not yet long enough to tell, 2 a session emitted. */
   phase: number;
   start: number;
-  /** The first record's readings (told with `charging_started`). */
+  /** The first record's readings (emitted with `charging_started`). */
   startSoc: number;
   startVoltage: number;
   startCurrent: number;
@@ -193,8 +193,8 @@ export const CHARGING_DETECTOR = detector({
   slice: CHARGING_SLICE,
   reads: "CAN `load_status`, `current`, `battery_voltage`, `soc`; the track's motion",
   settings: ["CHARGING_CURRENT_SIGN", "CHARGING_MIN_CURRENT", "CHARGING_MIN_DURATION", "TRIP_MAX_GAP"],
-  derives: "`charging_started` / `_stopped`, `charging` sessions; when a session was under way (its last 8 changes, for the drain)",
-  rules: "`load_status` decides where sent (2 charging); without it, `current` of `CHARGING_CURRENT_SIGN` and at least `CHARGING_MIN_CURRENT`, the vehicle standing (the track's motion at the record's time, read once the track has passed it: such a record waits for it, \"Waits\" below), lasting `CHARGING_MIN_DURATION` before it is told, stamped at its first record (regenerative braking is no session, however far GPS lags); a gap over `TRIP_MAX_GAP` ends the session at its last record, never integrated across; energy ∫ V × \\|I\\| dt by trapezoids",
+  derives: "`charging_started` / `_stopped`, `charging` sessions; when a session was under way (its last 4 changes, for the drain)",
+  rules: "`load_status` decides where sent (2 charging); without it, `current` of `CHARGING_CURRENT_SIGN` and at least `CHARGING_MIN_CURRENT`, the vehicle standing (the track's motion at the record's time, read once the track has passed it: such a record waits for it, \"Waits\" below), lasting `CHARGING_MIN_DURATION` before it is emitted, stamped at its first record (regenerative braking is no session, however far GPS lags); a gap over `TRIP_MAX_GAP` ends the session at its last record, never integrated across; energy ∫ V × \\|I\\| dt by trapezoids",
   outputs: [
     { events: ['charging_started', 'charging_stopped'], shown: "`charging_started` / `charging_stopped`", where: "`vehicle_events` (on stop also `duration_s`, `energy_wh`)", what: "a CAN record with `load_status` 2 (charging); without `load_status`, `current` of the charging sign (`CHARGING_CURRENT_SIGN`, default positive, as the emulator charges; at least `CHARGING_MIN_CURRENT`) while the vehicle stands still, told once it has lasted `CHARGING_MIN_DURATION` and stamped at its first record (regenerative braking is no session); then the first record that is not" },
     { events: [], shown: "a charging session", where: "`charging` (tag `vehicleno`, time = start; `end`, `duration_s`, `soc_start`, `soc_end`, `energy_wh`)", what: "start to stop (or the last charging record before a gap of `TRIP_MAX_GAP`); energy is ∫ voltage × \\|current\\| dt between charging records carrying both, never across a gap; shorter than `CHARGING_MIN_DURATION` is not a session" },

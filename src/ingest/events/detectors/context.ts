@@ -5,19 +5,19 @@ import type { SpeedLimits } from '../../speedLimits/registry.js';
 
 /**
  * What every detector shares: the outputs a derivation call collects, the options, and the way a
- * detector's slice of the state is kept (`Slice`). Each detector (one module a kind of event, as
- * Traccar has one handler a kind) is handed the committed records of the streams it reads, in order.
+ * detector's slice of the state is kept (`Slice`). Each detector (one module per kind of event, as
+ * Traccar has one handler per kind) is handed the committed records of the streams it reads, in order.
  */
 
 export interface DerivedEvent {
   vehicleno: string;
-  /** `${alarm}_raised` / `${alarm}_cleared`, `ignition_on` / `_off`, `charging_started` / `_stopped`. */
+  /** The event's name (each detector's, in the README's table: `${alarm}_raised`, `ignition_on`, `idle_started`, …). */
   event: string;
   /** The record time of the transition, ms. */
   time: number;
   /** 1 raised / on / started, 0 cleared / off / stopped. */
   value: number;
-  /** What the transition carries (position and speed at ignition; soc, voltage, current; `late: 1` for a raise told late). */
+  /** What the transition carries, by kind (e.g. position and speed at ignition; soc, voltage, current at an alarm; `late: 1` for a raise emitted late). */
   fields: Record<string, number>;
   /** Which geofence a geofence event is of (`geofence`, `geofence_kind`): tags of its point, part of its id. */
   tags?: Record<string, string>;
@@ -95,7 +95,7 @@ export interface Derived {
   duplicates: number;
   /** Records committed early because their stream's pending buffer was full (maxPending): their order is no longer guaranteed. */
   forced: number;
-  /** The epoch its outputs are told in (NaN: before the vehicle's first checkpoint). */
+  /** The epoch its outputs are emitted in (NaN: before the vehicle's first checkpoint). */
   epoch: number;
   /**
    * A checkpoint the call took at its end (`../corrections/`): the state after it starts this epoch, cut at
@@ -130,15 +130,15 @@ export interface DeriveOptions {
   chargingCurrentSign: 'positive' | 'negative';
   /** Without `load_status`, a record charges when its current has the charging sign and at least this magnitude, and the vehicle stands still. */
   chargingMinCurrentA: number;
-  /** A session is kept when at least this long; one told by current alone starts only once its charging has lasted this long. */
+  /** A session is kept when at least this long; one emitted by current alone starts only once its charging has lasted this long. */
   chargingMinDurationMs: number;
-  /** A stop is told when the vehicle stood still at least this long (Traccar's minimalParkingDuration). */
+  /** A stop is emitted when the vehicle stood still at least this long (Traccar's minimalParkingDuration). */
   stopMinDurationMs: number;
-  /** Idling is told when the ignition was on and the vehicle stood still at least this long. */
+  /** Idling is emitted when the ignition was on and the vehicle stood still at least this long. */
   idleMinDurationMs: number;
-  /** The fleet's speed limit, km/h (0: none, no overspeed is told). */
+  /** The fleet's speed limit, km/h (0: none, no overspeed is emitted). */
   speedLimitKmh: number;
-  /** Overspeed is told when the speed stayed over the limit at least this long (Traccar's minimalDuration). */
+  /** Overspeed is emitted when the speed stayed over the limit at least this long (Traccar's minimalDuration). */
   overspeedMinDurationMs: number;
   /** With the ignition off, a vehicle seen this far (m) from where it was parked moved while off. */
   towMinDistanceM: number;
@@ -150,7 +150,7 @@ export interface DeriveOptions {
   immobilisations?: { readonly current: ImmobilisationLookup };
   /** A vehicle is taken inside (outside) a geofence once its fixes stayed so this long (ThingsBoard's minInsideDuration). */
   geofenceMinDwellMs: number;
-  /** A raised alarm that is no safety alarm is told once it held this long (ThingsBoard's alarm rule duration); 0: at once. */
+  /** A raised alarm that is no safety alarm is emitted once it held this long (ThingsBoard's alarm rule duration); 0: at once. */
   alarmMinDurationMs: number;
   /** A battery is low at or under socLowPercent, and recovered at or over socRecoveredPercent (hysteresis). */
   socLowPercent: number;
@@ -162,7 +162,7 @@ export interface DeriveOptions {
   speedLimitPreferLowest: boolean;
   /** A stream's pending records are all committed once nothing arrived for this long (wall time). */
   idleMs: number;
-  /** How late (record time, behind the vehicle's newest) a record may come and still correct what was told (EVENTS_HORIZON). */
+  /** How late (record time, behind the vehicle's newest) a record may come and still correct what was emitted (EVENTS_HORIZON). */
   horizonMs: number;
   /** A checkpoint is kept each time the vehicle's records cross into a new interval of this length (EVENTS_CHECKPOINT_INTERVAL). */
   checkpointIntervalMs: number;

@@ -18,7 +18,7 @@ import { detector } from './detector.js';
 export interface DrainState {
   /** The spell's readings that can still be its highest within the window (empty: not parked). */
   highest: WindowedExtreme;
-  /** 1 once told this spell. */
+  /** 1 once emitted this spell. */
   told: number;
   /**
    * Readings (time, soc, one after the other) waiting for the GPS track to pass their time (derive.ts,

@@ -14,7 +14,7 @@ import { detector } from './detector.js';
  *   outside once they have stayed out as long; the event is stamped at the first fix of the run. A
  *   vehicle wandering on a border flips nothing until it has settled on one side.
  * - **Crossings.** A step between two fixes that passes through a geofence with neither fix inside (a
- *   small geofence, sparse fixes) is told as entered and exited at once (`crossed: 1`), at the times the
+ *   small geofence, sparse fixes) is emitted as entered and exited at once (`crossed: 1`), at the times the
  *   step meets its border, whatever the dwell: it was inside, briefly.
  * - A geofence removed while the vehicle is inside stops holding at its end: the vehicle leaves it then
  *   (after the dwell), by the name it had.

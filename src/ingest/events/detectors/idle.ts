@@ -9,7 +9,7 @@ import { detector } from './detector.js';
  * vehicle standing still, by the track's confirmed fixes (`stepMoving`), at least IDLE_MIN_DURATION.
  *
  * - `idle_started`, stamped at the idle's start (the later of the ignition coming on and the vehicle
- *   standing), told once it has lasted IDLE_MIN_DURATION; `idle_ended` when the vehicle moves or the
+ *   standing), emitted once it has lasted IDLE_MIN_DURATION; `idle_ended` when the vehicle moves or the
  *   ignition goes off, with `duration_s`. Fields: where it stood.
  * - A trip counts its idle time (`idle_s`): an idle that ends within the trip adds to it.
  * - A gap in the GPS stream longer than TRIP_MAX_GAP ends the idle at the last record before it.
@@ -17,7 +17,7 @@ import { detector } from './detector.js';
 export interface IdleState {
   /** Its start (NaN: not idling). */
   since: number;
-  /** 1 once `idle_started` was told. */
+  /** 1 once `idle_started` was emitted. */
   told: number;
   lat: number;
   lng: number;
@@ -74,7 +74,7 @@ function end(ctx: Context, s: IdleState, trips: TripsState, at: number): void {
   const start = s.since;
   s.since = NaN;
   if (at - start < ctx.opts.idleMinDurationMs && s.told === 0) return;
-  // Told only now when it reached the minimum between two records (the records' times say so).
+  // Emitted only now when it reached the minimum between two records (the records' times say so).
   if (s.told === 0) emitEvent(ctx, 'idle_started', start, 1, { lat: s.lat, lng: s.lng });
   s.told = 0;
   emitEvent(ctx, 'idle_ended', at, 0, { lat: s.lat, lng: s.lng, duration_s: (at - start) / 1000 });
@@ -96,7 +96,7 @@ export const IDLE_DETECTOR = detector({
   writesInto: ['trips'],
   settings: ["IDLE_MIN_DURATION"],
   derives: "`idle_started` / `idle_ended` (`lat`, `lng`; `duration_s` at the end); a trip's `idle_s`",
-  rules: "the ignition on and standing at least `IDLE_MIN_DURATION` (300 s), stamped at its start (the later of the two), told once it lasted that; ended by a moving fix, the ignition off, or a gap (at the last record before it); an idle ending within a trip adds to the trip",
+  rules: "the ignition on and standing at least `IDLE_MIN_DURATION` (300 s), stamped at its start (the later of the two), emitted once it lasted that; ended by a moving fix, the ignition off, or a gap (at the last record before it); an idle ending within a trip adds to the trip",
   outputs: [
     { events: ['idle_started', 'idle_ended'], shown: "`idle_started` / `idle_ended`", where: "`vehicle_events` (`lat`, `lng`; `duration_s` at the end)", what: "the ignition on and standing at least `IDLE_MIN_DURATION`; a trip's `idle_s`" },
   ],

@@ -6,7 +6,7 @@ import { detector } from './detector.js';
 /**
  * Moved while immobilised: a vehicle under a confirmed immobilisation of a type that stops it (the command
  * ledger, src/ingest/commands/) whose records show its ignition on, or the track confirms it moving over
- * MOTION_SPEED. Told once an immobilisation, at the first such record by record time, with its position,
+ * MOTION_SPEED. Emitted once an immobilisation, at the first such record by record time, with its position,
  * speed and ignition, tagged with the command's type. A function of the records and of the ledger's
  * immobilisations (each an interval of wall time, `[from, to)`), never of when the records arrive: a late
  * record earlier in the interval moves the event there through a correction, and the ledger asks for a
@@ -34,7 +34,7 @@ export interface ImmobilisationLookup {
 }
 
 export interface ImmobilisedState {
-  /** The `from` of the immobilisation last told (-Infinity: none), so each is told once. */
+  /** The `from` of the immobilisation last emitted (-Infinity: none), so each is emitted once. */
   toldFrom: number;
 }
 

@@ -9,7 +9,7 @@ import { detector } from './detector.js';
  * confirmed fixes report (an outlier's position never counts; its speed is the device's) above
  * SPEED_LIMIT for at least OVERSPEED_MIN_DURATION. SPEED_LIMIT 0, the default, tells none.
  *
- * - `overspeed_started`, stamped at the first fix over the limit, told once the speed has stayed over
+ * - `overspeed_started`, stamped at the first fix over the limit, emitted once the speed has stayed over
  *   it OVERSPEED_MIN_DURATION (Traccar tells one event then; it has no end). Fields: the limit, that
  *   fix's speed and position.
  * - `overspeed_ended` at the first fix at or under the limit (or the ignition going off, or the last
@@ -93,7 +93,7 @@ function end(ctx: Context, s: OverspeedState, trips: TripsState, at: number): vo
   const start = s.since;
   s.since = NaN;
   if (s.told === 0 && at - start < ctx.opts.overspeedMinDurationMs) return;
-  // Told only now when it reached the minimum between two fixes (their times say so).
+  // Emitted only now when it reached the minimum between two fixes (their times say so).
   if (s.told === 0) tellStart(ctx, s, start);
   s.told = 0;
   emitEvent(ctx, 'overspeed_ended', at, 0, { limit: s.limit, max_speed: s.maxSpeed, duration_s: (at - start) / 1000, distance_m: s.distanceM });
@@ -115,7 +115,7 @@ export const OVERSPEED_DETECTOR = detector({
   writesInto: ['trips'],
   settings: ["SPEED_LIMIT", "OVERSPEED_MIN_DURATION"],
   derives: "`overspeed_started` (`limit`, `speed`, `lat`, `lng`) / `overspeed_ended` (`limit`, `max_speed`, `duration_s`, `distance_m`); a trip's `overspeed_s`",
-  rules: "confirmed fixes over the limit at their time (the vehicle's own, `../speedLimits/`, else `SPEED_LIMIT`, 0: none; inside geofences with a `speed_limit`, the lowest, or the geofence's with `SPEED_LIMIT_PREFER_LOWEST=off`) for at least `OVERSPEED_MIN_DURATION` (10 s; Traccar's `minimalDuration`, which tells one event and no end), stamped at the first fix over; a fix without a speed says nothing; ended by the first fix at or under the limit, the ignition off, or a gap (at its last fix over)",
+  rules: "confirmed fixes over the limit at their time (the vehicle's own, `../speedLimits/`, else `SPEED_LIMIT`, 0: none; inside geofences with a `speed_limit`, the lowest, or the geofence's with `SPEED_LIMIT_PREFER_LOWEST=off`) for at least `OVERSPEED_MIN_DURATION` (10 s; Traccar's `minimalDuration`, which emits one event and no end), stamped at the first fix over; a fix without a speed says nothing; ended by the first fix at or under the limit, the ignition off, or a gap (at its last fix over)",
   outputs: [
     { events: ['overspeed_started', 'overspeed_ended'], shown: "`overspeed_started` / `overspeed_ended`", where: "`vehicle_events` (`limit`, `speed`; at the end `max_speed`, `duration_s`, `distance_m`)", what: "over the limit at least `OVERSPEED_MIN_DURATION`: the vehicle's own (`telematics-fleet speed-limit`) or `SPEED_LIMIT`, and inside geofences with a `speed_limit` the lowest (`SPEED_LIMIT_PREFER_LOWEST`); a trip's `overspeed_s`" },
   ],

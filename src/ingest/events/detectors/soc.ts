@@ -4,8 +4,8 @@ import { zeros } from '../pending.js';
 import { detector } from './detector.js';
 
 /**
- * The state of charge as the CAN stream commits it, for the detectors that report it (trips, from the
- * other stream; alarms and charging, from their own). The latest value, the time it is known through
+ * The state of charge as the CAN stream commits it, for the trips, which read it across streams (the
+ * detectors of the CAN stream read a record's own soc). The latest value, the time it is known through
  * (the last CAN record committed), and the last SOC_RING times it changed, so a trip can ask the soc at
  * its start and end (`socAt`): exact once the CAN stream has passed that time (trips.ts waits for it).
  */

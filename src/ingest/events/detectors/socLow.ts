@@ -9,7 +9,7 @@ import { detector } from './detector.js';
  * record's pack voltage where it carried one. Records without a soc say nothing.
  */
 export interface SocLowState {
-  /** 1 while low (told), 0 not; NaN before any soc. */
+  /** 1 while low (emitted), 0 not; NaN before any soc. */
   low: number;
 }
 

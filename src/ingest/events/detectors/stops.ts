@@ -7,14 +7,14 @@ import { detector } from './detector.js';
 /**
  * Stops (Traccar's stops report, `report.trip.minimalParkingDuration`): the vehicle standing still at
  * least STOP_MIN_DURATION (default 300 s, Traccar's), by the track's confirmed fixes (`stepMoving`: an
- * outlier never ends a stop, parked jitter never starts a move). Told when it ends, as a `stops` point:
+ * outlier never ends a stop, parked jitter never starts a move). Emitted when it ends, as a `stops` point:
  *
  * - start: its first confirmed fix standing still; end: the first confirmed fix moving again.
  * - where: that first fix; how long the ignition was on during it (`ignition_on_s`: a vehicle standing
  *   with the ignition on is idling, `idle.ts`, which tells that as events).
  * - A gap in the GPS stream longer than TRIP_MAX_GAP ends the stop at the last record before it, as it
- *   ends a trip: a vehicle that stopped reporting is not known to have stood. A stop still open is told
- *   once the vehicle moves (or reports after a gap); one that never reports again is never told.
+ *   ends a trip: a vehicle that stopped reporting is not known to have stood. A stop still open is emitted
+ *   once the vehicle moves (or reports after a gap); one that never reports again is never emitted.
  */
 export interface StopsState {
   /** Its start (NaN: moving, or no confirmed fix yet). */
@@ -86,7 +86,7 @@ export const STOPS_DETECTOR = detector({
   reads: "the track, ignition",
   settings: ["STOP_MIN_DURATION", "TRIP_MAX_GAP"],
   derives: "`stops`",
-  rules: "standing still (`stepMoving`) at least `STOP_MIN_DURATION` (300 s, Traccar's `minimalParkingDuration`): from its first confirmed fix standing to the first moving again, where it stood, `ignition_on_s`; a gap over `TRIP_MAX_GAP` ends it at the last record before the gap (a fix from before the gap that a record after it confirms is skipped); told when it ends, so a vehicle that never reports again never tells its last stop",
+  rules: "standing still (`stepMoving`) at least `STOP_MIN_DURATION` (300 s, Traccar's `minimalParkingDuration`): from its first confirmed fix standing to the first moving again, where it stood, `ignition_on_s`; a gap over `TRIP_MAX_GAP` ends it at the last record before the gap (a fix from before the gap that a record after it confirms is skipped); emitted when it ends, so the last stop of a vehicle that never reports again is never emitted",
   outputs: [
     { events: [], shown: "a stop", where: "`stops` (tag `vehicleno`, `geofence`; time = start; `end`, `duration_s`, `lat`, `lng`, `ignition_on_s`)", what: "standing still at least `STOP_MIN_DURATION` (300 s, Traccar's), by the confirmed fixes; written once the vehicle moves again" },
   ],

@@ -20,7 +20,7 @@ export interface TowingState {
   off: number;
   parkedLat: number;
   parkedLng: number;
-  /** 1 once told this off period. */
+  /** 1 once emitted this off period. */
   told: number;
 }
 

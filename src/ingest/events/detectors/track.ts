@@ -6,7 +6,8 @@ import { detector } from './detector.js';
 
 /**
  * The vehicle's track: which fixes are true and how far each true step went, for the detectors that
- * measure movement (trips now; stops, geofences and overspeed next). What Traccar's FilterHandler and
+ * measure movement (trips, stops, idling, overspeed, towing, geofences, moved while immobilised; charging
+ * and the drain read its motion history). What Traccar's FilterHandler and
  * DistanceHandler do before its event handlers, with what a fleet's devices need on top:
  *
  * - **Outliers.** A fix counts once the next fix agrees with it (the step between them implies no more
@@ -135,8 +136,8 @@ export function trackFix(s: TrackState, f: Fix, o: DeriveOptions, into: Step[]):
 
 /**
  * Whether a confirmed fix says the vehicle moved: by its speed when it reported one (above
- * MOTION_SPEED), else by its step (jitter counts nothing, so a step at all is movement). What stops,
- * idling and overspeed read, so all three agree on when a vehicle stands.
+ * MOTION_SPEED), else by its step (jitter counts nothing, so a step at all is movement). What stops and
+ * idling read, so both agree on when a vehicle stands.
  */
 export function stepMoving(step: Step, o: DeriveOptions): boolean {
   const speed = step.fix.speed;

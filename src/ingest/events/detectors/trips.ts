@@ -16,15 +16,15 @@ import { detector } from './detector.js';
  *   ends at its last, the ignition-off fix included when it agrees with the track.
  * - A trip is kept when it lasts at least TRIP_MIN_DURATION **or** covers at least TRIP_MIN_DISTANCE
  *   (Traccar keeps a trip unless both are short; its defaults, 300 s and 500 m, are ours). Its
- *   ignition events are told either way.
+ *   ignition events are emitted either way.
  * - A gap in the GPS stream longer than TRIP_MAX_GAP (Traccar's `minimalNoDataDuration`, 1 h) ends the
  *   open trip at the last fix before it (`gapEnded: 1`): a lost ignition-off is not bridged over a
  *   night. A record after the gap with ignition still on starts a new trip there.
  * - soc at the start and end: the CAN stream's (`soc.ts`), read once that stream has passed the time,
  *   so a CAN stream minutes behind the GPS stream gives the same as one in step: a finished trip waits
- *   for it (MAX_WAITING at most: one more tells the oldest), and is told with the latest soc known when
+ *   for it (MAX_WAITING at most: one more emits the oldest), and is emitted with the latest soc known when
  *   the GPS stream is EVENTS_MAX_SKEW past its end or the CAN stream falls idle with nothing pending (a
- *   device that sends CAN only while driving: told at once, not EVENTS_MAX_SKEW later). Told so before the
+ *   device that sends CAN only while driving: emitted at once, not EVENTS_MAX_SKEW later). Emitted so before the
  *   CAN stream passed it, it is checked once that stream passes its end, and corrected
  *   (`../corrections/`) if the soc changed after what the stream had reached; so it is when the CAN stream
  *   ran so far ahead that the soc's history no longer reaches back to it. Without any soc before the
@@ -58,7 +58,7 @@ interface TripSoFar {
 /** Finished trips waiting for the CAN stream to pass their ends, oldest first (at most MAX_WAITING). */
 export type FinishedTrips = Finished[];
 
-/** Trips waiting at once: a further one tells the oldest with the soc known then. */
+/** Trips waiting at once: a further one emits the oldest with the soc known then. */
 export const MAX_WAITING = 16;
 
 /** A finished trip's numbers. */
@@ -184,11 +184,11 @@ function end(ctx: Context, s: TripsState, waiting: FinishedTrips, at: number, so
   tripSocProgress(ctx, s, waiting, soc);
 }
 
-/** Tells the oldest finished trip, with the soc known now. */
+/** Emits the oldest finished trip, with the soc known now. */
 function tell(ctx: Context, waiting: FinishedTrips, soc: SocState): void {
   const d = waiting.shift()!;
-  // Told before the CAN stream passed its end: checked once it has (a soc change after what it had reached then: corrected);
-  // told with a soc history that no longer reaches it: corrected.
+  // Emitted before the CAN stream passed its end: checked once it has (a soc change after what it had reached then: corrected);
+  // emitted with a soc history that no longer reaches it: corrected.
   if (soc.through < d.end) notePremature(ctx.late, 'soc', d.start, d.end, soc.through, 'earliest');
   else if (!socCovers(soc, d.end)) correctFrom(ctx.late, d.start);
   const t: Trip = {
@@ -208,7 +208,7 @@ function tell(ctx: Context, waiting: FinishedTrips, soc: SocState): void {
     if (from !== undefined) t.startGeofence = from;
     if (to !== undefined) t.endGeofence = to;
   }
-  // Told before the CAN stream passed the trip: the soc known then.
+  // Emitted before the CAN stream passed the trip: the soc known then.
   const socStart = d.socStart === d.socStart ? d.socStart : d.socStartAt === d.socStartAt ? (socAtOrBefore(soc, d.socStartAt) ?? socFirstAfter(soc, d.socStartAt, d.end)) : undefined;
   if (socStart !== undefined) t.socStart = socStart;
   const socEnd = socAtOrBefore(soc, d.end);
