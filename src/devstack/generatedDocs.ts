@@ -8,6 +8,7 @@ import { derivedTables, fieldTables, unitsTable } from '../telemetry/tables.js';
 import { commitTable } from '../formats/commit.js';
 import { DETECTORS, EVENTS_OUTPUTS } from '../ingest/events/kinds.js';
 import { FUEL_ROW } from '../ingest/events/detectors/fuel.js';
+import type { Detector, Output } from '../ingest/events/detectors/detector.js';
 import { FLEET_OUTPUTS } from '../ingest/fleet/changes.js';
 
 /**
@@ -33,21 +34,21 @@ export interface Document {
 }
 
 /** The detectors' table of src/ingest/events/README.md, from their declarations (kinds.ts). */
-export function detectorsTable(): string {
-  const rows = [...DETECTORS.filter((d) => d.rules !== '').map((d) => ({ module: `${d.key}.ts`, reads: d.reads, derives: d.derives, rules: d.rules })), FUEL_ROW];
+export function detectorsTable(detectors: readonly Detector[] = DETECTORS): string {
+  const rows = [...detectors.filter((d) => d.rules !== '').map((d) => ({ module: `${d.key}.ts`, reads: d.reads, derives: d.derives, rules: d.rules })), FUEL_ROW];
   return ['| Detector | Reads | Derives | Rules |', '|---|---|---|---|', ...rows.map((r) => `| \`${r.module}\` | ${r.reads} | ${r.derives} | ${r.rules} |`)].join('\n');
 }
 
 /** The outputs' table of docs/events.md: every kind the vehicle events and the fleet status write, from their declarations. */
-export function eventOutputsTable(): string {
-  const rows = [...EVENTS_OUTPUTS, ...FLEET_OUTPUTS].map((o) => `| ${o.shown} | ${o.where} | ${o.what} |`);
+export function eventOutputsTable(outputs: readonly Output[] = [...EVENTS_OUTPUTS, ...FLEET_OUTPUTS]): string {
+  const rows = outputs.map((o) => `| ${o.shown} | ${o.where} | ${o.what} |`);
   const late = '| any of them with `late` 1, a `revision`, or retracted | every measurement above (and the webhook: `….corrected`, `….retracted`) | what records that came late changed: see [Corrections](#corrections) |';
   return ['| Output | Where | What |', '|---|---|---|', ...rows, late].join('\n');
 }
 
 export const REGIONS: readonly Region[] = [
-  { file: 'src/ingest/events/README.md', name: 'detectors', render: detectorsTable },
-  { file: 'docs/events.md', name: 'event-kinds', render: eventOutputsTable },
+  { file: 'src/ingest/events/README.md', name: 'detectors', render: () => detectorsTable() },
+  { file: 'docs/events.md', name: 'event-kinds', render: () => eventOutputsTable() },
   { file: 'docs/fields.md', name: 'fields', render: () => fieldTables() },
   { file: 'docs/sending.md', name: 'plausibility', render: () => plausibilityTable() },
   { file: 'docs/analysts.md', name: 'derived', render: () => derivedTables() },

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { emptyRecord, SOC_STREAM, STREAMS, recordOf, TRACK_STREAM, valueAt, type EventInput, type StreamPlan, type StreamRecord } from './inputs.js';
 import { addRecord, committed, dropCommitted, due, newStream, type Stream } from './streams.js';
-import { DETECTORS } from './kinds.js';
+import { DETECTORS, slicesOf } from './kinds.js';
 import type { Detector } from './detectors/detector.js';
 import { emptyDerived, DEFAULT_DERIVE_OPTIONS, type ChargingSession, type Context, type Derived, type DeriveOptions, type DerivedEvent, type Slice, type Stop, type Trip } from './detectors/context.js';
 import { fixOf, motionChanged, motionCovers, motionSettledThrough, movingAt, trackFix, type Step } from './detectors/track.js';
@@ -46,7 +46,7 @@ type Detectors = (typeof DETECTORS)[number];
 export type VehicleState = { streams: Stream[] } & { [D in Detectors as D['key']]: D extends Detector<string, infer S> ? S : never };
 
 /** The slices of a state by key, each under its frozen id (`wire.ts` stores them so), in the order stored. */
-export const SLICES = Object.fromEntries(DETECTORS.map((d) => [d.key, d.slice])) as { [K in Exclude<keyof VehicleState, 'streams'>]: Slice<VehicleState[K]> };
+export const SLICES = slicesOf(DETECTORS) as { [K in Exclude<keyof VehicleState, 'streams'>]: Slice<VehicleState[K]> };
 
 export function newState(): VehicleState {
   const streams: Stream[] = [];

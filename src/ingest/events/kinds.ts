@@ -45,6 +45,11 @@ export const DETECTORS = [
   detector({ key: 'late', slice: LATE_SLICE, reads: '', settings: ['EVENTS_HORIZON', 'EVENTS_CHECKPOINT_INTERVAL'], derives: '', rules: '', outputs: [] }),
 ] as const;
 
+/** The slices of a list of detectors by key, in the list's order (the order a state's slices are stored). */
+export function slicesOf<const L extends readonly Detector[]>(detectors: L): { [D in L[number] as D['key']]: D['slice'] } {
+  return Object.fromEntries(detectors.map((d) => [d.key, d.slice])) as { [D in L[number] as D['key']]: D['slice'] };
+}
+
 /** The id the next slice takes: above every id a release has used (ids are frozen: a stored state names its slices by them). */
 export const nextSliceId = (detectors: readonly Detector[] = DETECTORS): number => Math.max(...detectors.map((d) => d.slice.id)) + 1;
 
