@@ -1,6 +1,6 @@
 /**
  * What vehicle events cost Redis and the worker per record, around the commit alone: the bench's bulk
- * jobs (1000 mixed records of 500 vehicles) derived and committed by `VehicleEvents` against a private
+ * jobs (1000 mixed records of 500 vehicles) derived and committed by `EventsStore` against a private
  * redis-server (AOF `always`; `AOF=no` without), as a worker does after each job's points are written.
  * `npm run bench:commit -- [jobs] [rounds] [jobs in flight]`: per round, core-µs per record of Redis
  * (INFO cpu) and of this process (each round's inputs are read from its jobs' rows before the timing);
@@ -11,7 +11,7 @@ import { startRedis } from '../../src/devstack/redis.js';
 import { validateRecord } from '../../src/ingest/validate/record.js';
 import { readRows, rowsOf } from '../../src/ingest/flatten/points.js';
 import { DEFAULT_DERIVE_OPTIONS, DERIVE_PICK } from '../../src/ingest/events/derive.js';
-import { VehicleEvents } from '../../src/ingest/events/store.js';
+import { EventsStore } from '../../src/ingest/events/store.js';
 import { StateUpdateBatches } from '../../src/ingest/worker/batches.js';
 import { BenchData } from './data.js';
 import { FLATTEN } from './options.js';
@@ -38,7 +38,7 @@ const cpu = async () => {
   return get('used_cpu_user') + get('used_cpu_sys');
 };
 const keys = { state: '{p0}:st', outbox: '{p0}:ob', pending: '{p0}:pd', corrections: '{p0}:co', records: (v: string, stream: number) => `{p0}:r:${stream}:${v}`, late: (v: string) => `{p0}:l:${v}` };
-const events = new VehicleEvents(redis, [keys], DEFAULT_DERIVE_OPTIONS);
+const events = new EventsStore(redis, [keys], DEFAULT_DERIVE_OPTIONS);
 // As a worker hands jobs on (worker/batches.ts): the jobs in flight together are derived as one.
 const batches = new StateUpdateBatches((partition, writtenRecords) => events.record(partition, writtenRecords, now), { lingerMs: 0, maxJobs: 64, maxRecords: 10_000 });
 let job = 0;

@@ -12,7 +12,7 @@ import { DEFAULT_DERIVE_OPTIONS, DERIVE_PICK, type Derived, type DeriveOptions, 
 import { emptyDerived } from './detectors/context.js';
 import { webhookPayloadOf, pointOf, startDispatch, type OutboxEntry } from './outbox.js';
 import { Lines } from '../write/lines.js';
-import { VehicleEvents, type CorrectionOutcome } from './store.js';
+import { EventsStore, type CorrectionOutcome } from './store.js';
 import { InfluxRecordSource } from './corrections/records.js';
 import { influxTargetOf } from '../read/influxql.js';
 import { GeofenceRegistry, GeofenceWatch, parseGeofencesFile } from '../geofences/registry.js';
@@ -32,7 +32,7 @@ export interface RunningEvents {
    * Events derived beside the streams, by scheduled runs that remember their own progress (the fleet
    * status job's silent / back, the fuel sync's drops and refuels): straight to InfluxDB and the webhook.
    */
-  tell(events: readonly DerivedEvent[]): Promise<void>;
+  publish(events: readonly DerivedEvent[]): Promise<void>;
   /** Queues webhook deliveries on the events' queue (signed alike); undefined without EVENTS_WEBHOOK_URL. */
   webhook: ((out: WebhookPayload[]) => Promise<number>) | undefined;
   /** A vehicle's records from `from` on are judged again (a correction, due after EVENTS_CORRECTION_DELAY): what the derivation read besides them changed there. */
@@ -150,7 +150,7 @@ export function startEvents(
   const speedLimits = new SpeedLimitWatch(new SpeedLimitRegistry(redis, keys.speedLimits), log);
   speedLimits.start();
   const opts = { ...deriveOptions(cfg), geofences, speedLimits, ...(hooks.immobilisations ? { immobilisations: hooks.immobilisations } : {}) };
-  const store = new VehicleEvents(redis, partitions, opts, {
+  const store = new EventsStore(redis, partitions, opts, {
     onCommit: (d) => counted(metrics, d, log),
     onCorrection: (c) => correctionTold(metrics, log, c),
     correctionDelayMs: cfg.EVENTS_CORRECTION_DELAY,
@@ -210,7 +210,7 @@ export function startEvents(
   return {
     pick: DERIVE_PICK,
     record: (partition, writtenRecords) => store.record(partition, writtenRecords),
-    async tell(events) {
+    async publish(events) {
       if (events.length === 0) return;
       const entries: OutboxEntry[] = events.map((e) => ({ kind: 'event', ...e }));
       await sink.write(Lines.of(entries.map(pointOf)));

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, inject, vi } from 'vitest';
 import { pickedValues, type WrittenRecord } from '../../telemetry/record.js';
 import { DEFAULT_DERIVE_OPTIONS, DERIVE_FIELDS, DERIVE_PICK, ingest, newState, type AddedRecords, type Derived, type EventInput } from './derive.js';
 import { STREAMS, valueAt } from './inputs.js';
-import { CommitArgs, readCommitArgs, VehicleEvents, type CorrectionOutcome, type PartitionKeys } from './store.js';
+import { CommitArgs, readCommitArgs, EventsStore, type CorrectionOutcome, type PartitionKeys } from './store.js';
 import type { RecordSource } from './corrections/records.js';
 import { restore } from './wire.js';
 import { StateUpdateBatches } from '../worker/batches.js';
@@ -60,8 +60,8 @@ describe('vehicle events in Redis', () => {
     // A window over all 60 s: jobs run in any order, so no record may be late here.
     const opts = { ...DEFAULT_DERIVE_OPTIONS, windowMs: 120_000, idleMs: 5_000 };
     // Two processes serving the one partition, each running 12 jobs of the same 20 vehicles at once.
-    const a = new VehicleEvents(redis, keysOf(prefix), opts, { onCommit: (d) => derived.push(...d) });
-    const b = new VehicleEvents(redis, keysOf(prefix), opts, { onCommit: (d) => derived.push(...d) });
+    const a = new EventsStore(redis, keysOf(prefix), opts, { onCommit: (d) => derived.push(...d) });
+    const b = new EventsStore(redis, keysOf(prefix), opts, { onCommit: (d) => derived.push(...d) });
     const jobs = Array.from({ length: 60 }, (_, j) => job(j));
     const results = await Promise.allSettled(jobs.map((writtenRecords, j) => (j % 2 === 0 ? a : b).record(0, writtenRecords, T0 + 100_000)));
     expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
@@ -88,8 +88,8 @@ describe('vehicle events in Redis', () => {
     const opts = { ...DEFAULT_DERIVE_OPTIONS, windowMs: 120_000, idleMs: 5_000 };
     const own = new Redis(inject('redisUrl'), { maxRetriesPerRequest: 1 });
     try {
-      const a = new VehicleEvents(own, keysOf(prefix), opts, { onCommit: (d) => derived.push(...d) });
-      const b = new VehicleEvents(redis, keysOf(prefix), opts, { onCommit: (d) => derived.push(...d) });
+      const a = new EventsStore(own, keysOf(prefix), opts, { onCommit: (d) => derived.push(...d) });
+      const b = new EventsStore(redis, keysOf(prefix), opts, { onCommit: (d) => derived.push(...d) });
       const reads = vi.spyOn(own, 'hmgetBuffer');
       for (let j = 0; j <= 15; j++) await a.record(0, job(j), T0 + 100_000);
       // The first job read the (absent) states; the next fifteen read nothing.
@@ -110,7 +110,7 @@ describe('vehicle events in Redis', () => {
     const prefix = `ev-${randomUUID()}`;
     const commits: Derived[][] = [];
     const opts = { ...DEFAULT_DERIVE_OPTIONS, windowMs: 120_000, idleMs: 5_000 };
-    const store = new VehicleEvents(redis, keysOf(prefix), opts, { onCommit: (d) => commits.push([...d]) });
+    const store = new EventsStore(redis, keysOf(prefix), opts, { onCommit: (d) => commits.push([...d]) });
     const batches = new StateUpdateBatches((partition, writtenRecords) => store.record(partition, writtenRecords, T0 + 100_000), { lingerMs: 0, maxJobs: 64, maxRecords: 10_000 });
     // Twelve jobs come at once: the first opens the partition's batch, the rest join it before it starts.
     await Promise.all(Array.from({ length: 12 }, (_, j) => batches.add(0, job(j))));
@@ -131,7 +131,7 @@ describe('vehicle events in Redis', () => {
 
   it('commits a vehicle that adds thousands of pending records in one job (a buffer sent after a tunnel), each at its exact score', async () => {
     const prefix = `ev-${randomUUID()}`;
-    const store = new VehicleEvents(redis, keysOf(prefix), { ...DEFAULT_DERIVE_OPTIONS, windowMs: 3_600_000 });
+    const store = new EventsStore(redis, keysOf(prefix), { ...DEFAULT_DERIVE_OPTIONS, windowMs: 3_600_000 });
     const n = 5_000;
     const values = pickedValues(DERIVE_PICK, n);
     values.fill(NaN);
@@ -172,7 +172,7 @@ describe('vehicle events in Redis', () => {
   it('a record of the same instant in a later job merges into the stored one, which it replaces', async () => {
     const prefix = `ev-${randomUUID()}`;
     const derived: Derived[] = [];
-    const store = new VehicleEvents(redis, keysOf(prefix), DEFAULT_DERIVE_OPTIONS, { onCommit: (d) => derived.push(...d) });
+    const store = new EventsStore(redis, keysOf(prefix), DEFAULT_DERIVE_OPTIONS, { onCommit: (d) => derived.push(...d) });
     const one = (fields: Record<string, number>): WrittenRecord[] => {
       const values = pickedValues(DERIVE_PICK, 1);
       for (const [k, x] of Object.entries(fields)) values[DERIVE_FIELDS.indexOf(k)] = x;
@@ -180,7 +180,7 @@ describe('vehicle events in Redis', () => {
     };
     await store.record(0, one({ soc: 60, alert_short_circuit: 1 }), T0 + 1_000);
     // Another process (no cache) takes the second record of that instant: it reads the stored one and merges.
-    const other = new VehicleEvents(redis, keysOf(prefix), DEFAULT_DERIVE_OPTIONS, { onCommit: (d) => derived.push(...d) });
+    const other = new EventsStore(redis, keysOf(prefix), DEFAULT_DERIVE_OPTIONS, { onCommit: (d) => derived.push(...d) });
     await other.record(0, one({ soc: 61, battery_voltage: 52, alert_short_circuit: 0 }), T0 + 2_000);
     const key = `${prefix}:records:${STREAMS.get('can')!.streamId}:KA01AB0001`;
     expect(await redis.zcard(key)).toBe(1);
@@ -199,7 +199,7 @@ describe('vehicle events in Redis', () => {
       read: async (v, after, until) => [...kept.values()].filter((r) => r.time > after.get(STREAMS.get(r.type)!.streamId)! && r.time <= until.get(STREAMS.get(r.type)!.streamId)!),
     };
     const outcomes: CorrectionOutcome[] = [];
-    const store = new VehicleEvents(redis, keysOf(prefix), opts, { source, correctionDelayMs: 1_000, onCorrection: (c) => outcomes.push(c) });
+    const store = new EventsStore(redis, keysOf(prefix), opts, { source, correctionDelayMs: 1_000, onCorrection: (c) => outcomes.push(c) });
     const V = 'KA01LATE01';
     // 20 minutes of CAN a second, the soc falling a point a minute to a low at minute 15 (soc_low), each second's record written then derived.
     const rec = (t: number, soc: number, raised = 0): WrittenRecord & EventInput => {
@@ -233,7 +233,7 @@ describe('vehicle events in Redis', () => {
     // Done: out of the set, and run again it finds nothing due; a record past the horizon is counted and changes nothing.
     expect(await redis.zscore(`${prefix}:corrections`, V)).toBeNull();
     const d: Derived[] = [];
-    const again = new VehicleEvents(redis, keysOf(prefix), opts, { source, onCommit: (x) => d.push(...x) });
+    const again = new EventsStore(redis, keysOf(prefix), opts, { source, onCommit: (x) => d.push(...x) });
     await again.record(0, [rec(T0 + 2 * MIN, 33, 1)], T0 + 20 * MIN + 3_000);
     expect(d.map((x) => [x.late, x.tooLate])).toEqual([[1, 1]]);
     expect(await redis.zscore(`${prefix}:corrections`, V)).toBeNull();
@@ -249,7 +249,7 @@ describe('vehicle events in Redis', () => {
       read: async (v, after, until) => [...kept.values()].filter((r) => v === V && r.time > after.get(STREAMS.get(r.type)!.streamId)! && r.time <= until.get(STREAMS.get(r.type)!.streamId)!),
     };
     const outcomes: CorrectionOutcome[] = [];
-    const store = new VehicleEvents(redis, keysOf(prefix), opts, { source, correctionDelayMs: 1_000, onCorrection: (c) => outcomes.push(c) });
+    const store = new EventsStore(redis, keysOf(prefix), opts, { source, correctionDelayMs: 1_000, onCorrection: (c) => outcomes.push(c) });
     const V = 'KA01IMMO01';
     const fix = (t: number, ign: number): WrittenRecord & EventInput & { vehicleno: string } => {
       const values = pickedValues(DERIVE_PICK, 1);

@@ -390,7 +390,7 @@ export type CorrectionOutcome =
   /** No checkpoint before its late record: past the horizon, stored, changing nothing. */
   | { vehicleno: string; outcome: 'tooLate'; from: number };
 
-export class VehicleEvents {
+export class EventsStore {
   private readonly cached = new Map<string, ReadState>();
   /**
    * By partition, this process's derivations one at a time. A partition's jobs share its vehicles: run

@@ -122,7 +122,7 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
       redis,
       { queue: keys.fleetQueue, job: 'fleet-status', intervalMs: cfg.FLEET_STATUS_INTERVAL, skipVersionCheck: cfg.REDIS_SKIP_VERSION_CHECK },
       async () => {
-        const changes = await writeStatusChanges(fleet, sink, cfg.SILENT_AFTER, Date.now(), events?.tell);
+        const changes = await writeStatusChanges(fleet, sink, cfg.SILENT_AFTER, Date.now(), events?.publish);
         // Then the vehicles not heard from for VEHICLE_EXPIRY are forgotten: Redis holds the fleet that reports.
         const expired = await expireVehicles(redis, keys, RECORD_SETS.map((r) => r.id), cfg.SILENT_AFTER.map((t) => t.label), Date.now(), cfg.VEHICLE_EXPIRY);
         if (expired.length > 0) {
@@ -152,7 +152,7 @@ export async function startWorkers(cfg: Config, log: Logger, metrics?: Metrics, 
           units: cfg.FUEL_UNITS,
           lookbackMs: cfg.FUEL_SYNC_LOOKBACK,
           maxRangeMs: FUEL_MAX_RANGE_MS,
-          ...(events ? { changes: fuelChanges(cfg, events.tell) } : {}),
+          ...(events ? { changes: fuelChanges(cfg, events.publish) } : {}),
           // A run ends before the next is due: the vehicles it did not reach are the next one's first.
           budget: { callsPerDay: cfg.UPSTREAM_HISTORY_CALLS_PER_DAY, syncedKey: keys.fuelSynced, callsKey: keys.fuelHistoryCalls, runForMs: cfg.FUEL_SYNC_INTERVAL },
         });

@@ -86,7 +86,7 @@ export interface FuelChangesOptions extends FuelChangeOptions {
   /** Whether the vehicle moved between two times (GPS speed over MOTION_SPEED); absent: changes while moving are told too. */
   moved?: (vehicleno: string, from: number, to: number) => Promise<boolean>;
   /** Delivers events (InfluxDB, webhook) before the progress that derived them is remembered: at least once, the same event each time. */
-  tell: (events: readonly DerivedEvent[]) => Promise<void>;
+  publish: (events: readonly DerivedEvent[]) => Promise<void>;
 }
 
 export interface FuelSyncResult {
@@ -126,7 +126,7 @@ export function fuelLine(vehicleno: string, unit: FuelUnit, time: number, value:
  * not told when a GPS fix stored for the vehicle between the change's first and last reading went over
  * MOTION_SPEED (read back from InfluxDB, so what a vehicle sends later than the sync reads is not seen).
  */
-export function fuelChanges(cfg: Config, tell: FuelChangesOptions['tell']): FuelChangesOptions {
+export function fuelChanges(cfg: Config, publish: FuelChangesOptions['publish']): FuelChangesOptions {
   const target = influxTargetOf(cfg);
   const moved = async (vehicleno: string, from: number, to: number): Promise<boolean> => {
     const q = `SELECT max("speed") FROM "${GPS.measurement}" WHERE "vehicleno" = ${quoteString(vehicleno)} AND time >= ${timeLiteral(from)} AND time <= ${timeLiteral(to)}`;
@@ -139,7 +139,7 @@ export function fuelChanges(cfg: Config, tell: FuelChangesOptions['tell']): Fuel
     refuelMin: cfg.FUEL_REFUEL_MIN.amount,
     windowMs: cfg.FUEL_CHANGE_WINDOW,
     ...(cfg.FUEL_CHANGES_WHILE_MOVING === 'off' ? { moved } : {}),
-    tell,
+    publish,
   };
 }
 
@@ -150,7 +150,7 @@ async function tellChanges(c: FuelChangesOptions, vehicleno: string, unit: FuelU
     if (c.moved && (await c.moved(vehicleno, change.fromAt, change.toAt))) result.whileMoving++;
     else told.push(fuelEvent(vehicleno, unit, change));
   }
-  if (told.length > 0) await c.tell(told);
+  if (told.length > 0) await c.publish(told);
   result.changes += told.length;
 }
 
