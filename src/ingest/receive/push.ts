@@ -7,7 +7,6 @@ import type { Plausibility } from '../plausibility/judge.js';
 import type { FlattenOptions } from '../flatten/flatten.js';
 import type { PointRows } from '../flatten/points.js';
 import { RecordSorter, VEHICLES_MAX } from './sort.js';
-import type { VehicleAdmission } from '../fleet/admission.js';
 import { throttleOf } from '../../log/throttle.js';
 import { scanPush } from '../scan/scan.js';
 import { acceptedBody, answerAccepted, PushRefused, refusalAnswer } from './answer.js';
@@ -22,6 +21,15 @@ import { BodyError, readBody } from './body.js';
 import { flattenFor, type JobFormat } from '../queue/formats.js';
 
 /** What the receiver needs from the queue stage; the real ones are PartitionedProducer and Quarantine. */
+/** What the push path asks of the vehicles' admission (fleet/admission.ts `VehicleAdmission` is it): receiving stands above no fleet state. */
+export interface Admission {
+  readonly opts: { readonly maxVehicles: number };
+  /** Known to this process (admitted recently): no Redis asked. */
+  isKnown(plate: string): boolean;
+  /** Of `plates` (none known to this process), those refused. */
+  refused(plates: ReadonlySet<string>): Promise<Set<string>>;
+}
+
 export interface RecordSink {
   /** QUEUE_PARTITIONS: `rows[i]` holds the records of partition i's vehicles. */
   readonly partitions: number;
@@ -52,8 +60,8 @@ export interface PushHandlerOptions {
   plausibility?: Plausibility;
   /** The flattening rules (CAN_TEMP_SENTINELS, PACK_HEALTH): records are queued as points. */
   flatten: FlattenOptions;
-  /** Which new vehicles are admitted (MAX_VEHICLES, fleet/admission.ts); every one when unset. */
-  vehicles?: VehicleAdmission | undefined;
+  /** Which new vehicles are admitted (MAX_VEHICLES; fleet/admission.ts is the service's); every one when unset. */
+  vehicles?: Admission | undefined;
   /** The job format every live worker reads (queue/formats.ts), read from memory; this release's newest when unset. */
   format?: () => JobFormat;
   log: Logger;

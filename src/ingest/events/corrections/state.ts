@@ -1,4 +1,4 @@
-import type { Slice } from '../detectors/context.js';
+import type { Slice } from '../detectors/slice.js';
 
 /**
  * What a vehicle's state keeps for corrections (README.md beside this file): which epoch its outputs are

@@ -1,4 +1,4 @@
-import type { Slice } from './context.js';
+import type { Slice } from './slice.js';
 
 /**
  * A detector's declaration (one a module of this folder, as Traccar has one handler a kind of event):

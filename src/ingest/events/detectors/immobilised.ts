@@ -1,5 +1,7 @@
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
-import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
+import { emitEvent, flatSlice, type Context, type Immobilisation, type Slice } from './context.js';
+
+export type { Immobilisation, ImmobilisationLookup } from './context.js';
 import type { Step } from './track.js';
 import { detector } from './detector.js';
 
@@ -16,22 +18,6 @@ import { detector } from './detector.js';
  * The ignition is read off the record itself (a digital line, which a jittering fix cannot fake); motion
  * only off fixes the track confirmed (an outlier or a cold-start jump is not movement).
  */
-
-/** One immobilisation a vehicle was under: from the immobilise's confirmation to the mobilise's sending (`to` Infinity: still under it). */
-export interface Immobilisation {
-  /** The immobilise command's id. */
-  id: string;
-  /** Its immobilise type (ignition, crank, movement, can, discharge, chargendischarge). */
-  type: string;
-  from: number;
-  to: number;
-}
-
-/** The immobilisations the ledger holds (a worker's watch of it, src/ingest/commands/immobilisations.ts). */
-export interface ImmobilisationLookup {
-  /** The immobilisation `vehicleno` was under at `time`, if any. */
-  at(vehicleno: string, time: number): Immobilisation | undefined;
-}
 
 export interface ImmobilisedState {
   /** The `from` of the immobilisation last emitted (-Infinity: none), so each is emitted once. */
