@@ -257,7 +257,7 @@ describe('event settings', () => {
       EVENTS_MAX_SKEW: 600_000,
       TRIP_MIN_DURATION: 300_000,
       TRIP_MIN_DISTANCE: 500,
-      TRIP_MAX_GAP: 3_600_000,
+      EVENTS_MAX_GAP: 3_600_000,
       TRIP_MAX_JUMP_SPEED: 300,
       GPS_MIN_ERROR: 30,
       MOTION_SPEED: 3,

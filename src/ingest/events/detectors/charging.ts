@@ -17,7 +17,7 @@ import { geofenceNamesAt } from './geofences.js';
  *   lasted CHARGING_MIN_DURATION: regenerative braking's bursts of positive current while driving are
  *   no session. Such a session is told once it has lasted that long, stamped at its first record.
  * - A record with neither says nothing (it neither starts nor stops a session).
- * - A gap in the CAN stream longer than TRIP_MAX_GAP ends the open session at its last charging record
+ * - A gap in the CAN stream longer than EVENTS_MAX_GAP ends the open session at its last charging record
  *   before it; energy is never integrated across it.
  * - Energy: ∫ voltage × |current| dt in Wh, trapezoids between consecutive charging records that both
  *   carry `battery_voltage` and `current`; absent when fewer than two do.
@@ -51,9 +51,9 @@ const NOT = 0;
 const CANDIDATE = 1;
 const SESSION = 2;
 
-/** Before a CAN record: a gap since the last charging record longer than TRIP_MAX_GAP ends the session there. */
+/** Before a CAN record: a gap since the last charging record longer than EVENTS_MAX_GAP ends the session there. */
 export function chargingGap(ctx: Context, s: ChargingState, time: number): void {
-  if (s.phase === NOT || time - s.lastTime <= ctx.opts.tripMaxGapMs) return;
+  if (s.phase === NOT || time - s.lastTime <= ctx.opts.maxGapMs) return;
   if (s.phase === SESSION) stop(ctx, s, s.lastTime, s.soc === s.soc ? { soc: s.soc } : {});
   s.phase = NOT;
   s.underWay.note(time, 0);

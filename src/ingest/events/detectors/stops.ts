@@ -11,7 +11,7 @@ import { stepMoving, type Step } from './track.js';
  * - start: its first confirmed fix standing still; end: the first confirmed fix moving again.
  * - where: that first fix; how long the ignition was on during it (`ignition_on_s`: a vehicle standing
  *   with the ignition on is idling, `idle.ts`, which tells that as events).
- * - A gap in the GPS stream longer than TRIP_MAX_GAP ends the stop at the last record before it, as it
+ * - A gap in the GPS stream longer than EVENTS_MAX_GAP ends the stop at the last record before it, as it
  *   ends a trip: a vehicle that stopped reporting is not known to have stood. A stop still open is told
  *   once the vehicle moves (or reports after a gap); one that never reports again is never told.
  */
@@ -33,7 +33,7 @@ export interface StopsState {
  * a fix from before it that the record confirmed is the gap's side the stop already ended on: skipped.
  */
 export function stopsRecord(ctx: Context, s: StopsState, r: StreamRecord, plan: StreamPlan, steps: readonly Step[]): void {
-  const gapFrom = r.time - s.lastTime > ctx.opts.tripMaxGapMs ? s.lastTime : -Infinity;
+  const gapFrom = r.time - s.lastTime > ctx.opts.maxGapMs ? s.lastTime : -Infinity;
   if (gapFrom !== -Infinity && s.since === s.since) end(ctx, s, s.lastTime);
   s.lastTime = r.time;
   for (const step of steps) {

@@ -16,7 +16,7 @@ import { geofenceNamesAt } from './geofences.js';
  * - A trip is kept when it lasts at least TRIP_MIN_DURATION **or** covers at least TRIP_MIN_DISTANCE
  *   (Traccar keeps a trip unless both are short; its defaults, 300 s and 500 m, are ours). Its
  *   ignition events are told either way.
- * - A gap in the GPS stream longer than TRIP_MAX_GAP (Traccar's `minimalNoDataDuration`, 1 h) ends the
+ * - A gap in the GPS stream longer than EVENTS_MAX_GAP (Traccar's `minimalNoDataDuration`, 1 h) ends the
  *   open trip at the last fix before it (`gapEnded: 1`): a lost ignition-off is not bridged over a
  *   night. A record after the gap with ignition still on starts a new trip there.
  * - soc at the start and end: the CAN stream's (`soc.ts`), read once that stream has passed the time,
@@ -71,9 +71,9 @@ export interface Finished extends TripSoFar {
 const COUNTED_LATER: Partial<Record<keyof Finished, number>> = { idleMs: 0, overspeedMs: 0 };
 const FINISHED_KEYS: ReadonlyArray<keyof Finished> = ['start', 'end', 'startLat', 'startLng', 'endLat', 'endLng', 'distanceM', 'maxSpeed', 'socStart', 'socStartAt', 'gapEnded', 'idleMs', 'overspeedMs'];
 
-/** Before a GPS record: a gap since the last one longer than TRIP_MAX_GAP ends the open trip at that last record. */
+/** Before a GPS record: a gap since the last one longer than EVENTS_MAX_GAP ends the open trip at that last record. */
 export function tripGap(ctx: Context, s: TripsState, waiting: FinishedTrips, track: TrackState, soc: SocState, time: number): void {
-  if (s.open !== 1 || time - s.lastTime <= ctx.opts.tripMaxGapMs) return;
+  if (s.open !== 1 || time - s.lastTime <= ctx.opts.maxGapMs) return;
   const settled = settleTrack(track, ctx.opts);
   if (settled !== undefined) tripStep(s, settled);
   end(ctx, s, waiting, s.lastTime, soc, true);
