@@ -269,7 +269,7 @@ describe('event settings', () => {
       EVENTS_WEBHOOK_MAX_BACKLOG: 100_000,
     });
     expect(cfg.EVENTS_WEBHOOK_URL).toBeUndefined();
-    // The derivation's own defaults are the settings' (one rule, stated twice only here, where a test holds them together).
+    // The derivation's own defaults are the settings' (derived from them: the values above are what an operator reads in docs/operating.md).
     expect(deriveOptions(cfg)).toEqual(DEFAULT_DERIVE_OPTIONS);
     expect(webhookRetryPolicy(cfg)).toEqual({ spanMs: 86_400_000, baseMs: cfg.RETRY_BASE_DELAY, maxMs: cfg.RETRY_MAX_DELAY });
   });
