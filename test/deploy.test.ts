@@ -5,6 +5,7 @@ import { join, posix } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { CONFIG_KEYS, loadConfig } from '../src/config/index.js';
+import { SECRET_SETTINGS } from '../src/config/secrets.js';
 import { bullKey } from '../src/ingest/queue/keys.js';
 
 /** No Docker engine runs here; these keep docker-compose.yml, deploy/ and .env.example true by reading them. */
@@ -459,6 +460,10 @@ describe('.env.example', () => {
 
   it('lists every setting', () => {
     expect(Object.keys(example).sort()).toEqual([...CONFIG_KEYS].sort());
+  });
+
+  it('shows no secret: each is empty', () => {
+    for (const key of SECRET_SETTINGS) expect(example[key], key).toBe('');
   });
 
   it('shows the defaults the service really uses', () => {

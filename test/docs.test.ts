@@ -35,7 +35,7 @@ describe('generated documents', () => {
     walk('');
     expect(REGIONS.map((r) => `${r.file}#${r.name}`).sort()).toEqual(marked.sort());
     expect(marked).toContain('src/formats/README.md#commit');
-    expect(DOCUMENTS.map((d) => d.file)).toEqual(['docs/openapi.json', 'docs/push-record.schema.json']);
+    expect(DOCUMENTS.map((d) => d.file)).toEqual(['docs/openapi.json', 'docs/push-record.schema.json', '.env.example']);
   });
 });
 

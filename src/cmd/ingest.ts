@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { constants } from 'node:os';
-import { ConfigError, loadConfig, MODES, redactedConfig, type Mode } from '../config/index.js';
+import { ConfigError, formerNamesIn, loadConfig, MODES, redactedConfig, renamedWarning, type Mode } from '../config/index.js';
 import { createLogger, type Logger } from '../log/index.js';
 import { startService, type RunningService } from '../ingest/service/index.js';
 
@@ -27,6 +27,7 @@ async function main(): Promise<void> {
   }
   const log = createLogger(cfg.LOG_LEVEL);
   log.info({ config: redactedConfig(cfg) }, 'configuration');
+  for (const r of formerNamesIn(process.env)) log.warn({ setting: r.formerly, now: r.name }, renamedWarning(r));
   const service = await startService(cfg, log);
 
   stopOnSignals(service, cfg.SHUTDOWN_GRACE, log);

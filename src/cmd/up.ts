@@ -14,7 +14,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:os';
-import { loadConfig, redactedConfig, type Config } from '../config/index.js';
+import { formerNamesIn, loadConfig, redactedConfig, renamedWarning, type Config } from '../config/index.js';
 import { parseDuration } from '../config/duration.js';
 import { createLogger } from '../log/index.js';
 import { startService, type RunningService } from '../ingest/service/index.js';
@@ -301,6 +301,7 @@ async function main(): Promise<void> {
   if (run.stopping) return;
   const demo = addDemoSender(env);
   const cfg = await loadConfigOrStop(env, servers);
+  for (const r of formerNamesIn(env)) say(renamedWarning(r));
   const service = await startReadyService(cfg, run);
   if (run.stopping) return;
 

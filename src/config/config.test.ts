@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, redactedConfig } from './index.js';
+import { z } from 'zod';
+import { CONFIG_KEYS, ConfigError, declaredSettings, formerNamesIn, loadConfig, redactedConfig, RENAMED_SETTINGS, renamedWarning, SETTINGS } from './index.js';
+import { setting, SETTING_GROUPS } from './settings.js';
+import { DEFAULT_DERIVE_OPTIONS, deriveOptions } from '../ingest/events/detectors/context.js';
 
 const TOKEN = 'a-token-of-sixteen-chars';
 
@@ -120,5 +123,55 @@ describe('loadConfig', () => {
     expect(bad).toThrow(/PLAUSIBLE_RANGES\.0: "soc=100\.\.0": expected rule=min\.\.max or rule=off/);
     expect(bad).toThrow(/PLAUSIBLE_RANGES\.1: "zero_position=0\.\.1"/);
     expect(bad).toThrow(/SILENT_AFTER\.0: "60": expected a duration with a unit/);
+  });
+});
+
+describe('settings declared once', () => {
+  it('every setting has a description and a group; a schema entry made without setting() is refused', () => {
+    for (const [name, d] of SETTINGS) {
+      expect(d.description.trim(), name).not.toBe('');
+      expect(Object.keys(SETTING_GROUPS), name).toContain(d.group);
+    }
+    expect(SETTINGS.map(([name]) => name)).toEqual(CONFIG_KEYS);
+    expect(() => declaredSettings({ SOME_SETTING: z.string().default('x') })).toThrow(/SOME_SETTING: declared without setting\(\)/);
+    expect(() => setting(z.string(), { group: 'service', default: 'x', description: ' ' })).toThrow(/needs a description/);
+    expect(declaredSettings({ SOME_SETTING: setting(z.string(), { group: 'service', default: 'x', description: 'what it does' }) })).toEqual([['SOME_SETTING', { group: 'service', default: 'x', description: 'what it does' }]]);
+  });
+
+  it('a declared default is parsed by the setting’s own rule: one it refuses fails at once', () => {
+    expect(() => setting(z.string().regex(/^\d+$/, 'expected a whole number'), { group: 'service', default: 'ten', description: 'a count' })).toThrow(/expected a whole number/);
+  });
+
+  it('the events’ derive options are the settings’ defaults, units as the options name them', () => {
+    const opts = DEFAULT_DERIVE_OPTIONS;
+    expect(opts).toMatchObject({ windowMs: 30_000, maxGapMs: 3_600_000, tripMinDistanceM: 500, maxJumpSpeedKmh: 300, chargingMinCurrentA: 0.5, socDrainWindowMs: 6 * 3_600_000, speedLimitPreferLowest: true });
+    const cfg = loadConfig({ PUSH_AUTH: 'none', EVENTS_MAX_GAP: '2h', SPEED_LIMIT: '80', SPEED_LIMIT_PREFER_LOWEST: 'off' });
+    expect(deriveOptions(cfg)).toEqual({ ...opts, maxGapMs: 7_200_000, speedLimitKmh: 80, speedLimitPreferLowest: false });
+  });
+});
+
+describe('a renamed setting', () => {
+  const base = { PUSH_AUTH: 'none' };
+  const warn = { formerly: 'TRIP_MAX_GAP', name: 'EVENTS_MAX_GAP' };
+
+  it('is read by its former name for one release, with a warning naming the new one', () => {
+    expect(RENAMED_SETTINGS).toContainEqual(warn);
+    expect(loadConfig({ ...base, TRIP_MAX_GAP: '2h' }).EVENTS_MAX_GAP).toBe(7_200_000);
+    expect(loadConfig({ ...base, EVENTS_MAX_GAP: '3h' }).EVENTS_MAX_GAP).toBe(10_800_000);
+    expect(loadConfig({ ...base, TRIP_MAX_GAP: '' }).EVENTS_MAX_GAP).toBe(3_600_000);
+    expect(formerNamesIn({ ...base, TRIP_MAX_GAP: '2h' })).toEqual([warn]);
+    expect(formerNamesIn({ ...base, EVENTS_MAX_GAP: '2h' })).toEqual([]);
+    expect(renamedWarning(warn)).toMatch(/TRIP_MAX_GAP is now EVENTS_MAX_GAP/);
+  });
+
+  it('refuses both names set, naming both, and names a bad value by the name it was given', () => {
+    expect(() => loadConfig({ ...base, TRIP_MAX_GAP: '2h', EVENTS_MAX_GAP: '2h' })).toThrow(/EVENTS_MAX_GAP, TRIP_MAX_GAP: both set/);
+    expect(() => loadConfig({ ...base, TRIP_MAX_GAP: '2h', EVENTS_MAX_GAP: '2h', SOC_LOW: '50' })).toThrow(/both set[\s\S]*SOC_RECOVERED/);
+    expect(() => loadConfig({ ...base, TRIP_MAX_GAP: '2', EVENTS_MAX_GAP: '2h' })).toThrow(/both set/);
+    expect(() => loadConfig({ ...base, TRIP_MAX_GAP: '2' })).toThrow(/TRIP_MAX_GAP \(now EVENTS_MAX_GAP\): expected a duration/);
+  });
+
+  it('is not a setting of its own: .env.example and the docs list the new name', () => {
+    expect(CONFIG_KEYS).not.toContain('TRIP_MAX_GAP');
   });
 });

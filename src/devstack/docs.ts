@@ -1,8 +1,8 @@
 /**
- * `npm run docs`: rewrites what is derived from the record's schema (src/telemetry/vehicleData.ts): the
- * docs/fields.md's field tables, docs/sending.md's plausibility table, docs/analysts.md's units table, docs/openapi.json and
- * docs/push-record.schema.json. `--check` writes nothing and exits 1 naming each file that would change
- * (test/docs.test.ts fails the same way).
+ * `npm run docs`: rewrites what is derived from the record's schema (src/telemetry/vehicleData.ts) and the
+ * settings' declarations (src/config/index.ts): every file and region `generatedDocs.ts` lists (docs/fields.md's
+ * field tables, docs/operating.md's settings, `.env.example`, docs/openapi.json and the rest). `--check`
+ * writes nothing and exits 1 naming each file that would change (test/docs.test.ts fails the same way).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -10,10 +10,12 @@ import { DETECTORS, EVENTS_OUTPUTS } from '../ingest/events/kinds.js';
 import { FUEL_ROW } from '../ingest/events/detectors/fuel.js';
 import type { Detector, Output } from '../ingest/events/detectors/detector.js';
 import { FLEET_OUTPUTS } from '../ingest/fleet/changes.js';
+import { envExample, renamedSettingsTable, settingTables } from '../config/settingDocs.js';
 
 /**
- * What `npm run docs` writes, derived from the record's schema (src/telemetry/vehicleData.ts): the
- * marked regions of the Markdown documents, and whole JSON documents. Shared by the script (docs.ts)
+ * What `npm run docs` writes, derived from the record's schema (src/telemetry/vehicleData.ts) and the
+ * settings' declarations (src/config/index.ts): the marked regions of the Markdown documents, and whole
+ * documents (JSON, `.env.example`). Shared by the script (docs.ts)
  * and the test that fails when a checked-in copy drifts (test/docs.test.ts).
  */
 
@@ -53,6 +55,8 @@ export const REGIONS: readonly Region[] = [
   { file: 'docs/sending.md', name: 'plausibility', render: () => plausibilityTable() },
   { file: 'docs/analysts.md', name: 'derived', render: () => derivedTables() },
   { file: 'src/formats/README.md', name: 'commit', render: () => commitTable() },
+  { file: 'docs/operating.md', name: 'settings', render: settingTables },
+  { file: 'docs/upgrading.md', name: 'renamed-settings', render: renamedSettingsTable },
   {
     file: 'docs/analysts.md',
     name: 'units',
@@ -73,6 +77,7 @@ export const DOCUMENTS: readonly Document[] = [
   // Byte for byte what /openapi.json serves (test/e2e/openapi.test.ts compares the two).
   { file: 'docs/openapi.json', render: openApiJson },
   { file: 'docs/push-record.schema.json', render: () => `${JSON.stringify(pushRecordSchema, null, 2)}\n` },
+  { file: '.env.example', render: envExample },
 ];
 
 export const startMarker = (name: string): string => `<!-- generated: ${name} (npm run docs) -->`;

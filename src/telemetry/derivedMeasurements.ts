@@ -112,7 +112,7 @@ export const TRIPS: DerivedMeasurement = {
     { name: 'end_lng', unit: '°', description: 'its last confirmed fix' },
     soc('start'),
     soc('end'),
-    { name: 'gap_ended', unit: '0/1', description: '1: ended by a gap in the GPS stream (TRIP_MAX_GAP), not by ignition off' },
+    { name: 'gap_ended', unit: '0/1', description: '1: ended by a gap in the GPS stream (EVENTS_MAX_GAP), not by ignition off' },
     { name: 'idle_s', unit: 's', description: 'idling within it (IDLE_MIN_DURATION at least each)' },
     { name: 'overspeed_s', unit: 's', description: 'over SPEED_LIMIT within it (OVERSPEED_MIN_DURATION at least each)' },
     ...corrections,

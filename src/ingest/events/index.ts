@@ -9,7 +9,7 @@ import type { FieldPick, WrittenRecord } from '../../telemetry/record.js';
 import type { RedisKeys } from '../queue/keys.js';
 import type { PointSink } from '../write/sink.js';
 import { DEFAULT_DERIVE_OPTIONS, DERIVE_PICK, type Derived, type DeriveOptions, type DerivedEvent } from './derive.js';
-import { emptyDerived } from './detectors/context.js';
+import { deriveOptions, emptyDerived } from './detectors/context.js';
 import { webhookPayloadOf, pointOf, startDispatch, type OutboxEntry } from './outbox.js';
 import { Lines } from '../write/lines.js';
 import { EventsStore, type CorrectionOutcome } from './store.js';
@@ -47,37 +47,7 @@ export interface EventsHooks {
   immobilisations?: DeriveOptions['immobilisations'];
 }
 
-export function deriveOptions(cfg: Config): DeriveOptions {
-  return {
-    windowMs: cfg.EVENTS_WINDOW,
-    tripMinDurationMs: cfg.TRIP_MIN_DURATION,
-    tripMinDistanceM: cfg.TRIP_MIN_DISTANCE,
-    tripMaxGapMs: cfg.TRIP_MAX_GAP,
-    maxSkewMs: cfg.EVENTS_MAX_SKEW,
-    maxJumpSpeedKmh: cfg.TRIP_MAX_JUMP_SPEED,
-    gpsMinErrorM: cfg.GPS_MIN_ERROR,
-    motionSpeedKmh: cfg.MOTION_SPEED,
-    chargingCurrentSign: cfg.CHARGING_CURRENT_SIGN,
-    chargingMinCurrentA: cfg.CHARGING_MIN_CURRENT,
-    chargingMinDurationMs: cfg.CHARGING_MIN_DURATION,
-    stopMinDurationMs: cfg.STOP_MIN_DURATION,
-    idleMinDurationMs: cfg.IDLE_MIN_DURATION,
-    speedLimitKmh: cfg.SPEED_LIMIT,
-    overspeedMinDurationMs: cfg.OVERSPEED_MIN_DURATION,
-    towMinDistanceM: cfg.TOW_MIN_DISTANCE,
-    geofenceMinDwellMs: cfg.GEOFENCE_MIN_DWELL,
-    alarmMinDurationMs: cfg.ALARM_MIN_DURATION,
-    speedLimitPreferLowest: cfg.SPEED_LIMIT_PREFER_LOWEST === 'on',
-    socLowPercent: cfg.SOC_LOW,
-    socRecoveredPercent: cfg.SOC_RECOVERED,
-    socDrainMinPercent: cfg.SOC_DRAIN_MIN,
-    socDrainWindowMs: cfg.SOC_DRAIN_WINDOW,
-    idleMs: cfg.EVENTS_WINDOW,
-    horizonMs: cfg.EVENTS_HORIZON,
-    checkpointIntervalMs: cfg.EVENTS_CHECKPOINT_INTERVAL,
-    maxPending: DEFAULT_DERIVE_OPTIONS.maxPending,
-  };
-}
+export { deriveOptions };
 
 /** What a commit derived, counted once (a retried job derives nothing new); records past the horizon reported in the log. */
 function counted(metrics: Metrics | undefined, all: readonly Derived[], log?: Logger): void {

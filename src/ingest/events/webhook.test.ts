@@ -257,7 +257,7 @@ describe('event settings', () => {
       EVENTS_MAX_SKEW: 600_000,
       TRIP_MIN_DURATION: 300_000,
       TRIP_MIN_DISTANCE: 500,
-      TRIP_MAX_GAP: 3_600_000,
+      EVENTS_MAX_GAP: 3_600_000,
       TRIP_MAX_JUMP_SPEED: 300,
       GPS_MIN_ERROR: 30,
       MOTION_SPEED: 3,
@@ -269,7 +269,7 @@ describe('event settings', () => {
       EVENTS_WEBHOOK_MAX_BACKLOG: 100_000,
     });
     expect(cfg.EVENTS_WEBHOOK_URL).toBeUndefined();
-    // The derivation's own defaults are the settings' (one rule, stated twice only here, where a test holds them together).
+    // The derivation's own defaults are the settings' (derived from them: the values above are what an operator reads in docs/operating.md).
     expect(deriveOptions(cfg)).toEqual(DEFAULT_DERIVE_OPTIONS);
     expect(webhookRetryPolicy(cfg)).toEqual({ spanMs: 86_400_000, baseMs: cfg.RETRY_BASE_DELAY, maxMs: cfg.RETRY_MAX_DELAY });
   });

@@ -81,7 +81,7 @@ describe('charging', () => {
     expect(long.sessions).toEqual([{ vehicleno: 'KA01AB1234', start: T0, end: T0 + 90_000, durationS: 90, socStart: 50, socEnd: 50 }]);
   });
 
-  it('a gap longer than TRIP_MAX_GAP ends the session at its last record; no energy across it', () => {
+  it('a gap longer than EVENTS_MAX_GAP ends the session at its last record; no energy across it', () => {
     // 10 min at 1 kW, 3 h of silence, one more charging record, then idle.
     const rs: EventInput[] = [];
     for (let j = 0; j <= 60; j++) rs.push(can(T0 + j * 10_000, { load_status: 2, battery_voltage: 50, current: 20, soc: 40 + j / 10 }));

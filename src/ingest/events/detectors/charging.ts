@@ -18,7 +18,7 @@ import { detector } from './detector.js';
  *   lasted CHARGING_MIN_DURATION: regenerative braking's bursts of positive current while driving are
  *   no session. Such a session is emitted once it has lasted that long, stamped at its first record.
  * - A record with neither says nothing (it neither starts nor stops a session).
- * - A gap in the CAN stream longer than TRIP_MAX_GAP ends the open session at its last charging record
+ * - A gap in the CAN stream longer than EVENTS_MAX_GAP ends the open session at its last charging record
  *   before it; energy is never integrated across it.
  * - Energy: ∫ voltage × |current| dt in Wh, trapezoids between consecutive charging records that both
  *   carry `battery_voltage` and `current`; absent when fewer than two do.
@@ -52,9 +52,9 @@ const NOT = 0;
 const CANDIDATE = 1;
 const SESSION = 2;
 
-/** Before a CAN record: a gap since the last charging record longer than TRIP_MAX_GAP ends the session there. */
+/** Before a CAN record: a gap since the last charging record longer than EVENTS_MAX_GAP ends the session there. */
 export function chargingGap(ctx: Context, s: ChargingState, time: number): void {
-  if (s.phase === NOT || time - s.lastTime <= ctx.opts.tripMaxGapMs) return;
+  if (s.phase === NOT || time - s.lastTime <= ctx.opts.maxGapMs) return;
   if (s.phase === SESSION) stop(ctx, s, s.lastTime, s.soc === s.soc ? { soc: s.soc } : {});
   s.phase = NOT;
   s.underWay.note(time, 0);
@@ -192,11 +192,11 @@ export const CHARGING_DETECTOR = detector({
   key: 'charging',
   slice: CHARGING_SLICE,
   reads: "CAN `load_status`, `current`, `battery_voltage`, `soc`; the track's motion",
-  settings: ["CHARGING_CURRENT_SIGN", "CHARGING_MIN_CURRENT", "CHARGING_MIN_DURATION", "TRIP_MAX_GAP"],
+  settings: ["CHARGING_CURRENT_SIGN", "CHARGING_MIN_CURRENT", "CHARGING_MIN_DURATION", "EVENTS_MAX_GAP"],
   derives: "`charging_started` / `_stopped`, `charging` sessions; when a session was under way (its last 4 changes, for the drain)",
-  rules: "`load_status` decides where sent (2 charging); without it, `current` of `CHARGING_CURRENT_SIGN` and at least `CHARGING_MIN_CURRENT`, the vehicle standing (the track's motion at the record's time, read once the track has passed it: such a record waits for it, \"Waits\" below), lasting `CHARGING_MIN_DURATION` before it is emitted, stamped at its first record (regenerative braking is no session, however far GPS lags); a gap over `TRIP_MAX_GAP` ends the session at its last record, never integrated across; energy ∫ V × \\|I\\| dt by trapezoids",
+  rules: "`load_status` decides where sent (2 charging); without it, `current` of `CHARGING_CURRENT_SIGN` and at least `CHARGING_MIN_CURRENT`, the vehicle standing (the track's motion at the record's time, read once the track has passed it: such a record waits for it, \"Waits\" below), lasting `CHARGING_MIN_DURATION` before it is emitted, stamped at its first record (regenerative braking is no session, however far GPS lags); a gap over `EVENTS_MAX_GAP` ends the session at its last record, never integrated across; energy ∫ V × \\|I\\| dt by trapezoids",
   outputs: [
     { events: ['charging_started', 'charging_stopped'], shown: "`charging_started` / `charging_stopped`", where: "`vehicle_events` (on stop also `duration_s`, `energy_wh`)", what: "a CAN record with `load_status` 2 (charging); without `load_status`, `current` of the charging sign (`CHARGING_CURRENT_SIGN`, default positive, as the emulator charges; at least `CHARGING_MIN_CURRENT`) while the vehicle stands still, told once it has lasted `CHARGING_MIN_DURATION` and stamped at its first record (regenerative braking is no session); then the first record that is not" },
-    { events: [], shown: "a charging session", where: "`charging` (tag `vehicleno`, time = start; `end`, `duration_s`, `soc_start`, `soc_end`, `energy_wh`)", what: "start to stop (or the last charging record before a gap of `TRIP_MAX_GAP`); energy is ∫ voltage × \\|current\\| dt between charging records carrying both, never across a gap; shorter than `CHARGING_MIN_DURATION` is not a session" },
+    { events: [], shown: "a charging session", where: "`charging` (tag `vehicleno`, time = start; `end`, `duration_s`, `soc_start`, `soc_end`, `energy_wh`)", what: "start to stop (or the last charging record before a gap of `EVENTS_MAX_GAP`); energy is ∫ voltage × \\|current\\| dt between charging records carrying both, never across a gap; shorter than `CHARGING_MIN_DURATION` is not a session" },
   ],
 });

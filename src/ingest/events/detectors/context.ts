@@ -1,6 +1,7 @@
 import type { GeofenceLookup } from '../../geofences/lookup.js';
 import type { LateState } from '../corrections/state.js';
 import type { SpeedLimits } from '../../speedLimits/registry.js';
+import { SETTING_DEFAULTS, type Settings } from '../../../config/index.js';
 
 /**
  * What every detector shares: the outputs a derivation call collects, the options, and the way a
@@ -24,7 +25,7 @@ export interface DerivedEvent {
 
 export interface Trip {
   vehicleno: string;
-  /** Ignition on, and ignition off (or the last fix before a gap of TRIP_MAX_GAP), record time ms. */
+  /** Ignition on, and ignition off (or the last fix before a gap of EVENTS_MAX_GAP), record time ms. */
   start: number;
   end: number;
   durationS: number;
@@ -39,7 +40,7 @@ export interface Trip {
   /** The CAN stream's soc at (or else first after) the start, and at the end; absent if none. */
   socStart?: number;
   socEnd?: number;
-  /** 1 when the trip was ended by a gap in the GPS stream longer than TRIP_MAX_GAP, not by ignition off. */
+  /** 1 when the trip was ended by a gap in the GPS stream longer than EVENTS_MAX_GAP, not by ignition off. */
   gapEnded?: number;
   /** Seconds of the trip spent idling (idle.ts) and over the speed limit (overspeed.ts). */
   idleS: number;
@@ -115,8 +116,8 @@ export interface DeriveOptions {
   /** A trip is kept when it lasts at least this long OR covers at least tripMinDistanceM (Traccar's minimalTripDuration / Distance). */
   tripMinDurationMs: number;
   tripMinDistanceM: number;
-  /** A gap in a stream longer than this ends the open trip or charging session at the last record before it (Traccar's minimalNoDataDuration). */
-  tripMaxGapMs: number;
+  /** A gap in a stream longer than this ends what the stream held open (trip, stop, idling, overspeed; charging session) at its last record before it (EVENTS_MAX_GAP). */
+  maxGapMs: number;
   /** How long (GPS record time past its end) a finished trip waits for the CAN stream to pass its end, for its soc there. */
   maxSkewMs: number;
   /** Two fixes implying more than this speed disagree: one of them is an outlier. */
@@ -169,35 +170,45 @@ export interface DeriveOptions {
   maxPending: number;
 }
 
-export const DEFAULT_DERIVE_OPTIONS: Readonly<DeriveOptions> = Object.freeze({
-  windowMs: 30_000,
-  tripMinDurationMs: 300_000,
-  tripMinDistanceM: 500,
-  tripMaxGapMs: 3_600_000,
-  maxSkewMs: 600_000,
-  maxJumpSpeedKmh: 300,
-  gpsMinErrorM: 30,
-  motionSpeedKmh: 3,
-  chargingCurrentSign: 'positive',
-  chargingMinCurrentA: 0.5,
-  chargingMinDurationMs: 60_000,
-  stopMinDurationMs: 300_000,
-  idleMinDurationMs: 300_000,
-  speedLimitKmh: 0,
-  overspeedMinDurationMs: 10_000,
-  towMinDistanceM: 300,
-  geofenceMinDwellMs: 60_000,
-  alarmMinDurationMs: 30_000,
-  socLowPercent: 20,
-  socRecoveredPercent: 30,
-  socDrainMinPercent: 5,
-  socDrainWindowMs: 6 * 3_600_000,
-  speedLimitPreferLowest: true,
-  idleMs: 30_000,
-  horizonMs: 24 * 3_600_000,
-  checkpointIntervalMs: 3_600_000,
-  maxPending: 4096,
-});
+/** Pending records a stream keeps at most (no setting: bounds a vehicle's state in Redis). */
+const MAX_PENDING = 4096;
+
+/** The options the settings give (config/index.ts declares each setting's default, unit and meaning). */
+export function deriveOptions(cfg: Settings): DeriveOptions {
+  return {
+    windowMs: cfg.EVENTS_WINDOW,
+    tripMinDurationMs: cfg.TRIP_MIN_DURATION,
+    tripMinDistanceM: cfg.TRIP_MIN_DISTANCE,
+    maxGapMs: cfg.EVENTS_MAX_GAP,
+    maxSkewMs: cfg.EVENTS_MAX_SKEW,
+    maxJumpSpeedKmh: cfg.TRIP_MAX_JUMP_SPEED,
+    gpsMinErrorM: cfg.GPS_MIN_ERROR,
+    motionSpeedKmh: cfg.MOTION_SPEED,
+    chargingCurrentSign: cfg.CHARGING_CURRENT_SIGN,
+    chargingMinCurrentA: cfg.CHARGING_MIN_CURRENT,
+    chargingMinDurationMs: cfg.CHARGING_MIN_DURATION,
+    stopMinDurationMs: cfg.STOP_MIN_DURATION,
+    idleMinDurationMs: cfg.IDLE_MIN_DURATION,
+    speedLimitKmh: cfg.SPEED_LIMIT,
+    overspeedMinDurationMs: cfg.OVERSPEED_MIN_DURATION,
+    towMinDistanceM: cfg.TOW_MIN_DISTANCE,
+    geofenceMinDwellMs: cfg.GEOFENCE_MIN_DWELL,
+    alarmMinDurationMs: cfg.ALARM_MIN_DURATION,
+    speedLimitPreferLowest: cfg.SPEED_LIMIT_PREFER_LOWEST === 'on',
+    socLowPercent: cfg.SOC_LOW,
+    socRecoveredPercent: cfg.SOC_RECOVERED,
+    socDrainMinPercent: cfg.SOC_DRAIN_MIN,
+    socDrainWindowMs: cfg.SOC_DRAIN_WINDOW,
+    // A stream quiet for the reorder window has nothing more to wait for.
+    idleMs: cfg.EVENTS_WINDOW,
+    horizonMs: cfg.EVENTS_HORIZON,
+    checkpointIntervalMs: cfg.EVENTS_CHECKPOINT_INTERVAL,
+    maxPending: MAX_PENDING,
+  };
+}
+
+/** The options of the settings' defaults. */
+export const DEFAULT_DERIVE_OPTIONS: Readonly<DeriveOptions> = Object.freeze(deriveOptions(SETTING_DEFAULTS));
 
 /** A derivation call in progress: whose records, the options, where outputs go, and what is late. */
 export interface Context {

@@ -12,7 +12,7 @@ import { detector } from './detector.js';
  *   standing), emitted once it has lasted IDLE_MIN_DURATION; `idle_ended` when the vehicle moves or the
  *   ignition goes off, with `duration_s`. Fields: where it stood.
  * - A trip counts its idle time (`idle_s`): an idle that ends within the trip adds to it.
- * - A gap in the GPS stream longer than TRIP_MAX_GAP ends the idle at the last record before it.
+ * - A gap in the GPS stream longer than EVENTS_MAX_GAP ends the idle at the last record before it.
  */
 export interface IdleState {
   /** Its start (NaN: not idling). */
@@ -27,9 +27,9 @@ export interface IdleState {
   lastTime: number;
 }
 
-/** Before a GPS record, and before the trips see its gap (so the idle counts in the trip the gap ends): a gap longer than TRIP_MAX_GAP ends the idle at the last record before it. */
+/** Before a GPS record, and before the trips see its gap (so the idle counts in the trip the gap ends): a gap longer than EVENTS_MAX_GAP ends the idle at the last record before it. */
 export function idleGap(ctx: Context, s: IdleState, trips: TripsState, time: number): void {
-  if (time - s.lastTime <= ctx.opts.tripMaxGapMs) return;
+  if (time - s.lastTime <= ctx.opts.maxGapMs) return;
   if (s.since === s.since) end(ctx, s, trips, s.lastTime);
   s.standing = 0; // not known across the gap until a fix says so
 }
@@ -39,7 +39,7 @@ export function idleGap(ctx: Context, s: IdleState, trips: TripsState, time: num
  * ignition-off ends counts in the trip). A fix from before a gap that the record confirmed is skipped.
  */
 export function idleRecord(ctx: Context, s: IdleState, trips: TripsState, track: TrackState, r: StreamRecord, plan: StreamPlan, steps: readonly Step[]): void {
-  const gapFrom = r.time - s.lastTime > ctx.opts.tripMaxGapMs ? s.lastTime : -Infinity;
+  const gapFrom = r.time - s.lastTime > ctx.opts.maxGapMs ? s.lastTime : -Infinity;
   s.lastTime = r.time;
   for (const step of steps) {
     if (step.fix.time <= gapFrom) continue;

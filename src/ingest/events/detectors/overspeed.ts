@@ -13,7 +13,7 @@ import { detector } from './detector.js';
  *   it OVERSPEED_MIN_DURATION (Traccar tells one event then; it has no end). Fields: the limit, that
  *   fix's speed and position.
  * - `overspeed_ended` at the first fix at or under the limit (or the ignition going off, or the last
- *   record before a gap longer than TRIP_MAX_GAP), with the limit, the highest speed, `duration_s` and
+ *   record before a gap longer than EVENTS_MAX_GAP), with the limit, the highest speed, `duration_s` and
  *   `distance_m` (the confirmed steps while over).
  * - A trip counts its time over the limit (`overspeed_s`).
  */
@@ -33,9 +33,9 @@ export interface OverspeedState {
   lastTime: number;
 }
 
-/** Before a GPS record, and before the trips see its gap: a gap longer than TRIP_MAX_GAP ends an overspeed at its last fix over the limit. */
+/** Before a GPS record, and before the trips see its gap: a gap longer than EVENTS_MAX_GAP ends an overspeed at its last fix over the limit. */
 export function overspeedGap(ctx: Context, s: OverspeedState, trips: TripsState, time: number): void {
-  if (s.since === s.since && time - s.lastTime > ctx.opts.tripMaxGapMs) end(ctx, s, trips, s.lastOver);
+  if (s.since === s.since && time - s.lastTime > ctx.opts.maxGapMs) end(ctx, s, trips, s.lastOver);
 }
 
 /**
@@ -43,7 +43,7 @@ export function overspeedGap(ctx: Context, s: OverspeedState, trips: TripsState,
  * ignition-off ends counts in the trip). A fix from before a gap that the record confirmed is skipped.
  */
 export function overspeedRecord(ctx: Context, s: OverspeedState, trips: TripsState, r: StreamRecord, plan: StreamPlan, steps: readonly Step[]): void {
-  const gapFrom = r.time - s.lastTime > ctx.opts.tripMaxGapMs ? s.lastTime : -Infinity;
+  const gapFrom = r.time - s.lastTime > ctx.opts.maxGapMs ? s.lastTime : -Infinity;
   s.lastTime = r.time;
   for (const step of steps) {
     const f = step.fix;

@@ -34,7 +34,7 @@ describe('stops', () => {
     expect(runOrdered(withoutSpeed).stops.map((s) => [s.start, s.durationS])).toEqual([[T0 + 61_000, 1799]]);
   });
 
-  it('a gap longer than TRIP_MAX_GAP ends the stop at the last record before it', () => {
+  it('a gap longer than EVENTS_MAX_GAP ends the stop at the last record before it', () => {
     const before = route(T0, 12.9, [{ seconds: 60, kmh: 36, ign: 1 }, { seconds: 600, kmh: 0, ign: 0 }]);
     const after = route(before.end + 3 * 3_600_000, before.lat, [{ seconds: 400, kmh: 0, ign: 0 }, { seconds: 60, kmh: 36, ign: 1 }]);
     const d = runOrdered([...before.fixes, ...after.fixes]);

@@ -12,7 +12,7 @@ import { detector } from './detector.js';
  * - start: its first confirmed fix standing still; end: the first confirmed fix moving again.
  * - where: that first fix; how long the ignition was on during it (`ignition_on_s`: a vehicle standing
  *   with the ignition on is idling, `idle.ts`, which tells that as events).
- * - A gap in the GPS stream longer than TRIP_MAX_GAP ends the stop at the last record before it, as it
+ * - A gap in the GPS stream longer than EVENTS_MAX_GAP ends the stop at the last record before it, as it
  *   ends a trip: a vehicle that stopped reporting is not known to have stood. A stop still open is emitted
  *   once the vehicle moves (or reports after a gap); one that never reports again is never emitted.
  */
@@ -34,7 +34,7 @@ export interface StopsState {
  * a fix from before it that the record confirmed is the gap's side the stop already ended on: skipped.
  */
 export function stopsRecord(ctx: Context, s: StopsState, r: StreamRecord, plan: StreamPlan, steps: readonly Step[]): void {
-  const gapFrom = r.time - s.lastTime > ctx.opts.tripMaxGapMs ? s.lastTime : -Infinity;
+  const gapFrom = r.time - s.lastTime > ctx.opts.maxGapMs ? s.lastTime : -Infinity;
   if (gapFrom !== -Infinity && s.since === s.since) end(ctx, s, s.lastTime);
   s.lastTime = r.time;
   for (const step of steps) {
@@ -84,9 +84,9 @@ export const STOPS_DETECTOR = detector({
   key: 'stops',
   slice: STOPS_SLICE,
   reads: "the track, ignition",
-  settings: ["STOP_MIN_DURATION", "TRIP_MAX_GAP"],
+  settings: ["STOP_MIN_DURATION", "EVENTS_MAX_GAP"],
   derives: "`stops`",
-  rules: "standing still (`stepMoving`) at least `STOP_MIN_DURATION` (300 s, Traccar's `minimalParkingDuration`): from its first confirmed fix standing to the first moving again, where it stood, `ignition_on_s`; a gap over `TRIP_MAX_GAP` ends it at the last record before the gap (a fix from before the gap that a record after it confirms is skipped); emitted when it ends, so the last stop of a vehicle that never reports again is never emitted",
+  rules: "standing still (`stepMoving`) at least `STOP_MIN_DURATION` (300 s, Traccar's `minimalParkingDuration`): from its first confirmed fix standing to the first moving again, where it stood, `ignition_on_s`; a gap over `EVENTS_MAX_GAP` ends it at the last record before the gap (a fix from before the gap that a record after it confirms is skipped); emitted when it ends, so the last stop of a vehicle that never reports again is never emitted",
   outputs: [
     { events: [], shown: "a stop", where: "`stops` (tag `vehicleno`, `geofence`; time = start; `end`, `duration_s`, `lat`, `lng`, `ignition_on_s`)", what: "standing still at least `STOP_MIN_DURATION` (300 s, Traccar's), by the confirmed fixes; written once the vehicle moves again" },
   ],

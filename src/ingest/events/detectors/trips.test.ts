@@ -26,7 +26,7 @@ describe('trips', () => {
     expect(d.events.filter((e) => e.event === 'ignition_on')).toHaveLength(3);
   });
 
-  it('a gap longer than TRIP_MAX_GAP ends the trip at the last fix before it; ignition still on after it starts another', () => {
+  it('a gap longer than EVENTS_MAX_GAP ends the trip at the last fix before it; ignition still on after it starts another', () => {
     // Driving, then 9 h of silence (the ignition-off was lost), then driving on with ignition on.
     const rs = [...fixes(T0, 10, 600, 36, () => 1), ...fixes(T0 + 600_000 + 9 * HOUR, 10.2, 600, 36, (j) => (j === 600 ? 0 : 1))];
     const d = runOrdered(rs);
@@ -42,7 +42,7 @@ describe('trips', () => {
       ['ignition_off', T0 + 1_200_000 + 9 * HOUR],
     ]);
     // Within the gap setting, one trip across the silence, its distance only what was driven.
-    const one = runOrdered(rs, { ...OPTS, tripMaxGapMs: 10 * HOUR });
+    const one = runOrdered(rs, { ...OPTS, maxGapMs: 10 * HOUR });
     expect(one.trips).toHaveLength(1);
   });
 

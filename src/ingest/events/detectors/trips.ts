@@ -17,7 +17,7 @@ import { detector } from './detector.js';
  * - A trip is kept when it lasts at least TRIP_MIN_DURATION **or** covers at least TRIP_MIN_DISTANCE
  *   (Traccar keeps a trip unless both are short; its defaults, 300 s and 500 m, are ours). Its
  *   ignition events are emitted either way.
- * - A gap in the GPS stream longer than TRIP_MAX_GAP (Traccar's `minimalNoDataDuration`, 1 h) ends the
+ * - A gap in the GPS stream longer than EVENTS_MAX_GAP (Traccar's `minimalNoDataDuration`, 1 h) ends the
  *   open trip at the last fix before it (`gapEnded: 1`): a lost ignition-off is not bridged over a
  *   night. A record after the gap with ignition still on starts a new trip there.
  * - soc at the start and end: the CAN stream's (`soc.ts`), read once that stream has passed the time,
@@ -72,9 +72,9 @@ export interface Finished extends TripSoFar {
 const COUNTED_LATER: Partial<Record<keyof Finished, number>> = { idleMs: 0, overspeedMs: 0 };
 const FINISHED_KEYS: ReadonlyArray<keyof Finished> = ['start', 'end', 'startLat', 'startLng', 'endLat', 'endLng', 'distanceM', 'maxSpeed', 'socStart', 'socStartAt', 'gapEnded', 'idleMs', 'overspeedMs'];
 
-/** Before a GPS record: a gap since the last one longer than TRIP_MAX_GAP ends the open trip at that last record. */
+/** Before a GPS record: a gap since the last one longer than EVENTS_MAX_GAP ends the open trip at that last record. */
 export function tripGap(ctx: Context, s: TripsState, waiting: FinishedTrips, track: TrackState, soc: SocState, time: number): void {
-  if (s.open !== 1 || time - s.lastTime <= ctx.opts.tripMaxGapMs) return;
+  if (s.open !== 1 || time - s.lastTime <= ctx.opts.maxGapMs) return;
   const settled = settleTrack(track, ctx.opts);
   if (settled !== undefined) tripStep(s, settled);
   end(ctx, s, waiting, s.lastTime, soc, true);
@@ -253,11 +253,11 @@ export const TRIPS_DETECTOR = detector({
   key: 'trips',
   slice: TRIPS_SLICE,
   reads: "the track, ignition, the CAN stream's soc",
-  settings: ["TRIP_MIN_DURATION", "TRIP_MIN_DISTANCE", "TRIP_MAX_GAP", "EVENTS_MAX_SKEW"],
+  settings: ["TRIP_MIN_DURATION", "TRIP_MIN_DISTANCE", "EVENTS_MAX_GAP", "EVENTS_MAX_SKEW"],
   derives: "`trips`",
-  rules: "ignition on to off, measured from the trip's first confirmed fix to its last; **kept when it lasts `TRIP_MIN_DURATION` or covers `TRIP_MIN_DISTANCE`** (Traccar keeps a trip unless both are short, with these defaults: 300 s, 500 m); a gap in the GPS stream over `TRIP_MAX_GAP` ends it at the last fix before the gap (`gapEnded: 1`), and ignition still on after the gap starts a new one; soc at start and end read once the CAN stream has passed them (a finished trip waits up to `EVENTS_MAX_SKEW` of GPS time, or until the CAN stream is idle with nothing pending; at most 16 wait)",
+  rules: "ignition on to off, measured from the trip's first confirmed fix to its last; **kept when it lasts `TRIP_MIN_DURATION` or covers `TRIP_MIN_DISTANCE`** (Traccar keeps a trip unless both are short, with these defaults: 300 s, 500 m); a gap in the GPS stream over `EVENTS_MAX_GAP` ends it at the last fix before the gap (`gapEnded: 1`), and ignition still on after the gap starts a new one; soc at start and end read once the CAN stream has passed them (a finished trip waits up to `EVENTS_MAX_SKEW` of GPS time, or until the CAN stream is idle with nothing pending; at most 16 wait)",
   outputs: [
-    { events: [], shown: "a trip", where: "`trips` (tag `vehicleno`, time = start; `end`, `duration_s`, `distance_m`, `max_speed_kmh`, `start_lat`…`end_lng`, `soc_start`, `soc_end`, `gap_ended`)", what: "ignition on to off, or to the last fix before a gap of `TRIP_MAX_GAP` (`gap_ended` 1): distance is the sum of steps between its confirmed fixes, from its first (a fix the next one disagrees with is an outlier; parked jitter under `GPS_MIN_ERROR` counts nothing); kept when it lasts `TRIP_MIN_DURATION` **or** covers `TRIP_MIN_DISTANCE`, as Traccar keeps trips" },
+    { events: [], shown: "a trip", where: "`trips` (tag `vehicleno`, time = start; `end`, `duration_s`, `distance_m`, `max_speed_kmh`, `start_lat`…`end_lng`, `soc_start`, `soc_end`, `gap_ended`)", what: "ignition on to off, or to the last fix before a gap of `EVENTS_MAX_GAP` (`gap_ended` 1): distance is the sum of steps between its confirmed fixes, from its first (a fix the next one disagrees with is an outlier; parked jitter under `GPS_MIN_ERROR` counts nothing); kept when it lasts `TRIP_MIN_DURATION` **or** covers `TRIP_MIN_DISTANCE`, as Traccar keeps trips" },
   ],
 });
 
