@@ -48,12 +48,17 @@ export type VehicleState = { streams: Stream[] } & { [D in Detectors as D['key']
 /** The slices of a state by key, each under its frozen id (`wire.ts` stores them so), in the order stored. */
 export const SLICES = slicesOf(DETECTORS) as { [K in Exclude<keyof VehicleState, 'streams'>]: Slice<VehicleState[K]> };
 
+/**
+ * A fresh state, built by one object literal compiled from the list (as `flatSlice` compiles its keys): a
+ * state filled key by key in a loop keeps most slices out of the object (measured: derivation 10 % slower,
+ * every slice read one indirection further). The keys are identifiers from the code, never input.
+ */
+const freshState = new Function('d', 'streams', `return { streams, ${DETECTORS.map((x, i) => { if (!/^[A-Za-z_$][\w$]*$/.test(x.key)) throw new Error(`vehicle events: detector key ${x.key} is not an identifier`); return `${x.key}: d[${i}].slice.fresh()`; }).join(', ')} };`) as (d: typeof DETECTORS, streams: Stream[]) => VehicleState;
+
 export function newState(): VehicleState {
   const streams: Stream[] = [];
   for (const plan of STREAMS.values()) streams[plan.streamId] = newStream(plan.streamId);
-  const s: Record<string, unknown> = { streams };
-  for (const d of DETECTORS) s[d.key] = d.slice.fresh();
-  return s as VehicleState;
+  return freshState(DETECTORS, streams);
 }
 
 /** Records a vehicle holds uncommitted, over its streams. */
