@@ -198,9 +198,7 @@ export function cutOf(s: VehicleState): number {
  * checkpoint interval. The call's outputs are told in the epoch before it.
  */
 function end(ctx: Context, s: VehicleState): Derived {
-  // (Most calls have nothing read early: no check, no closure made.)
-  if (s.late.track.from !== Infinity) awaitPassed(s.late, 'track', settledThrough(ctx, s), (from, to, assumed) => assumedHeld(s, from, to, assumed));
-  if (s.late.soc.from !== Infinity) awaitPassed(s.late, 'soc', s.soc.through, (_, to, reached) => socCovers(s.soc, reached) && !socChanged(s.soc, reached, to));
+  checkPassed(ctx, s);
   ctx.out.epoch = s.late.epoch;
   const cut = cutOf(s);
   const bucket = Math.floor(cut / ctx.opts.checkpointIntervalMs);
@@ -215,13 +213,28 @@ function end(ctx: Context, s: VehicleState): Derived {
   return ctx.out;
 }
 
+/**
+ * Premature reads the other stream has now passed are checked: a correction is due where they took it
+ * wrongly. At a call's end, and before the waiting detectors stop waiting for a stream (`release` when
+ * `final`, `tripSocIdle`): what they take then may lie past the stream's last record, where it never
+ * passes, and the reads noted before would wait with them for ever.
+ */
+function checkPassed(ctx: Context, s: VehicleState): void {
+  // (Most calls have nothing read early: no check, no closure made.)
+  if (s.late.track.from !== Infinity) awaitPassed(s.late, 'track', settledThrough(ctx, s), (from, to, assumed) => assumedHeld(s, from, to, assumed));
+  if (s.late.soc.from !== Infinity) awaitPassed(s.late, 'soc', s.soc.through, (_, to, reached) => socCovers(s.soc, reached) && !socChanged(s.soc, reached, to));
+}
+
 /** For a vehicle whose streams stopped sending: a stream nothing was added to for idleMs of wall time commits all it holds. */
 export function flush(vehicleno: string, s: VehicleState, nowMs: number, opts: DeriveOptions = DEFAULT_DERIVE_OPTIONS): Derived {
   const ctx = begin(vehicleno, s, opts);
   commitDue(ctx, s, nowMs, true);
   // A finished trip waiting for the soc's stream waits no longer once that stream is idle with nothing pending.
   const socs = s.streams[SOC_STREAM]!;
-  if (socs.pending.length === 0 && nowMs - socs.lastArrivalMs >= opts.idleMs) tripSocIdle(ctx, s.finishedTrips, s.soc);
+  if (socs.pending.length === 0 && nowMs - socs.lastArrivalMs >= opts.idleMs && s.finishedTrips.length > 0) {
+    checkPassed(ctx, s);
+    tripSocIdle(ctx, s.finishedTrips, s.soc);
+  }
   return end(ctx, s);
 }
 
@@ -264,7 +277,10 @@ function commitDue(ctx: Context, s: VehicleState, nowMs: number, idle: boolean):
     apply(ctx, s, plan, r);
   }
   if (any) for (let k = 0; k < ORDER.length; k++) if (DUE[k]! > 0) dropCommitted(s.streams[ORDER[k]!.streamId]!, DUE[k]!);
-  if (waiting(s)) release(ctx, s, nowMs, true);
+  if (waiting(s)) {
+    checkPassed(ctx, s);
+    release(ctx, s, nowMs, true);
+  }
 }
 
 /** Whether records wait for the track (for charging, or the drain). */
