@@ -88,7 +88,7 @@ it('a worker killed with SIGKILL in the middle of a write: its job is taken agai
     byVehicle.set(rec.vehicleno, list);
   }
   const want = new Map<string, string>();
-  const opts = { ...DEFAULT_DERIVE_OPTIONS, windowMs: WINDOW_MS, idleMs: WINDOW_MS, alarmMinDurationMs: 0 };
+  const opts = { ...DEFAULT_DERIVE_OPTIONS, windowMs: WINDOW_MS, streamQuietMs: WINDOW_MS, alarmMinDurationMs: 0 };
   for (const [v, inputs] of byVehicle) {
     const state = newState();
     const sorted = [...inputs].sort((a, b) => a.time - b.time);

@@ -138,7 +138,7 @@ describe('exactly once, whatever order', () => {
     const seen = { trips: 0, sessions: 0, alarms: 0, ignitions: 0, stops: 0, idle: 0, overspeed: 0, towed: 0, geofences: 0 };
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 0x7fffffff }), fc.constantFrom(5_000, 30_000), (seed, windowMs) => {
-        const opts = { ...HISTORY_OPTS, windowMs, idleMs: windowMs };
+        const opts = { ...HISTORY_OPTS, windowMs, streamQuietMs: windowMs };
         const records = history(seed);
         const ordered = runOrdered(records, opts);
         const { derived, copies } = deliver(records, seed, opts);
@@ -208,14 +208,14 @@ describe('exactly once, whatever order', () => {
     expect(ingest(V, s, [rs[199]!, rs[180]!, rs[180]!], T0 + 200_003)).toMatchObject({ duplicates: 3, late: 0 });
   });
 
-  it('flush commits a stream only once nothing was added to it for idleMs of wall time', () => {
+  it('flush commits a stream only once nothing was added to it for streamQuietMs of wall time', () => {
     const s = newState();
     const at = T0 + 70_000;
     ingest(V, s, [can(T0, { load_status: 2, soc: 10 }), can(T0 + 70_000, { load_status: 0, soc: 12 })], at);
     expect(pendingCount(s)).toBe(1);
-    expect(flush(V, s, at + OPTS.idleMs - 1).events).toEqual([]);
+    expect(flush(V, s, at + OPTS.streamQuietMs - 1).events).toEqual([]);
     expect(pendingCount(s)).toBe(1);
-    const d = flush(V, s, at + OPTS.idleMs);
+    const d = flush(V, s, at + OPTS.streamQuietMs);
     expect(d.sessions).toEqual([{ vehicleno: V, start: T0, end: T0 + 70_000, durationS: 70, socStart: 10, socEnd: 12 }]);
     expect(pendingCount(s)).toBe(0);
   });

@@ -69,9 +69,9 @@ export function pendingCount(s: VehicleState): number {
 }
 
 /**
- * When a store should next sweep the vehicle with `flush`, less idleMs (a store sweeps it once this is
- * idleMs ago): pending records wait for their stream to
- * fall idle (idleMs after its last arrival), and so do finished trips for the soc's stream; records held
+ * When a store should next sweep the vehicle with `flush`, less streamQuietMs (a store sweeps it once this is
+ * streamQuietMs ago): pending records wait for their stream to
+ * fall idle (streamQuietMs after its last arrival), and so do finished trips for the soc's stream; records held
  * for the track wait for it at most EVENTS_MAX_SKEW after it last sent. Infinity: nothing waits.
  */
 export function pendingSince(s: VehicleState, opts: DeriveOptions = DEFAULT_DERIVE_OPTIONS): number {
@@ -80,9 +80,9 @@ export function pendingSince(s: VehicleState, opts: DeriveOptions = DEFAULT_DERI
   for (const stream of s.streams) {
     if (stream === undefined) continue;
     if (stream.pending.length > 0 && stream.lastArrivalMs !== -Infinity && stream.lastArrivalMs < since) since = stream.lastArrivalMs;
-    if (stream.held.length > 0) since = Math.min(since, track.lastArrivalMs + opts.maxSkewMs - opts.idleMs);
+    if (stream.held.length > 0) since = Math.min(since, track.lastArrivalMs + opts.maxSkewMs - opts.streamQuietMs);
   }
-  if (s.drain.waiting.length > 0) since = Math.min(since, track.lastArrivalMs + opts.maxSkewMs - opts.idleMs);
+  if (s.drain.waiting.length > 0) since = Math.min(since, track.lastArrivalMs + opts.maxSkewMs - opts.streamQuietMs);
   if (s.finishedTrips.length > 0) since = Math.min(since, s.streams[SOC_STREAM]!.lastArrivalMs);
   // Never: nothing waits for wall time. A stream that never sent: at once.
   return since === -Infinity ? 0 : since;
@@ -225,13 +225,13 @@ function checkPassed(ctx: Context, s: VehicleState): void {
   if (s.late.soc.from !== Infinity) awaitPassed(s.late, 'soc', s.soc.through, (_, to, reached) => socCovers(s.soc, reached) && !socChanged(s.soc, reached, to));
 }
 
-/** For a vehicle whose streams stopped sending: a stream nothing was added to for idleMs of wall time commits all it holds. */
+/** For a vehicle whose streams stopped sending: a stream nothing was added to for streamQuietMs of wall time commits all it holds. */
 export function flush(vehicleno: string, s: VehicleState, nowMs: number, opts: DeriveOptions = DEFAULT_DERIVE_OPTIONS): Derived {
   const ctx = begin(vehicleno, s, opts);
   commitDue(ctx, s, nowMs, true);
   // A finished trip waiting for the soc's stream waits no longer once that stream is idle with nothing pending.
   const socs = s.streams[SOC_STREAM]!;
-  if (socs.pending.length === 0 && nowMs - socs.lastArrivalMs >= opts.idleMs && s.finishedTrips.length > 0) {
+  if (socs.pending.length === 0 && nowMs - socs.lastArrivalMs >= opts.streamQuietMs && s.finishedTrips.length > 0) {
     checkPassed(ctx, s);
     tripSocIdle(ctx, s.finishedTrips, s.soc);
   }

@@ -39,7 +39,7 @@ export function roundTrip(s: VehicleState): VehicleState {
 }
 
 /** Wall time after a vehicle's last record by which everything waiting has gone: its streams' idle flush, and each stream's wait for the other. */
-export const quiet = (opts: DeriveOptions): number => Math.max(opts.idleMs, opts.maxSkewMs);
+export const quiet = (opts: DeriveOptions): number => Math.max(opts.streamQuietMs, opts.maxSkewMs);
 
 /** Everything a sequence of calls derived, in the order derived. */
 export function collect(parts: readonly Derived[]): Derived & { events: DerivedEvent[]; trips: Trip[]; sessions: ChargingSession[]; stops: Stop[] } {

@@ -159,7 +159,7 @@ export function startEvents(
   );
   // The window in wall time: a vehicle that stopped sending has its pending records committed.
   const sweep = sampleEvery(
-    Math.max(1_000, Math.round(opts.idleMs / 4)),
+    Math.max(1_000, Math.round(opts.streamQuietMs / 4)),
     async () => {
       for (const i of served) await store.sweep(i);
     },

@@ -58,7 +58,7 @@ describe('vehicle events in Redis', () => {
     const prefix = `ev-${randomUUID()}`;
     const derived: Derived[] = [];
     // A window over all 60 s: jobs run in any order, so no record may be late here.
-    const opts = { ...DEFAULT_DERIVE_OPTIONS, windowMs: 120_000, idleMs: 5_000 };
+    const opts = { ...DEFAULT_DERIVE_OPTIONS, windowMs: 120_000, streamQuietMs: 5_000 };
     // Two processes serving the one partition, each running 12 jobs of the same 20 vehicles at once.
     const a = new EventsStore(redis, keysOf(prefix), opts, { onCommit: (d) => derived.push(...d) });
     const b = new EventsStore(redis, keysOf(prefix), opts, { onCommit: (d) => derived.push(...d) });
@@ -85,7 +85,7 @@ describe('vehicle events in Redis', () => {
   it('takes a state it committed last from its cache unread, and derives from the stored one when another process moved it on', async () => {
     const prefix = `ev-${randomUUID()}`;
     const derived: Derived[] = [];
-    const opts = { ...DEFAULT_DERIVE_OPTIONS, windowMs: 120_000, idleMs: 5_000 };
+    const opts = { ...DEFAULT_DERIVE_OPTIONS, windowMs: 120_000, streamQuietMs: 5_000 };
     const own = new Redis(inject('redisUrl'), { maxRetriesPerRequest: 1 });
     try {
       const a = new EventsStore(own, keysOf(prefix), opts, { onCommit: (d) => derived.push(...d) });
@@ -109,7 +109,7 @@ describe('vehicle events in Redis', () => {
   it('derives the jobs a worker batches (worker/batches.ts) in one commit; a job that cannot be derived fails alone', async () => {
     const prefix = `ev-${randomUUID()}`;
     const commits: Derived[][] = [];
-    const opts = { ...DEFAULT_DERIVE_OPTIONS, windowMs: 120_000, idleMs: 5_000 };
+    const opts = { ...DEFAULT_DERIVE_OPTIONS, windowMs: 120_000, streamQuietMs: 5_000 };
     const store = new EventsStore(redis, keysOf(prefix), opts, { onCommit: (d) => commits.push([...d]) });
     const batches = new StateUpdateBatches((partition, writtenRecords) => store.record(partition, writtenRecords, T0 + 100_000), { lingerMs: 0, maxJobs: 64, maxRecords: 10_000 });
     // Twelve jobs come at once: the first opens the partition's batch, the rest join it before it starts.
@@ -192,7 +192,7 @@ describe('vehicle events in Redis', () => {
   it('keeps a vehicle’s checkpoints and ledger, dropping what the horizon passed; a late record is corrected from its records, once', async () => {
     const prefix = `ev-${randomUUID()}`;
     const MIN = 60_000;
-    const opts = { ...DEFAULT_DERIVE_OPTIONS, windowMs: 10_000, idleMs: 5_000, checkpointIntervalMs: MIN, horizonMs: 5 * MIN };
+    const opts = { ...DEFAULT_DERIVE_OPTIONS, windowMs: 10_000, streamQuietMs: 5_000, checkpointIntervalMs: MIN, horizonMs: 5 * MIN };
     // Where the corrector reads a vehicle's records back: what was delivered (InfluxDB in the service).
     const kept = new Map<string, EventInput>();
     const source: RecordSource = {
@@ -243,7 +243,7 @@ describe('vehicle events in Redis', () => {
     const MIN = 60_000;
     const immobilisations: Array<{ id: string; type: string; from: number; to: number }> = [];
     const lookup = { at: (_v: string, t: number) => immobilisations.find((im) => im.from <= t && t < im.to) };
-    const opts = { ...DEFAULT_DERIVE_OPTIONS, windowMs: 10_000, idleMs: 5_000, checkpointIntervalMs: MIN, immobilisations: { current: lookup } };
+    const opts = { ...DEFAULT_DERIVE_OPTIONS, windowMs: 10_000, streamQuietMs: 5_000, checkpointIntervalMs: MIN, immobilisations: { current: lookup } };
     const kept = new Map<string, EventInput>();
     const source: RecordSource = {
       read: async (v, after, until) => [...kept.values()].filter((r) => v === V && r.time > after.get(STREAMS.get(r.type)!.streamId)! && r.time <= until.get(STREAMS.get(r.type)!.streamId)!),

@@ -432,7 +432,7 @@ export class EventsStore {
   /** Commits what vehicles of `partition` that stopped sending still hold pending (the window in wall time). */
   async sweep(partition: number, now = Date.now()): Promise<number> {
     const keys = this.partitions[partition]!;
-    const idle = await this.redis.zrangebyscore(keys.pending, '-inf', now - this.opts.idleMs, 'LIMIT', 0, 500);
+    const idle = await this.redis.zrangebyscore(keys.pending, '-inf', now - this.opts.streamQuietMs, 'LIMIT', 0, 500);
     if (idle.length === 0) return 0;
     await this.turns.run(partition, () => this.commit(partition, idle, now, (vehicleno, state) => flush(vehicleno, state, now, this.opts)));
     return idle.length;

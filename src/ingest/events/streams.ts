@@ -60,7 +60,8 @@ export const heldSetId = (streamId: number): number => HELD + streamId;
 
 export interface StreamOptions {
   windowMs: number;
-  idleMs: number;
+  /** A stream nothing arrived for this long (wall time) has all its pending records committed. */
+  streamQuietMs: number;
   maxPending: number;
 }
 
@@ -141,14 +142,14 @@ function settle(s: Stream, nowMs: number, opts: StreamOptions): void {
 
 /**
  * How many of the first pending records are due now: those W behind the stream's newest, every one
- * past `maxPending` (counted as forced by the caller), and, when `idle` (nothing arrived for idleMs of
+ * past `maxPending` (counted as forced by the caller), and, when `idle` (nothing arrived for streamQuietMs of
  * wall time), every one up to the newest but none past the wall clock (a record ahead of it waits for
  * the records before it).
  */
 export function due(s: Stream, nowMs: number, opts: StreamOptions, idle: boolean): number {
   settle(s, nowMs, opts);
   const p = s.pending;
-  const limit = idle ? (nowMs - s.lastArrivalMs >= opts.idleMs ? Math.min(s.newest, nowMs) : -Infinity) : s.newest - opts.windowMs;
+  const limit = idle ? (nowMs - s.lastArrivalMs >= opts.streamQuietMs ? Math.min(s.newest, nowMs) : -Infinity) : s.newest - opts.windowMs;
   let n = 0;
   while (n < p.length && p.timeAt(n) <= limit) n++;
   return Math.max(n, p.length - opts.maxPending);

@@ -43,7 +43,7 @@ describe('alarms', () => {
     expect(s.alarms.raised).toBe(0);
     expect(s.late.correctFrom).toBe(T0 + 20_500);
     // The next record in order carrying the flag at 0 clears nothing: the live state never held it.
-    expect(flush(V, s, T0 + 61_001 + OPTS.idleMs).events).toEqual([]);
+    expect(flush(V, s, T0 + 61_001 + OPTS.streamQuietMs).events).toEqual([]);
   });
 
   it('two records of one instant are merged: an alarm in either is seen, whatever their order', () => {

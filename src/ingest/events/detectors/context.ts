@@ -160,8 +160,8 @@ export interface DeriveOptions {
   socDrainWindowMs: number;
   /** Where SPEED_LIMIT and geofences' limits both apply: the lowest (Traccar's preferLowest); else a geofence's overrides the fleet's. */
   speedLimitPreferLowest: boolean;
-  /** A stream's pending records are all committed once nothing arrived for this long (wall time). */
-  idleMs: number;
+  /** A stream's pending records are all committed once nothing arrived for this long (wall time); not the vehicle idling (`idleMinDurationMs`). */
+  streamQuietMs: number;
   /** How late (record time, behind the vehicle's newest) a record may come and still correct what was emitted (EVENTS_HORIZON). */
   horizonMs: number;
   /** A checkpoint is kept each time the vehicle's records cross into a new interval of this length (EVENTS_CHECKPOINT_INTERVAL). */
@@ -200,7 +200,7 @@ export function deriveOptions(cfg: Settings): DeriveOptions {
     socDrainMinPercent: cfg.SOC_DRAIN_MIN,
     socDrainWindowMs: cfg.SOC_DRAIN_WINDOW,
     // A stream quiet for the reorder window has nothing more to wait for.
-    idleMs: cfg.EVENTS_WINDOW,
+    streamQuietMs: cfg.EVENTS_WINDOW,
     horizonMs: cfg.EVENTS_HORIZON,
     checkpointIntervalMs: cfg.EVENTS_CHECKPOINT_INTERVAL,
     maxPending: MAX_PENDING,

@@ -72,7 +72,7 @@ describe('moved while immobilised', () => {
       v.correct(now);
     }
     for (let round = 0; round < 5; round++) {
-      now += Math.max(opts.idleMs, opts.maxSkewMs);
+      now += Math.max(opts.streamQuietMs, opts.maxSkewMs);
       v.flush(now);
       if (!v.correct(now)) break;
     }
