@@ -287,7 +287,7 @@ function commitDue(ctx: Context, s: VehicleState, nowMs: number, idle: boolean):
 const waiting = (s: VehicleState): boolean => s.streams[SOC_STREAM]!.held.length > 0 || s.drain.waiting.length > 0;
 
 /** Streams in the order their records go at one instant. */
-const ORDER: readonly StreamPlan[] = [...STREAMS.values()].sort((a, b) => Number(a.lat >= 0) - Number(b.lat >= 0) || a.streamId - b.streamId);
+const ORDER: readonly StreamPlan[] = [...STREAMS.values()].sort((a, b) => Number(a.latAt >= 0) - Number(b.latAt >= 0) || a.streamId - b.streamId);
 /** Streams some of whose detectors wait for the track (StreamPlan.waits). */
 const WAITING: readonly StreamPlan[] = ORDER.filter((p) => p.waits);
 
@@ -296,7 +296,7 @@ const STEPS: Step[] = [];
 
 /** One committed record through the detectors that read its type's fields (those that wait for the track, once it has passed it). */
 function apply(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord): void {
-  if (plan.lat >= 0 || plan.ignition >= 0) {
+  if (plan.latAt >= 0 || plan.ignitionAt >= 0) {
     // Idling and overspeed before the trips: what a gap or an ignition-off ends counts in the open trip.
     idleGap(ctx, s.idle, s.trips, r.time);
     overspeedGap(ctx, s.overspeed, s.trips, r.time);
@@ -318,12 +318,12 @@ function apply(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord)
     // The track moved on: what waited for it to pass may go.
     if (plan.streamId === TRACK_STREAM && waiting(s)) release(ctx, s, 0, false);
   }
-  if (plan.soc >= 0) {
+  if (plan.socAt >= 0) {
     noteSoc(s.soc, r, plan);
     socLowRecord(ctx, s.socLow, r, plan);
     tripSocProgress(ctx, s.trips, s.finishedTrips, s.soc);
   }
-  if (plan.bmsId >= 0 || plan.batteryId >= 0) batterySwapRecord(ctx, s.batterySwap, r, plan);
+  if (plan.bmsIdAt >= 0 || plan.batteryIdAt >= 0) batterySwapRecord(ctx, s.batterySwap, r, plan);
   if (plan.alarms.length > 0) alarmRecord(ctx, s.alarms, r, plan, s.soc.latest);
   if (plan.waits) waits(ctx, s, plan, r);
 }
@@ -332,7 +332,7 @@ function apply(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord)
 function waits(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord): void {
   const settled = settledThrough(ctx, s);
   chargingWait(ctx, s, plan, r, settled);
-  const soc = valueAt(r, plan.soc);
+  const soc = valueAt(r, plan.socAt);
   if (soc === soc) drainWait(ctx, s, r.time, soc, settled);
 }
 
@@ -353,8 +353,8 @@ function waits(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord)
 const has = (r: StreamRecord, i: number): boolean => i >= 0 && valueAt(r, i) === valueAt(r, i);
 
 /** Whether charging takes a record at all, and whether it reads the track for it (a current without load_status). */
-const chargingTakes = (plan: StreamPlan, r: StreamRecord): boolean => has(r, plan.load) || has(r, plan.current) || has(r, plan.soc);
-const chargingReadsTrack = (plan: StreamPlan, r: StreamRecord): boolean => !has(r, plan.load) && has(r, plan.current);
+const chargingTakes = (plan: StreamPlan, r: StreamRecord): boolean => has(r, plan.loadAt) || has(r, plan.currentAt) || has(r, plan.socAt);
+const chargingReadsTrack = (plan: StreamPlan, r: StreamRecord): boolean => !has(r, plan.loadAt) && has(r, plan.currentAt);
 
 /**
  * A record that a waiting detector may take at `time` before the track has: may it go now (the track gone
@@ -381,7 +381,7 @@ function chargingWait(ctx: Context, s: VehicleState, plan: StreamPlan, r: Stream
 function chargingTake(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord, premature: boolean): void {
   s.late.chargingThrough = r.time;
   if (chargingReadsTrack(plan, r)) readTrack(s, r.time, premature);
-  const charges = has(r, plan.load) || has(r, plan.current);
+  const charges = has(r, plan.loadAt) || has(r, plan.currentAt);
   if (charges) chargingGap(ctx, s.charging, r.time);
   chargingSoc(s.charging, r, plan);
   if (charges) chargingRecord(ctx, s.charging, r, plan, s.track);

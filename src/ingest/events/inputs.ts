@@ -57,16 +57,16 @@ export function deriveSchemaOf(types: readonly RecordTypeSpec[]): DeriveSchema {
       slots: own.map((f) => slot.get(f)!),
       latName: t.position?.lat,
       lngName: t.position?.lng,
-      lat: at(t.position?.lat),
-      lng: at(t.position?.lng),
-      ignition: at(IGNITION),
-      speed: at(SPEED),
-      soc: at(SOC),
-      voltage: at(VOLTAGE),
-      current: at(CURRENT),
-      load: at(LOAD),
-      bmsId: at(BMS_ID),
-      batteryId: at(BATTERY_ID),
+      latAt: at(t.position?.lat),
+      lngAt: at(t.position?.lng),
+      ignitionAt: at(IGNITION),
+      speedAt: at(SPEED),
+      socAt: at(SOC),
+      voltageAt: at(VOLTAGE),
+      currentAt: at(CURRENT),
+      loadAt: at(LOAD),
+      bmsIdAt: at(BMS_ID),
+      batteryIdAt: at(BATTERY_ID),
       alarms: typeAlarms,
       alarmSlots: Int32Array.from(typeAlarms, (a) => a.slot),
       alarmBits: Int32Array.from(typeAlarms, (a) => 1 << a.bit),
@@ -80,11 +80,11 @@ export function deriveSchemaOf(types: readonly RecordTypeSpec[]): DeriveSchema {
   }
   for (const p of plans) if (p.fields.length > MAX_VALUES) throw new Error(`vehicle events: type ${p.name} has ${p.fields.length} values derivation reads besides alarms; a record keeps ${MAX_VALUES} (StreamRecord)`);
   // A trip is measured on its type's own fixes, so ignition must come with a position.
-  for (const p of plans) if (p.ignition >= 0 && p.lat < 0) throw new Error(`vehicle events: type ${p.name} has ignition but no position`);
+  for (const p of plans) if (p.ignitionAt >= 0 && p.latAt < 0) throw new Error(`vehicle events: type ${p.name} has ignition but no position`);
   if (new Set(plans.map((p) => p.streamId)).size !== plans.length) throw new Error('vehicle events: two types share a stream id');
   // One track (the stream with a position and the ignition) and one stream of the soc: what each reads of the other.
-  const tracks = plans.filter((p) => p.lat >= 0 && p.ignition >= 0);
-  const socs = plans.filter((p) => p.soc >= 0 && p.lat < 0);
+  const tracks = plans.filter((p) => p.latAt >= 0 && p.ignitionAt >= 0);
+  const socs = plans.filter((p) => p.socAt >= 0 && p.latAt < 0);
   if (tracks.length !== 1 || socs.length !== 1) throw new Error('vehicle events: expected one type with a position and ignition, and one with the soc and no position');
   // What waits for the track is the soc stream's (the corrections' state keeps how far it went: one stream).
   if (plans.some((p) => p.waits && p !== socs[0])) throw new Error('vehicle events: only the soc stream may wait for the track');
@@ -144,16 +144,17 @@ export interface StreamPlan {
   slots: readonly number[];
   latName: string | undefined;
   lngName: string | undefined;
-  lat: number;
-  lng: number;
-  ignition: number;
-  speed: number;
-  soc: number;
-  voltage: number;
-  current: number;
-  load: number;
-  bmsId: number;
-  batteryId: number;
+  /** Where each field's value sits in a record's values (-1: the type has none): indices, not values. */
+  latAt: number;
+  lngAt: number;
+  ignitionAt: number;
+  speedAt: number;
+  socAt: number;
+  voltageAt: number;
+  currentAt: number;
+  loadAt: number;
+  bmsIdAt: number;
+  batteryIdAt: number;
   alarms: readonly AlarmSlot[];
   /** The alarms' slots and their bits (1 << alarmBit), apart: read for every record (`recordOf`). */
   alarmSlots: Int32Array;
@@ -261,12 +262,12 @@ export function recordOf(input: EventInput, plan: StreamPlan, into?: StreamRecor
   r.alarmValues = alarmValues;
   r.merged = false;
   // A position is both coordinates or none.
-  if (plan.lat >= 0) {
-    const lat = valueAt(r, plan.lat);
-    const lng = valueAt(r, plan.lng);
+  if (plan.latAt >= 0) {
+    const lat = valueAt(r, plan.latAt);
+    const lng = valueAt(r, plan.lngAt);
     if (lat !== lat || lng !== lng) {
-      setValue(r, plan.lat, NaN);
-      setValue(r, plan.lng, NaN);
+      setValue(r, plan.latAt, NaN);
+      setValue(r, plan.lngAt, NaN);
     }
   }
   return r;

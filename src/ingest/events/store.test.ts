@@ -165,7 +165,7 @@ describe('vehicle events in Redis', () => {
       const st = v.streams.find((x) => x.streamId === can.streamId)!;
       return restore(v.committed.subarray(v.committed.indexOf(0x20) + 1), [{ streamId: can.streamId, members: st.adds.map((a) => a[1]) }]).streams[can.streamId]!.pending.records();
     });
-    expect(back.map((p) => p.map((r) => [r.time, valueAt(r, can.soc)]))).toEqual(plates.map((_, i) => [[T0 + i, 60]]));
+    expect(back.map((p) => p.map((r) => [r.time, valueAt(r, can.socAt)]))).toEqual(plates.map((_, i) => [[T0 + i, 60]]));
     expect(read.entries).toEqual(['{"kind":"event"}', 'ü']);
   });
 

@@ -113,7 +113,7 @@ export function recordsFor(live: VehicleState, after: ReadonlyMap<number, number
       if (t > from && !byKey.has(`${plan.name}:${t}`)) return undefined;
     }
   }
-  const at = (r: EventInput) => Number(STREAMS.get(r.type)!.lat >= 0);
+  const at = (r: EventInput) => Number(STREAMS.get(r.type)!.latAt >= 0);
   return [...byKey.values()].sort((a, b) => a.time - b.time || at(a) - at(b));
 }
 

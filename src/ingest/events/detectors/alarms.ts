@@ -69,11 +69,11 @@ export function alarmRecord(ctx: Context, s: AlarmsState, r: StreamRecord, plan:
 /** The soc (the record's, else the stream's last), voltage and current a record carried, as an event's fields. */
 export function readings(r: StreamRecord, plan: StreamPlan, soc: number): Record<string, number> {
   const f: Record<string, number> = {};
-  const sc = valueOf(r, plan.soc) ?? (soc === soc ? soc : undefined);
+  const sc = valueOf(r, plan.socAt) ?? (soc === soc ? soc : undefined);
   if (sc !== undefined) f[SOC_FIELD] = sc;
-  const v = valueOf(r, plan.voltage);
+  const v = valueOf(r, plan.voltageAt);
   if (v !== undefined) f[VOLTAGE] = v;
-  const i = valueOf(r, plan.current);
+  const i = valueOf(r, plan.currentAt);
   if (i !== undefined) f[CURRENT] = i;
   return f;
 }

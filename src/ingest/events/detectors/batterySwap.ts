@@ -15,8 +15,8 @@ export interface BatterySwapState {
 }
 
 export function batterySwapRecord(ctx: Context, s: BatterySwapState, r: StreamRecord, plan: StreamPlan): void {
-  const bms = valueOf(r, plan.bmsId);
-  const battery = valueOf(r, plan.batteryId);
+  const bms = valueOf(r, plan.bmsIdAt);
+  const battery = valueOf(r, plan.batteryIdAt);
   if (bms === undefined && battery === undefined) return;
   const fields: Record<string, number> = {};
   if (bms !== undefined && s.bmsId === s.bmsId && bms !== s.bmsId) Object.assign(fields, { bms_id_old: s.bmsId, bms_id_new: bms });
@@ -24,7 +24,7 @@ export function batterySwapRecord(ctx: Context, s: BatterySwapState, r: StreamRe
   if (bms !== undefined) s.bmsId = bms;
   if (battery !== undefined) s.batteryId = battery;
   if (Object.keys(fields).length === 0) return;
-  const soc = valueOf(r, plan.soc);
+  const soc = valueOf(r, plan.socAt);
   if (soc !== undefined) fields.soc = soc;
   emitEvent(ctx, 'battery_swapped', r.time, 1, fields);
 }

@@ -62,7 +62,7 @@ export function chargingGap(ctx: Context, s: ChargingState, time: number): void 
 
 /** A CAN record's soc, before the record itself (`chargingRecord`): the open session's, if it had none at its start. */
 export function chargingSoc(s: ChargingState, r: StreamRecord, plan: StreamPlan): void {
-  const soc = valueOf(r, plan.soc);
+  const soc = valueOf(r, plan.socAt);
   if (soc === undefined) return;
   s.soc = soc;
   if (s.phase !== NOT && s.startSoc !== s.startSoc) s.startSoc = soc;
@@ -71,8 +71,8 @@ export function chargingSoc(s: ChargingState, r: StreamRecord, plan: StreamPlan)
 /** A CAN record, in order (its soc already noted); the track tells whether the vehicle moved at its time. */
 export function chargingRecord(ctx: Context, s: ChargingState, r: StreamRecord, plan: StreamPlan, track: TrackState): void {
   const o = ctx.opts;
-  const load = valueOf(r, plan.load);
-  const current = valueOf(r, plan.current);
+  const load = valueOf(r, plan.loadAt);
+  const current = valueOf(r, plan.currentAt);
   let charging: boolean;
   if (load !== undefined) charging = load === 2;
   else if (current !== undefined) {
@@ -88,7 +88,7 @@ export function chargingRecord(ctx: Context, s: ChargingState, r: StreamRecord, 
     s.underWay.note(r.time, 0);
     return;
   }
-  const v = valueOf(r, plan.voltage);
+  const v = valueOf(r, plan.voltageAt);
   const power = v !== undefined && current !== undefined ? v * Math.abs(current) : undefined;
   if (s.phase === NOT) {
     s.phase = CANDIDATE;

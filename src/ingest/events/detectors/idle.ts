@@ -51,7 +51,7 @@ export function idleRecord(ctx: Context, s: IdleState, trips: TripsState, track:
       if (s.ignition === 1) begin(s, step.fix.time, step.fix.lat, step.fix.lng);
     }
   }
-  const ign = valueOf(r, plan.ignition);
+  const ign = valueOf(r, plan.ignitionAt);
   if (ign === 0) {
     if (s.since === s.since) end(ctx, s, trips, Math.max(r.time, s.since));
   } else if (ign === 1 && s.ignition !== 1 && s.standing === 1 && track.anchor !== undefined) begin(s, r.time, track.anchor.lat, track.anchor.lng);

@@ -21,7 +21,7 @@ export interface IgnitionState {
 export const FLIP_RING = 8;
 
 export function ignitionRecord(ctx: Context, s: IgnitionState, r: StreamRecord, plan: StreamPlan): void {
-  const ign = valueOf(r, plan.ignition);
+  const ign = valueOf(r, plan.ignitionAt);
   if (ign !== 0 && ign !== 1) return;
   const first = s.flipN === 0;
   if (ign === s.on && !first) return;
@@ -31,13 +31,13 @@ export function ignitionRecord(ctx: Context, s: IgnitionState, r: StreamRecord, 
   if (ign === s.on) return; // a first record at 0: known off, nothing to tell
   s.on = ign;
   const f: Record<string, number> = {};
-  const lat = valueOf(r, plan.lat);
-  const lng = valueOf(r, plan.lng);
+  const lat = valueOf(r, plan.latAt);
+  const lng = valueOf(r, plan.lngAt);
   if (lat !== undefined && lng !== undefined && plan.latName !== undefined && plan.lngName !== undefined) {
     f[plan.latName] = lat;
     f[plan.lngName] = lng;
   }
-  const speed = valueOf(r, plan.speed);
+  const speed = valueOf(r, plan.speedAt);
   if (speed !== undefined) f[SPEED] = speed;
   emitEvent(ctx, ign === 1 ? 'ignition_on' : 'ignition_off', r.time, ign, f);
 }

@@ -28,14 +28,14 @@ export interface ImmobilisedState {
 export function immobilisedRecord(ctx: Context, s: ImmobilisedState, r: StreamRecord, plan: StreamPlan, steps: readonly Step[]): void {
   const lookup = ctx.opts.immobilisations?.current;
   if (lookup === undefined) return;
-  const ign = valueOf(r, plan.ignition);
+  const ign = valueOf(r, plan.ignitionAt);
   if (ign === 1) {
     const im = lookup.at(ctx.vehicleno, r.time);
     if (im !== undefined && im.from !== s.toldFrom) {
       const fields: Record<string, number> = { ignition: 1 };
-      const lat = valueOf(r, plan.lat);
-      const lng = valueOf(r, plan.lng);
-      const speed = valueOf(r, plan.speed);
+      const lat = valueOf(r, plan.latAt);
+      const lng = valueOf(r, plan.lngAt);
+      const speed = valueOf(r, plan.speedAt);
       if (lat !== undefined && lng !== undefined) Object.assign(fields, { lat, lng });
       if (speed !== undefined) fields.speed = speed;
       return tell(ctx, s, im, r.time, fields);

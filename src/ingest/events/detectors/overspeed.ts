@@ -67,7 +67,7 @@ export function overspeedRecord(ctx: Context, s: OverspeedState, trips: TripsSta
       if (s.told === 0 && f.time - s.since >= ctx.opts.overspeedMinDurationMs) tellStart(ctx, s, s.since);
     } else if (s.since === s.since) end(ctx, s, trips, Math.max(f.time, s.since));
   }
-  if (valueOf(r, plan.ignition) === 0 && s.since === s.since) end(ctx, s, trips, Math.max(r.time, s.since));
+  if (valueOf(r, plan.ignitionAt) === 0 && s.since === s.since) end(ctx, s, trips, Math.max(r.time, s.since));
 }
 
 /**

@@ -25,7 +25,7 @@ export const SOC_RING = 8;
 /** A committed CAN record, and its soc if it carries one. */
 export function noteSoc(s: SocState, r: StreamRecord, plan: StreamPlan): void {
   s.through = r.time;
-  const soc = valueOf(r, plan.soc);
+  const soc = valueOf(r, plan.socAt);
   if (soc === undefined || Object.is(soc, s.latest)) return;
   s.latest = soc;
   s.changes[2 * s.changesAt] = r.time;

@@ -14,12 +14,12 @@ export interface SocLowState {
 }
 
 export function socLowRecord(ctx: Context, s: SocLowState, r: StreamRecord, plan: StreamPlan): void {
-  const soc = valueOf(r, plan.soc);
+  const soc = valueOf(r, plan.socAt);
   if (soc === undefined) return;
   const o = ctx.opts;
   const fields = (): Record<string, number> => {
     const f: Record<string, number> = { soc };
-    const v = valueOf(r, plan.voltage);
+    const v = valueOf(r, plan.voltageAt);
     if (v !== undefined) f.battery_voltage = v;
     return f;
   };

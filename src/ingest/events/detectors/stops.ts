@@ -49,7 +49,7 @@ export function stopsRecord(ctx: Context, s: StopsState, r: StreamRecord, plan: 
       s.ignitionOnAt = s.ignition === 1 ? s.since : NaN;
     }
   }
-  const ign = valueOf(r, plan.ignition);
+  const ign = valueOf(r, plan.ignitionAt);
   if (ign === 1 && s.ignition !== 1) {
     if (s.since === s.since) s.ignitionOnAt = Math.max(r.time, s.since);
   } else if (ign === 0 && s.ignition === 1 && s.ignitionOnAt === s.ignitionOnAt) {

@@ -41,7 +41,7 @@ export function towingRecord(ctx: Context, s: TowingState, track: TrackState, r:
       }
     }
   }
-  const ign = valueOf(r, plan.ignition);
+  const ign = valueOf(r, plan.ignitionAt);
   if (ign === 0 && s.off !== 1) {
     s.off = 1;
     s.told = 0;

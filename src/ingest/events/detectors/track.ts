@@ -65,14 +65,14 @@ export interface Step {
 
 /** The fix a record carries, written into one of the track's spare fixes (`spareFix`), or undefined. */
 export function fixOf(r: StreamRecord, plan: StreamPlan, s: TrackState): Fix | undefined {
-  const lat = valueOf(r, plan.lat);
-  const lng = valueOf(r, plan.lng);
+  const lat = valueOf(r, plan.latAt);
+  const lng = valueOf(r, plan.lngAt);
   if (lat === undefined || lng === undefined) return undefined;
   const f = spareFix(s);
   f.time = r.time;
   f.lat = lat;
   f.lng = lng;
-  f.speed = orNaN(valueOf(r, plan.speed));
+  f.speed = orNaN(valueOf(r, plan.speedAt));
   return f;
 }
 

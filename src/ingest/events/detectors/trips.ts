@@ -85,7 +85,7 @@ export function tripRecord(ctx: Context, s: TripsState, waiting: FinishedTrips, 
   s.lastTime = r.time;
   while (waiting.length > 0 && r.time >= waiting[0]!.end + ctx.opts.maxSkewMs) tell(ctx, waiting, soc);
   for (const step of steps) tripStep(s, step);
-  const ign = valueOf(r, plan.ignition);
+  const ign = valueOf(r, plan.ignitionAt);
   if (ign === 1 && s.open !== 1) {
     s.open = 1;
     s.start = r.time;
