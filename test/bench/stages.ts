@@ -12,7 +12,7 @@ import { readRows, rowsOf } from '../../src/ingest/flatten/points.js';
 import { RecordSorter } from '../../src/ingest/receive/sort.js';
 import { scanPush } from '../../src/ingest/scan/scan.js';
 import { BenchData } from './data.js';
-import { DEFAULT_DERIVE_OPTIONS, DERIVE_PICK, ingest, newState, type AddedRecords, type DeriveOptions, type VehicleState } from '../../src/ingest/events/derive.js';
+import { DEFAULT_DERIVE_OPTIONS, DERIVE_PICK, ingest, newState, type AddedStreamTimePairs, type DeriveOptions, type VehicleState } from '../../src/ingest/events/derive.js';
 import { GeofenceLookup } from '../../src/ingest/geofences/lookup.js';
 import type { Geofence } from '../../src/ingest/geofences/geofence.js';
 import { restore } from '../../src/ingest/events/wire.js';
@@ -114,7 +114,7 @@ measure('worker: request body from rows (bytes)', bytes, (b) => readRows(b).line
   /** By vehicle, as Redis holds them: the committed part, and each stream's pending records sorted by time (Redis sorts them). */
   let stored = new Map<string, { committed: Buffer; pending: Map<number, Array<[number, Buffer]>> }>();
   let cache = new Map<string, VehicleState>();
-const ADDED: AddedRecords = [];
+const ADDED: AddedStreamTimePairs = [];
   let pushIndex = 0;
   const deriveJob = (writtenRecords: readonly WrittenRecord[], cached: boolean, opts: DeriveOptions = DEFAULT_DERIVE_OPTIONS) => {
     if (pushIndex++ % PUSHES === 0) {

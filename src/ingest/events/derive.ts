@@ -90,10 +90,10 @@ export function pendingSince(s: VehicleState, opts: DeriveOptions = DEFAULT_DERI
 
 /**
  * The records a call put in streams' pending buffers, or merged another into (the one stored at its
- * time is then replaced): each as its stream id and time, one after the other (numbers, not an object a
- * record). A store writes those alone. Listed again each time one merges into it.
+ * time is then replaced), as pairs laid flat: `[streamId, time, streamId, time, …]` (numbers, not an
+ * object per record). A store writes those alone. Listed again each time one merges into it.
  */
-export type AddedRecords = number[];
+export type AddedStreamTimePairs = number[];
 
 /**
  * Adds one delivery of a vehicle's records (any order, any repetition, any types), then commits what each
@@ -106,7 +106,7 @@ export function ingest(
   nowMs: number,
   opts: DeriveOptions = DEFAULT_DERIVE_OPTIONS,
   /** Given, told the records this call put in pending buffers. */
-  into?: AddedRecords,
+  into?: AddedStreamTimePairs,
 ): Derived {
   const ctx = begin(vehicleno, s, opts);
   for (const input of inputs) {

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, inject, vi } from 'vitest';
 import { pickedValues, type WrittenRecord } from '../../telemetry/record.js';
-import { DEFAULT_DERIVE_OPTIONS, DERIVE_FIELDS, DERIVE_PICK, ingest, newState, type AddedRecords, type Derived, type EventInput } from './derive.js';
+import { DEFAULT_DERIVE_OPTIONS, DERIVE_FIELDS, DERIVE_PICK, ingest, newState, type AddedStreamTimePairs, type Derived, type EventInput } from './derive.js';
 import { STREAMS, valueAt } from './inputs.js';
 import { CommitArgs, readCommitArgs, EventsStore, type CorrectionOutcome, type PartitionKeys } from './store.js';
 import type { RecordSource } from './corrections/records.js';
@@ -153,7 +153,7 @@ describe('vehicle events in Redis', () => {
     const can = STREAMS.get('can')!;
     plates.forEach((v, i) => {
       const state = newState();
-      const added: AddedRecords = [];
+      const added: AddedStreamTimePairs = [];
       const values = pickedValues(DERIVE_PICK, 1);
       values[DERIVE_FIELDS.indexOf('soc')] = 60;
       const d = ingest(v, state, [{ type: 'can', time: T0 + i, values, at: 0 }], T0 + 1_000, DEFAULT_DERIVE_OPTIONS, added);

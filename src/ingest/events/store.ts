@@ -1,7 +1,7 @@
 import type { RedisClient } from '../../redis/connect.js';
 import { defineScript } from '../../redis/scripts.js';
 import type { WrittenRecord } from '../../telemetry/record.js';
-import { cutOf, flush, ingest, pendingSince, type AddedRecords, type Derived, type DeriveOptions, type EventInput, type VehicleState } from './derive.js';
+import { cutOf, flush, ingest, pendingSince, type AddedStreamTimePairs, type Derived, type DeriveOptions, type EventInput, type VehicleState } from './derive.js';
 import { emptyRecord, STREAM_BY_ID, type StreamPlan } from './inputs.js';
 import { heldSetId, pendingMax, prepareCommitted, restore, writeCheckpoint, writeCommitted, writePending, writePendingAt, writePrepared, type StoredPending } from './wire.js';
 import { toldField, toldLine, toldOf } from './corrections/ledger.js';
@@ -148,7 +148,7 @@ class Packed {
 }
 
 /** The records a vehicle's derivation added, a vehicle at a time (`addedFor`). */
-const ADDED: AddedRecords = [];
+const ADDED: AddedStreamTimePairs = [];
 
 /** The places of a vehicle's added records in a stream, and the record being written (reused: commits are written one at a time). */
 const PLACES: number[] = [];
@@ -177,7 +177,7 @@ export class CommitArgs {
    * the call added); then, when the call emitted anything, took a checkpoint, began its corrections afresh or
    * left one due, what its corrections keep (`late`).
    */
-  vehicle(vehicleno: string, version: number, state: VehicleState, added: Readonly<AddedRecords>, d: Derived, opts: DeriveOptions, genesis?: Buffer): void {
+  vehicle(vehicleno: string, version: number, state: VehicleState, added: Readonly<AddedStreamTimePairs>, d: Derived, opts: DeriveOptions, genesis?: Buffer): void {
     const { head, body } = this;
     head.text(vehicleno);
     head.text(version === 0 ? '' : String(version));
@@ -357,7 +357,7 @@ export function inputsByVehicle(writtenRecords: readonly WrittenRecord[]): Map<s
 const isInput = (s: WrittenRecord): s is WrittenRecord & EventInput => s.values !== undefined && s.at !== undefined;
 
 /** `added` emptied: one list serves every vehicle of a commit, in turn (a list a vehicle was most of what a commit allocated). */
-export function addedFor(added: AddedRecords): AddedRecords {
+export function addedFor(added: AddedStreamTimePairs): AddedStreamTimePairs {
   while (added.length > 0) added.pop(); // (`length = 0` is a call into the runtime)
   return added;
 }
@@ -606,7 +606,7 @@ export class EventsStore {
     vehicles: readonly string[],
     now: number,
     /** The vehicle's derivation; it reports to `added` the records it put in pending buffers. */
-    step: (vehicleno: string, state: VehicleState, added: AddedRecords) => Derived,
+    step: (vehicleno: string, state: VehicleState, added: AddedStreamTimePairs) => Derived,
   ): Promise<void> {
     const keys = this.partitions[partition]!;
     for (let attempt = 1; ; attempt++) {
