@@ -1,7 +1,8 @@
 /**
  * A real release mix (`npm run bench:mix -- <git ref>`): the ref's receiver and worker beside this tree's, built
  * as operators run them, one Redis queue, two feeds (one to each receiver) for 20 s; then every acknowledged
- * record is looked up in InfluxDB and each worker's written, retried and failed job counters are printed.
+ * record is looked up in InfluxDB, each worker's written, retried and failed job counters are printed, and every
+ * vehicle's stored state is read back by this release and checked to keep each double either release stored.
  * `npm run bench:mix -- <git ref> [K=V,...]`: settings for all four processes (e.g. EVENTS=off).
  */
 import { startRedis } from '../../src/devstack/redis.js';
@@ -11,6 +12,10 @@ import { reconcileSettled } from '../harness/reconcile.js';
 import { buildForBench, spawnNode } from './procs.js';
 import { refTree } from './ab.js';
 import { freePort } from '../../src/devstack/process.js';
+import { Redis } from 'ioredis';
+import { redisKeys } from '../../src/ingest/queue/keys.js';
+import { committedSections, restore, sectionsLost, writeCommitted } from '../../src/ingest/events/wire.js';
+import { nextSliceId } from '../../src/ingest/events/kinds.js';
 
 const ref = process.argv[2] ?? '34fba96';
 const here = buildForBench();
@@ -39,5 +44,20 @@ for (const [j, w] of [wNew, wOld].entries()) {
   console.log(`${w.name}: ${errs.length} warnings/errors logged${errs.length ? `, e.g. ${errs[0]!.slice(0, 300)}` : ''}`);
 }
 for (const p of [rxNew, rxOld, wNew, wOld]) await p.stop();
+// Every vehicle's state as the two workers left it, read by this release and written back: each double either release stored kept.
+const client = new Redis(redis.url);
+const states = await client.hgetallBuffer(redisKeys('mix-q').vehicleState(0));
+let exact = 0;
+let byRef = 0;
+const lost: string[] = [];
+for (const [vehicleno, b] of Object.entries(states)) {
+  const stored = b.subarray(b.indexOf(0x20) + 1);
+  if (!committedSections(stored).has(`slice ${nextSliceId() - 1}`)) byRef++;
+  const missing = sectionsLost(stored, writeCommitted(restore(stored, [])));
+  if (missing.length === 0) exact++;
+  else lost.push(`${vehicleno}: ${missing.join(', ')}`);
+}
+client.disconnect();
+console.log(`vehicle states: ${Object.keys(states).length}, read back exactly ${exact} (last written by ${ref}: ${byRef}); not exactly: ${lost.length}${lost.length ? `, e.g. ${lost[0]}` : ''}`);
 await influx.stop();
 await redis.stop();

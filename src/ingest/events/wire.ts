@@ -243,3 +243,38 @@ function readCommitted(s: VehicleState, b: Buffer, plans: ReadonlyMap<number, St
   }
   if (doubles !== b.length) throw new Error('vehicle events: a state with bytes after its end');
 }
+
+/** Each section of a committed part as stored, by `stream <id>` / `slice <id>`: its doubles (streams first, then slices). */
+export function committedSections(committed: Buffer): Map<string, number[]> {
+  const streams = committed[1]!;
+  const all = streams + committed[2]!;
+  const out = new Map<string, number[]>();
+  let at = 3 + 2 * all;
+  for (let j = 0; j < all; j++) {
+    const n = committed[4 + 2 * j]!;
+    out.set(`${j < streams ? 'stream' : 'slice'} ${committed[3 + 2 * j]!}`, Array.from({ length: n }, (_, i) => committed.readDoubleLE(at + 8 * i)));
+    at += 8 * n;
+  }
+  return out;
+}
+
+/**
+ * Whether a state another release (or this one) stored is read exactly: the sections of `stored` that
+ * `rewritten` (this release's read of it, written back) does not keep, by name (none: read exactly). Every
+ * double stored must come back at its place; what a slice gained since sits after them; a stream's ring of
+ * committed times is compared as a set (the same times, maybe at other places). For the golden fixtures
+ * (wire.test.ts) and the states a release mix leaves (test/bench/mix.ts).
+ */
+export function sectionsLost(stored: Buffer, rewritten: Buffer): string[] {
+  const again = committedSections(rewritten);
+  const lost: string[] = [];
+  const same = (a: number[], b: number[]) => a.length === b.length && a.every((x, i) => Object.is(x, b[i]));
+  for (const [id, doubles] of committedSections(stored)) {
+    const now = again.get(id);
+    const kept =
+      now !== undefined &&
+      (id.startsWith('stream') ? same([...now.slice(0, 5), ...now.slice(5).sort()], [...doubles.slice(0, 5), ...doubles.slice(5).sort()]) : same(now.slice(0, doubles.length), doubles));
+    if (!kept) lost.push(id);
+  }
+  return lost;
+}
