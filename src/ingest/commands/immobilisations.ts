@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { Logger } from '../../log/index.js';
 import type { RedisClient } from '../../redis/connect.js';
 import { VersionedWatch } from '../../metrics/sampler.js';
@@ -13,44 +14,44 @@ import type { CommandKeys } from '../queue/keys.js';
 /** The ended immobilisations kept a vehicle: enough for a correction to judge records up to EVENTS_HORIZON back across several commands. */
 export const IMMOBILISATIONS_KEPT = 8;
 
-/** A vehicle's value in the hash, format v1 (src/formats/README.md "Command ledger"). */
-interface Stored {
-  id?: unknown;
-  type?: unknown;
-  since?: unknown;
-  past?: unknown;
-}
+const text = z.string().min(1).max(64);
+const time = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+const ended = z.object({ id: text, type: text, from: time, to: time }).refine((p) => p.to >= p.from);
 
-const isTime = (x: unknown): x is number => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0;
-const isText = (x: unknown): x is string => typeof x === 'string' && x.length > 0 && x.length <= 64;
+/** A vehicle's value in the hash, format v1 (src/formats/README.md "Command ledger"). */
+const storedValue = z
+  .object({
+    id: text.optional(),
+    type: text.optional(),
+    since: time.optional(),
+    // cjson writes an empty table as {}: no ended ones.
+    past: z.preprocess((x) => (typeof x === 'object' && x !== null && !Array.isArray(x) && Object.keys(x).length === 0 ? [] : x), z.array(ended).max(64)).optional(),
+  })
+  .refine((v) => v.id === undefined || (v.type !== undefined && v.since !== undefined), { path: ['id'] });
+
+/** What a refusal says, by where in the value it was. */
+function refusalOf(path: readonly PropertyKey[]): string {
+  if (path[0] === 'past') return path.length > 1 ? 'an ended one is not {id, type, from, to}' : 'past is not a list';
+  return 'the current one is not {id, type, since}';
+}
 
 /**
  * One vehicle's immobilisations from its stored value, oldest first, or a reason it was refused: the hash
  * is written by the ledger's script, but what enters the derivation from Redis is checked as a push is.
  */
 export function parseImmobilisations(json: string): Immobilisation[] | string {
-  let v: Stored;
+  let raw: unknown;
   try {
-    v = JSON.parse(json) as Stored;
+    raw = JSON.parse(json);
   } catch {
     return 'not JSON';
   }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return 'not an object';
-  const out: Immobilisation[] = [];
-  // cjson writes an empty table as {}: no ended ones.
-  const past = v.past === undefined || (typeof v.past === 'object' && v.past !== null && !Array.isArray(v.past) && Object.keys(v.past).length === 0) ? [] : v.past;
-  if (!Array.isArray(past) || past.length > 64) return 'past is not a list';
-  for (const p of past as Stored[]) {
-    const q = p as { id?: unknown; type?: unknown; from?: unknown; to?: unknown };
-    if (typeof q !== 'object' || q === null || !isText(q.id) || !isText(q.type) || !isTime(q.from) || !isTime(q.to) || q.to < q.from) return 'an ended one is not {id, type, from, to}';
-    out.push({ id: q.id, type: q.type, from: q.from, to: q.to });
-  }
-  if (v.id !== undefined) {
-    if (!isText(v.id) || !isText(v.type) || !isTime(v.since)) return 'the current one is not {id, type, since}';
-    out.push({ id: v.id, type: v.type, from: v.since, to: Infinity });
-  }
-  out.sort((a, b) => a.from - b.from);
-  return out;
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return 'not an object';
+  const v = storedValue.safeParse(raw);
+  if (!v.success) return refusalOf(v.error.issues[0]!.path);
+  const out: Immobilisation[] = [...(v.data.past ?? [])];
+  if (v.data.id !== undefined) out.push({ id: v.data.id, type: v.data.type!, from: v.data.since!, to: Infinity });
+  return out.sort((a, b) => a.from - b.from);
 }
 
 export class Immobilisations implements ImmobilisationLookup {
