@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { detectorsTable, eventOutputsTable } from '../../devstack/generatedDocs.js';
+import { CONFIG_KEYS } from '../../config/index.js';
 import { VEHICLE_EVENTS } from '../../telemetry/derivedMeasurements.js';
 import { EVENT_NAMES } from '../fleet/history.js';
 import { flatSlice } from './detectors/context.js';
@@ -20,8 +21,7 @@ describe('the detectors’ list (kinds.ts)', () => {
     expect(Object.keys(SLICES)).toEqual(DETECTORS.map((d) => d.key));
   });
 
-  it('declares what each detector reads, writes into, derives and takes: every setting it names is one, every slice it writes into is listed', async () => {
-    const { CONFIG_KEYS } = await import('../../config/index.js');
+  it('declares what each detector reads, writes into, derives and takes: every setting it names is one, every slice it writes into is listed', () => {
     const keys = new Set<string>(DETECTORS.map((d) => d.key));
     for (const d of DETECTORS) {
       for (const k of d.settings) expect(CONFIG_KEYS, `${d.key}: ${k}`).toContain(k);
