@@ -8,7 +8,7 @@ import { derivedTables, fieldTables, unitsTable } from '../telemetry/tables.js';
 import { commitTable } from '../formats/commit.js';
 import { DETECTORS, EVENTS_OUTPUTS } from '../ingest/events/kinds.js';
 import { FUEL_ROW } from '../ingest/events/detectors/fuel.js';
-import type { Detector, Output } from '../ingest/events/detectors/detector.js';
+import { PHASES, runOrder, type Detector, type Output } from '../ingest/events/detectors/detector.js';
 import { FLEET_OUTPUTS } from '../ingest/fleet/changes.js';
 import { envExample, renamedSettingsTable, settingTables } from '../config/settingDocs.js';
 
@@ -37,8 +37,27 @@ export interface Document {
 
 /** The detectors' table of src/ingest/events/README.md, from their declarations (kinds.ts). */
 export function detectorsTable(detectors: readonly Detector[] = DETECTORS): string {
-  const rows = [...detectors.filter((d) => d.rules !== '').map((d) => ({ module: `${d.key}.ts`, reads: d.reads, derives: d.derives, rules: d.rules })), FUEL_ROW];
+  const rows = [...detectors.filter((d) => d.rules !== '').map((d) => ({ module: `${d.key}.ts`, reads: d.input, derives: d.derives, rules: d.rules })), FUEL_ROW];
   return ['| Detector | Reads | Derives | Rules |', '|---|---|---|---|', ...rows.map((r) => `| \`${r.module}\` | ${r.reads} | ${r.derives} | ${r.rules} |`)].join('\n');
+}
+
+/**
+ * The order each phase runs its detectors in, of src/ingest/events/README.md: derived from their declarations
+ * (detector.ts `runOrder`), with what each declared that placed it.
+ */
+export function runOrderTable(detectors: readonly Detector[] = DETECTORS): string {
+  const order = runOrder(detectors);
+  const why = (d: Detector): string =>
+    [
+      ...d.reads.map((k) => `reads \`${k}\``),
+      ...d.amends.map((k) => `amends \`${k}\``),
+      ...d.after.map((k) => `after \`${k}\``),
+      ...d.writesInto.map((k) => `writes into \`${k}\``),
+      ...d.before.map((k) => `before \`${k}\``),
+    ].join(', ');
+  const rows = PHASES.map((p) => `| \`${p}\` | ${order.filter((d) => d.on[p] !== undefined).map((d) => `\`${d.key}\``).join(' → ')} |`);
+  const relations = order.filter((d) => why(d) !== '').map((d) => `\`${d.key}\`: ${why(d)}`);
+  return ['| Phase | Detectors, in the order they run |', '|---|---|', ...rows, '', `Declared: ${relations.join('; ')}.`].join('\n');
 }
 
 /** The outputs' table of docs/events.md: every kind the vehicle events and the fleet status write, from their declarations. */
@@ -50,6 +69,7 @@ export function eventOutputsTable(outputs: readonly Output[] = [...EVENTS_OUTPUT
 
 export const REGIONS: readonly Region[] = [
   { file: 'src/ingest/events/README.md', name: 'detectors', render: () => detectorsTable() },
+  { file: 'src/ingest/events/README.md', name: 'run-order', render: () => runOrderTable() },
   { file: 'docs/events.md', name: 'event-kinds', render: () => eventOutputsTable() },
   { file: 'docs/fields.md', name: 'fields', render: () => fieldTables() },
   { file: 'docs/sending.md', name: 'plausibility', render: () => plausibilityTable() },

@@ -2,24 +2,15 @@ import { createHash } from 'node:crypto';
 import { emptyRecord, SOC_STREAM, STREAMS, recordOf, TRACK_STREAM, valueAt, type EventInput, type StreamPlan, type StreamRecord } from './inputs.js';
 import { addRecord, committed, dropCommitted, due, newStream, type Stream } from './streams.js';
 import { DETECTORS, slicesOf } from './kinds.js';
-import type { Detector } from './detectors/detector.js';
+import { PHASES, runOrder, type Detector, type Phase } from './detectors/detector.js';
 import { emptyDerived, DEFAULT_DERIVE_OPTIONS, type ChargingSession, type Context, type Derived, type DeriveOptions, type DerivedEvent, type Slice, type Stop, type Trip } from './detectors/context.js';
-import { fixOf, motionChanged, motionCovers, motionSettledThrough, movingAt, trackFix, type Step } from './detectors/track.js';
-import { noteSoc, socChanged, socCovers } from './detectors/soc.js';
-import { alarmRecord } from './detectors/alarms.js';
-import { ignitionAt, ignitionChanged, ignitionCovers, ignitionRecord } from './detectors/ignition.js';
-import { tripGap, tripRecord, tripSocIdle, tripSocProgress } from './detectors/trips.js';
+import { motionChanged, motionCovers, motionSettledThrough, movingAt, type Step } from './detectors/track.js';
+import { socChanged, socCovers } from './detectors/soc.js';
+import { ignitionAt, ignitionChanged, ignitionCovers } from './detectors/ignition.js';
+import { tripSocIdle } from './detectors/trips.js';
 import { chargingGap, chargingKnownAt, chargingRecord, chargingSoc } from './detectors/charging.js';
 import { awaitPassed, correctFrom, notePremature } from './corrections/state.js';
-import { stopsRecord } from './detectors/stops.js';
-import { idleGap, idleRecord } from './detectors/idle.js';
-import { overspeedGap, overspeedRecord } from './detectors/overspeed.js';
-import { towingRecord } from './detectors/towing.js';
-import { geofencesRecord } from './detectors/geofences.js';
-import { socLowRecord } from './detectors/socLow.js';
-import { batterySwapRecord } from './detectors/batterySwap.js';
 import { DRAIN_WAITING, drainReading } from './detectors/drain.js';
-import { immobilisedRecord } from './detectors/immobilised.js';
 
 /**
  * Vehicle events: per vehicle, by record time, each exactly once whatever order, batching and repetition
@@ -294,37 +285,39 @@ const WAITING: readonly StreamPlan[] = ORDER.filter((p) => p.waits);
 /** The fixes one record confirmed (reused: apply is never re-entered). */
 const STEPS: Step[] = [];
 
-/** One committed record through the detectors that read its type's fields (those that wait for the track, once it has passed it). */
+/** A phase's hooks, as one function: each hook a call of its own (`compilePhases`). */
+type PhaseRun = (ctx: Context, s: VehicleState, r: StreamRecord, plan: StreamPlan, steps: Step[]) => void;
+
+/**
+ * The detectors' hooks of each phase (detector.ts `PHASES`), in the order their declarations derive
+ * (`runOrder`), compiled into one function a phase: a loop over the hooks would call every one from one
+ * place, which the engine then inlines none of. The hooks come from the declarations, never from input.
+ */
+export function compilePhases(list: readonly Detector[]): Record<Phase, PhaseRun> {
+  const order = runOrder(list);
+  const args: Record<Phase, string> = { gap: 'r.time', position: 'r, plan, steps', soc: 'r, plan', battery: 'r, plan', alarms: 'r, plan' };
+  const run = {} as Record<Phase, PhaseRun>;
+  for (const phase of PHASES) {
+    const hooks = order.flatMap((d) => (d.on[phase] === undefined ? [] : [d.on[phase]]));
+    const calls = hooks.map((_, i) => `h${i}(ctx, s, ${args[phase]});`).join('\n');
+    run[phase] = new Function(...hooks.map((_, i) => `h${i}`), `return function ${phase}(ctx, s, r, plan, steps) {\n${calls}\n};`)(...hooks) as PhaseRun;
+  }
+  return run;
+}
+
+const PHASE = compilePhases(DETECTORS);
+
+/** One committed record through the detectors' phases that its fields call for (those that wait for the track, once it has passed it). */
 function apply(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord): void {
   if (plan.latAt >= 0 || plan.ignitionAt >= 0) {
-    // Idling and overspeed before the trips: what a gap or an ignition-off ends counts in the open trip.
-    idleGap(ctx, s.idle, s.trips, r.time);
-    overspeedGap(ctx, s.overspeed, s.trips, r.time);
-    tripGap(ctx, s.trips, s.finishedTrips, s.track, s.soc, r.time);
-    const fix = fixOf(r, plan, s.track);
-    const steps = STEPS;
-    // Emptied by pop: `length = 0` on an array is a call into the runtime, each record.
-    while (steps.length > 0) steps.pop();
-    if (fix !== undefined) trackFix(s.track, fix, ctx.opts, steps);
-    geofencesRecord(ctx, s.geofences, steps);
-    idleRecord(ctx, s.idle, s.trips, s.track, r, plan, steps);
-    overspeedRecord(ctx, s.overspeed, s.trips, r, plan, steps);
-    tripRecord(ctx, s.trips, s.finishedTrips, s.track, s.soc, r, plan, steps);
-    stopsRecord(ctx, s.stops, r, plan, steps);
-    // After the trips: an ignition-off fix is confirmed by the trip's end, and is where the vehicle parked.
-    towingRecord(ctx, s.towing, s.track, r, plan, steps);
-    ignitionRecord(ctx, s.ignition, r, plan);
-    immobilisedRecord(ctx, s.immobilised, r, plan, steps);
+    PHASE.gap(ctx, s, r, plan, STEPS);
+    PHASE.position(ctx, s, r, plan, STEPS);
     // The track moved on: what waited for it to pass may go.
     if (plan.streamId === TRACK_STREAM && waiting(s)) release(ctx, s, 0, false);
   }
-  if (plan.socAt >= 0) {
-    noteSoc(s.soc, r, plan);
-    socLowRecord(ctx, s.socLow, r, plan);
-    tripSocProgress(ctx, s.trips, s.finishedTrips, s.soc);
-  }
-  if (plan.bmsIdAt >= 0 || plan.batteryIdAt >= 0) batterySwapRecord(ctx, s.batterySwap, r, plan);
-  if (plan.alarms.length > 0) alarmRecord(ctx, s.alarms, r, plan, s.soc.latest);
+  if (plan.socAt >= 0) PHASE.soc(ctx, s, r, plan, STEPS);
+  if (plan.bmsIdAt >= 0 || plan.batteryIdAt >= 0) PHASE.battery(ctx, s, r, plan, STEPS);
+  if (plan.alarms.length > 0) PHASE.alarms(ctx, s, r, plan, STEPS);
   if (plan.waits) waits(ctx, s, plan, r);
 }
 

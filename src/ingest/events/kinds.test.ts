@@ -4,8 +4,12 @@ import { CONFIG_KEYS } from '../../config/index.js';
 import { VEHICLE_EVENTS } from '../../telemetry/derivedMeasurements.js';
 import { EVENT_NAMES } from '../fleet/history.js';
 import { flatSlice } from './detectors/context.js';
-import { detector, eventNamesOf } from './detectors/detector.js';
-import { newState, SLICES } from './derive.js';
+import { detector, eventNamesOf, runOrder, PHASES, type Detector } from './detectors/detector.js';
+import { TRACK_SLICE, type Step } from './detectors/track.js';
+import { emitEvent, DEFAULT_DERIVE_OPTIONS, emptyDerived, type Context } from './detectors/context.js';
+import { compilePhases, newState, SLICES } from './derive.js';
+import { inputOf, recordOf, STREAMS } from './inputs.js';
+import { runOrderTable } from '../../devstack/generatedDocs.js';
 import { DETECTORS, EVENTS_EVENT_NAMES, EVENTS_OUTPUTS, nextSliceId, slicesOf } from './kinds.js';
 
 /** The detectors' list is the one place a kind is declared: what is derived from it, and what guards it. */
@@ -37,14 +41,45 @@ describe('the detectors’ list (kinds.ts)', () => {
     for (const o of EVENTS_OUTPUTS) for (const e of o.events) if (!e.startsWith('alert_')) expect(described, e).toMatch(new RegExp(`\`${e}\`|\`${e.replace(/_[a-z]+$/, '')}_[a-z]+\` / \`_${e.split('_').at(-1)}\``));
   });
 
-  it('a kind added is its module and one line in the list: its slice, names and table rows follow', () => {
+  it('runs each detector after what it reads or amends and before what it writes into, else in the list’s order', () => {
+    const order: string[] = runOrder(DETECTORS).map((d) => d.key);
+    const at = (k: string): number => order.indexOf(k);
+    for (const d of DETECTORS) {
+      for (const k of [...d.reads, ...d.amends, ...d.after]) expect(at(d.key), `${d.key} after ${k}`).toBeGreaterThan(at(k));
+      for (const k of [...d.writesInto, ...d.before]) expect(at(d.key), `${d.key} before ${k}`).toBeLessThan(at(k));
+    }
+    // What users meet of it: idling's and overspeed's time counts in the trip a record ends; towing's parked place is the settled fix.
+    expect(at('idle')).toBeLessThan(at('trips'));
+    expect(at('overspeed')).toBeLessThan(at('trips'));
+    expect(at('towing')).toBeGreaterThan(at('trips'));
+    // Nothing else asked: the list's order (the track and the soc first, as kinds were added).
+    expect(order.slice(0, 4)).toEqual(['track', 'soc', 'alarms', 'ignition']);
+    expect(runOrderTable()).toContain('| `gap` | `idle` → `overspeed` → `trips` |');
+  });
+
+  it('refuses declarations that ask for a circle, naming the detectors, and a relation to no detector', () => {
+    const a = detector({ key: 'a', slice: flatSlice<{ x: number }>(90, 'a', ['x'], () => ({ x: 0 })), input: '', writesInto: { b: flatSlice<{ y: number }>(91, 'b', ['y'], () => ({ y: 0 })) }, settings: [], derives: '', rules: '', outputs: [] });
+    const b = detector({ key: 'b', slice: flatSlice<{ y: number }>(91, 'b', ['y'], () => ({ y: 0 })), input: '', reads: {}, after: [], before: ['a'], settings: [], derives: '', rules: '', outputs: [] });
+    expect(() => runOrder([a, b] as Detector[])).toThrow(/circle among a, b/);
+    const c = detector({ key: 'c', slice: flatSlice<{ z: number }>(92, 'c', ['z'], () => ({ z: 0 })), input: '', after: ['nobody'], settings: [], derives: '', rules: '', outputs: [] });
+    expect(() => runOrder([c] as Detector[])).toThrow(/c names nobody, which is no detector/);
+  });
+
+  it('a kind added is its module and one line in the list: its slice, names, table rows and its place in the phases follow', () => {
     interface Hail {
       hits: number;
     }
     const HAIL = detector({
       key: 'hail',
       slice: flatSlice<Hail>(nextSliceId(), 'hail', ['hits'], () => ({ hits: 0 })),
-      reads: 'CAN `hail_hits` (a fixture)',
+      input: 'CAN `hail_hits` (a fixture)',
+      // It reads the track (after its fix: the fixes this record confirmed) and writes into nothing.
+      reads: { track: TRACK_SLICE },
+      on: {
+        position(ctx, s, _r, _plan, steps) {
+          for (const step of steps) if (s.track.anchor === step.fix) emitEvent(ctx, 'hail_started', step.fix.time, 1, { hits: ++s.hail.hits });
+        },
+      },
       settings: [],
       derives: '`hail_started` / `hail_ended`',
       rules: 'a fixture kind: hail on the roof',
@@ -57,5 +92,20 @@ describe('the detectors’ list (kinds.ts)', () => {
     expect(eventNamesOf(list.flatMap((d) => d.outputs))).toEqual([...eventNamesOf(DETECTORS.flatMap((d) => d.outputs)), 'hail_started', 'hail_ended']);
     expect(detectorsTable(list)).toContain('| `hail.ts` | CAN `hail_hits` (a fixture) | `hail_started` / `hail_ended` | a fixture kind: hail on the roof |');
     expect(eventOutputsTable([...EVENTS_OUTPUTS, ...HAIL.outputs])).toContain('| `hail_started` / `hail_ended` | `vehicle_events` | hail on the roof |');
+    // Its hook runs in its phase, after the track it reads (the fixes it confirmed are its anchor), and nowhere else.
+    expect(runOrderTable(list)).toMatch(/\| `position` \| `track` → .* → `hail` \|/);
+    for (const p of PHASES) if (p !== 'position') expect(runOrderTable(list)).not.toMatch(new RegExp(`\\| \`${p}\` \\|.*hail`));
+    const phases = compilePhases(list);
+    const s = { ...newState(), hail: HAIL.slice.fresh() };
+    const ctx: Context = { vehicleno: 'V', opts: DEFAULT_DERIVE_OPTIONS, out: emptyDerived(), late: s.late, cutBefore: NaN };
+    const plan = STREAMS.get('gps')!;
+    const steps: Step[] = [];
+    for (let k = 0; k < 5; k++) {
+      const r = recordOf(inputOf('gps', 1_767_600_000_000 + k * 1000, { lat: 12.97 + k * 1e-4, lng: 77.59, speed: 40, ignstatus: 1 }), plan)!;
+      phases.gap(ctx, s, r, plan, steps);
+      phases.position(ctx, s, r, plan, steps);
+    }
+    expect(ctx.out.events.filter((e) => e.event === 'hail_started').map((e) => e.fields.hits)).toEqual([1, 2, 3, 4]);
+    expect(s.hail.hits).toBe(4);
   });
 });

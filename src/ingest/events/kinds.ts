@@ -19,10 +19,11 @@ import { LATE_SLICE } from './corrections/state.js';
 
 /**
  * Every detector of the vehicle events, in the order their slices are stored: the one list a kind is
- * added to. The vehicle state and its slices (derive.ts), the event names (`EVENT_KINDS`, the CLI's
- * `--event`), and the documentation's tables (src/ingest/events/README.md, docs/events.md, through
- * `npm run docs`) are derived from it. A new detector goes at the end, with a slice id no other has
- * (`nextSliceId`; kinds.test.ts holds both).
+ * added to. The vehicle state and its slices (derive.ts), the order the detectors run in (`runOrder`,
+ * from what each declares it reads and writes into; where nothing orders two, this list's), the event
+ * names (`EVENTS_EVENT_NAMES`, the CLI's `--event`), and the documentation's tables (src/ingest/events/README.md,
+ * docs/events.md, through `npm run docs`) are derived from it. A new detector goes at the end, with a slice
+ * id no other has (`nextSliceId`; kinds.test.ts holds both).
  */
 export const DETECTORS = [
   TRACK_DETECTOR,
@@ -42,7 +43,7 @@ export const DETECTORS = [
   DRAIN_DETECTOR,
   IMMOBILISED_DETECTOR,
   // The corrections' own state (corrections/), kept last as it always was.
-  detector({ key: 'late', slice: LATE_SLICE, reads: '', settings: ['EVENTS_HORIZON', 'EVENTS_CHECKPOINT_INTERVAL'], derives: '', rules: '', outputs: [] }),
+  detector({ key: 'late', slice: LATE_SLICE, input: '', settings: ['EVENTS_HORIZON', 'EVENTS_CHECKPOINT_INTERVAL'], derives: '', rules: '', outputs: [] }),
 ] as const;
 
 /** The slices of a list of detectors by key, in the list's order (the order a state's slices are stored). */

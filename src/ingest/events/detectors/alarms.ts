@@ -2,6 +2,7 @@ import { CURRENT, SOC as SOC_FIELD, VOLTAGE, valueOf, type StreamPlan, type Stre
 import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
 import { alarmsOf, TYPES } from '../../../telemetry/fields.js';
 import { detector } from './detector.js';
+import { SOC_SLICE } from './soc.js';
 
 const ALARMS = alarmsOf(TYPES.map((t) => t.spec));
 
@@ -88,7 +89,10 @@ export const ALARMS_SLICE: Slice<AlarmsState> = flatSlice(2, 'alarms', ['raised'
 export const ALARMS_DETECTOR = detector({
   key: 'alarms',
   slice: ALARMS_SLICE,
-  reads: "CAN `alert_*`",
+  // An alarm carries the soc of its record, else the latest the CAN stream sent.
+  reads: { soc: SOC_SLICE },
+  on: { alarms: (ctx, s, r, plan) => alarmRecord(ctx, s.alarms, r, plan, s.soc.latest) },
+  input: "CAN `alert_*`",
   settings: ["ALARM_MIN_DURATION"],
   derives: "`<alarm>_raised` / `_cleared`",
   rules: "a flip of a carried flag (absent is not 0); flags kept by their frozen `alarmBit`; a flag that is no safety alarm (the schema's `safety`) emitted as raised once it held `ALARM_MIN_DURATION` (`since` its raise), one cleared before emitted neither way; **a safety alarm is never invented and never swallowed**: a record too late for its window changes nothing live, and its correction emits a raise outside an episode at its time, marked `late`, with its clearing, and nothing inside one ([corrections/](corrections/README.md))",

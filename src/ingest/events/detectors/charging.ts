@@ -2,7 +2,7 @@ import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { readings } from './alarms.js';
 import { emitEvent, emitSession, flatSlice, type ChargingSession, type Context, type Slice } from './context.js';
 import { Changes } from './changes.js';
-import { movingAt, standingAt, type TrackState } from './track.js';
+import { movingAt, standingAt, TRACK_SLICE, type TrackState } from './track.js';
 import { geofenceNamesAt } from './geofences.js';
 import { detector } from './detector.js';
 
@@ -191,7 +191,9 @@ export const CHARGING_SLICE: Slice<ChargingState> = {
 export const CHARGING_DETECTOR = detector({
   key: 'charging',
   slice: CHARGING_SLICE,
-  reads: "CAN `load_status`, `current`, `battery_voltage`, `soc`; the track's motion",
+  // Taken by derive.ts's waits once the track has passed a record's time, not by a phase (no `on`).
+  reads: { track: TRACK_SLICE },
+  input: "CAN `load_status`, `current`, `battery_voltage`, `soc`; the track's motion",
   settings: ["CHARGING_CURRENT_SIGN", "CHARGING_MIN_CURRENT", "CHARGING_MIN_DURATION", "EVENTS_MAX_GAP"],
   derives: "`charging_started` / `_stopped`, `charging` sessions; when a session was under way (its last 4 changes, for the drain)",
   rules: "`load_status` decides where sent (2 charging); without it, `current` of `CHARGING_CURRENT_SIGN` and at least `CHARGING_MIN_CURRENT`, the vehicle standing (the track's motion at the record's time, read once the track has passed it: such a record waits for it, \"Waits\" below), lasting `CHARGING_MIN_DURATION` before it is emitted, stamped at its first record (regenerative braking is no session, however far GPS lags); a gap over `EVENTS_MAX_GAP` ends the session at its last record, never integrated across; energy ∫ V × \\|I\\| dt by trapezoids",

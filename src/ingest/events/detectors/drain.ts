@@ -1,7 +1,7 @@
 import { emitEvent, type Context, type Slice } from './context.js';
-import { chargingUnderWayAt, type ChargingState } from './charging.js';
-import { ignitionAt, type IgnitionState } from './ignition.js';
-import { movingAt, type TrackState } from './track.js';
+import { CHARGING_SLICE, chargingUnderWayAt, type ChargingState } from './charging.js';
+import { IGNITION_SLICE, ignitionAt, type IgnitionState } from './ignition.js';
+import { movingAt, TRACK_SLICE, type TrackState } from './track.js';
 import { WindowedExtreme } from './windowed.js';
 import { detector } from './detector.js';
 
@@ -93,7 +93,9 @@ export const DRAIN_SLICE: Slice<DrainState> = {
 export const DRAIN_DETECTOR = detector({
   key: 'drain',
   slice: DRAIN_SLICE,
-  reads: "CAN `soc`; the ignition's and the track's history, charging's",
+  // Taken by derive.ts's waits once the track has passed a record's time, not by a phase (no `on`).
+  reads: { ignition: IGNITION_SLICE, track: TRACK_SLICE, charging: CHARGING_SLICE },
+  input: "CAN `soc`; the ignition's and the track's history, charging's",
   settings: ["SOC_DRAIN_MIN", "SOC_DRAIN_WINDOW"],
   derives: "`soc_drain_while_parked` (`soc_from`, `soc_to`, `over_s`)",
   rules: "parked (the ignition off and standing at the record's time, read from the GPS stream's history once it passed that time: its records wait for it, \"Waits\" below; no charging session under way then, `chargingUnderWayAt`), the soc falling `SOC_DRAIN_MIN` (5) points from the highest within `SOC_DRAIN_WINDOW` (6 h), `windowed.ts`: an older high never hides a fall from a lower one; once a parked spell",

@@ -1,7 +1,7 @@
 import type { GeofenceLookup } from '../../geofences/lookup.js';
 import type { Geofence } from '../../geofences/geofence.js';
 import { emitEvent, type Context, type Slice } from './context.js';
-import type { Step } from './track.js';
+import { TRACK_SLICE, type Step } from './track.js';
 import { detector } from './detector.js';
 
 /**
@@ -136,7 +136,11 @@ export const GEOFENCES_SLICE: Slice<GeofencesState> = {
 export const GEOFENCES_DETECTOR = detector({
   key: 'geofences',
   slice: GEOFENCES_SLICE,
-  reads: "the track, the geofences (`../geofences/`)",
+  reads: { track: TRACK_SLICE },
+  // The fixes as the track confirmed them, before the trips' settle (which at a trip's end takes the place of the first of `steps`: trips.ts `amends`).
+  before: ['trips'],
+  on: { position: (ctx, s, _r, _plan, steps) => geofencesRecord(ctx, s.geofences, steps) },
+  input: "the track, the geofences (`../geofences/`)",
   settings: ["GEOFENCE_MIN_DWELL", "SPEED_LIMIT_PREFER_LOWEST"],
   derives: "`geofence_entered` / `geofence_exited` (tags `geofence`, `geofence_kind`; `geofence_id`, `crossed`)",
   rules: "each confirmed fix judged by the geofences that held at its time; inside (outside) once the fixes stayed so `GEOFENCE_MIN_DWELL` (60 s), stamped at the run's first fix, so a vehicle on a border flips nothing; a step through a geofence with neither fix inside is a crossing, entered and exited at the border whatever the dwell; overspeed reads the geofences' `speed_limit` (the lowest applies, `SPEED_LIMIT_PREFER_LOWEST`); trips (`start_geofence`, `end_geofence`: their first and last confirmed fix), stops (`geofence`) and charging sessions (`geofence`: where the vehicle came to stand before it started, `track.ts`'s `standingAt`, exact once the GPS stream has passed the start) are tagged with the geofences they lay in",

@@ -1,7 +1,7 @@
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
-import { stepMoving, type Step, type TrackState } from './track.js';
-import { tripAddTime, type TripsState } from './trips.js';
+import { stepMoving, TRACK_SLICE, type Step, type TrackState } from './track.js';
+import { tripAddTime, TRIPS_SLICE, type TripsState } from './trips.js';
 import { detector } from './detector.js';
 
 /**
@@ -92,8 +92,14 @@ export const IDLE_SLICE: Slice<IdleState> = flatSlice(
 export const IDLE_DETECTOR = detector({
   key: 'idle',
   slice: IDLE_SLICE,
-  reads: "the track, ignition",
-  writesInto: ['trips'],
+  reads: { track: TRACK_SLICE },
+  // Before the trips take the record: an idle that a gap or an ignition-off ends counts in the trip it ends.
+  writesInto: { trips: TRIPS_SLICE },
+  on: {
+    gap: (ctx, s, time) => idleGap(ctx, s.idle, s.trips, time),
+    position: (ctx, s, r, plan, steps) => idleRecord(ctx, s.idle, s.trips, s.track, r, plan, steps),
+  },
+  input: "the track, ignition",
   settings: ["IDLE_MIN_DURATION"],
   derives: "`idle_started` / `idle_ended` (`lat`, `lng`; `duration_s` at the end); a trip's `idle_s`",
   rules: "the ignition on and standing at least `IDLE_MIN_DURATION` (300 s), stamped at its start (the later of the two), emitted once it lasted that; ended by a moving fix, the ignition off, or a gap (at the last record before it); an idle ending within a trip adds to the trip",

@@ -1,7 +1,7 @@
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
-import type { Step } from './track.js';
-import { tripAddTime, type TripsState } from './trips.js';
+import { TRACK_SLICE, type Step } from './track.js';
+import { tripAddTime, TRIPS_SLICE, type TripsState } from './trips.js';
 import { detector } from './detector.js';
 
 /**
@@ -111,8 +111,14 @@ export const OVERSPEED_SLICE: Slice<OverspeedState> = flatSlice(
 export const OVERSPEED_DETECTOR = detector({
   key: 'overspeed',
   slice: OVERSPEED_SLICE,
-  reads: "the track's speeds",
-  writesInto: ['trips'],
+  reads: { track: TRACK_SLICE },
+  // Before the trips take the record: time over the limit that a gap or an ignition-off ends counts in the trip it ends.
+  writesInto: { trips: TRIPS_SLICE },
+  on: {
+    gap: (ctx, s, time) => overspeedGap(ctx, s.overspeed, s.trips, time),
+    position: (ctx, s, r, plan, steps) => overspeedRecord(ctx, s.overspeed, s.trips, r, plan, steps),
+  },
+  input: "the track's speeds",
   settings: ["SPEED_LIMIT", "OVERSPEED_MIN_DURATION"],
   derives: "`overspeed_started` (`limit`, `speed`, `lat`, `lng`) / `overspeed_ended` (`limit`, `max_speed`, `duration_s`, `distance_m`); a trip's `overspeed_s`",
   rules: "confirmed fixes over the limit at their time (the vehicle's own, `../speedLimits/`, else `SPEED_LIMIT`, 0: none; inside geofences with a `speed_limit`, the lowest, or the geofence's with `SPEED_LIMIT_PREFER_LOWEST=off`) for at least `OVERSPEED_MIN_DURATION` (10 s; Traccar's `minimalDuration`, which emits one event and no end), stamped at the first fix over; a fix without a speed says nothing; ended by the first fix at or under the limit, the ignition off, or a gap (at its last fix over)",

@@ -76,7 +76,7 @@ export function socFirstAfter(s: SocState, after: number, until: number): number
   return first;
 }
 
-export const SOC: Slice<SocState> = {
+export const SOC_SLICE: Slice<SocState> = {
   id: 1,
   name: 'soc',
   fresh: () => ({ latest: NaN, through: -Infinity, changes: zeros(2 * SOC_RING), changesN: 0, changesAt: 0 }),
@@ -89,7 +89,7 @@ export const SOC: Slice<SocState> = {
     return at + 4 + 2 * SOC_RING;
   },
   load(x) {
-    const s = SOC.fresh();
+    const s = SOC_SLICE.fresh();
     s.latest = x(0);
     if (x(1) === x(1)) {
       s.changesN = x(1);
@@ -105,8 +105,9 @@ export const SOC: Slice<SocState> = {
 /** The soc detector, declared once (detector.ts); ../kinds.ts lists it. */
 export const SOC_DETECTOR = detector({
   key: 'soc',
-  slice: SOC,
-  reads: "CAN `soc`",
+  slice: SOC_SLICE,
+  on: { soc: (_ctx, s, r, plan) => noteSoc(s.soc, r, plan) },
+  input: "CAN `soc`",
   settings: [],
   derives: "the soc through the CAN stream's progress, and its last 8 changes (`SOC_RING`)",
   rules: "for trips (read at a time once the stream passed it; if the stream ran more than 8 changes past it, read as the oldest remembered and corrected)",

@@ -38,7 +38,8 @@ export const SOC_LOW_SLICE: Slice<SocLowState> = flatSlice(12, 'soc low', ['low'
 export const SOC_LOW_DETECTOR = detector({
   key: 'socLow',
   slice: SOC_LOW_SLICE,
-  reads: "CAN `soc`, `battery_voltage`",
+  on: { soc: (ctx, s, r, plan) => socLowRecord(ctx, s.socLow, r, plan) },
+  input: "CAN `soc`, `battery_voltage`",
   settings: ["SOC_LOW", "SOC_RECOVERED"],
   derives: "`soc_low` / `soc_recovered` (`soc`, `battery_voltage`)",
   rules: "low at the first record at or under `SOC_LOW` (20 %), recovered at the first after it at or over `SOC_RECOVERED` (30 %): the soc wandering between flips nothing; a first soc already low is low",

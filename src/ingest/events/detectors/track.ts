@@ -251,7 +251,7 @@ export function movingAt(s: TrackState, time: number): boolean {
   return oldest < 0;
 }
 
-export const TRACK: Slice<TrackState> = {
+export const TRACK_SLICE: Slice<TrackState> = {
   id: 0,
   name: 'track',
   fresh: () => withPool({ anchor: undefined, candidate: undefined, rejected: undefined, moving: 0, motion: zeros(MOTION_RING), motionN: 0, motionAt: 0, stood: zeros(3 * STOOD_RING), stoodN: 0, stoodAt: 0 }),
@@ -269,7 +269,7 @@ export const TRACK: Slice<TrackState> = {
     return at + 2 + 3 * STOOD_RING;
   },
   load(x) {
-    const s = TRACK.fresh();
+    const s = TRACK_SLICE.fresh();
     s.anchor = fixFrom(x, 0);
     s.candidate = fixFrom(x, 4);
     s.moving = x(8) === 1 ? 1 : 0;
@@ -304,8 +304,16 @@ const fixFrom = (x: (i: number) => number, at: number): Fix | undefined => (x(at
 /** The track detector, declared once (detector.ts); ../kinds.ts lists it. */
 export const TRACK_DETECTOR = detector({
   key: 'track',
-  slice: TRACK,
-  reads: "GPS fixes",
+  slice: TRACK_SLICE,
+  on: {
+    // The fixes this record confirmed, into `steps` for every detector after (emptied by pop: `length = 0` on an array is a call into the runtime, each record).
+    position(ctx, s, r, plan, steps) {
+      const fix = fixOf(r, plan, s.track);
+      while (steps.length > 0) steps.pop();
+      if (fix !== undefined) trackFix(s.track, fix, ctx.opts, steps);
+    },
+  },
+  input: "GPS fixes",
   settings: ["TRIP_MAX_JUMP_SPEED", "GPS_MIN_ERROR", "MOTION_SPEED"],
   derives: "the confirmed fixes and the steps between them (for trips, stops, idling, overspeed, towing), the motion history; `stepMoving`: a confirmed fix moves when its speed is over `MOTION_SPEED`, or, without a speed, when its step counted (jitter does not)",
   rules: "**Outliers**: a fix counts once the next agrees with it (the step implies at most `TRIP_MAX_JUMP_SPEED`); of two that disagree, the one that also disagrees with the track is dropped, else the earlier; two agreeing fixes far from the track re-anchor it without adding the step (a cold start's first fix 2 km off, plausible from where the vehicle parked 8 h before, is dropped; a tow re-anchors). **Jitter**: a step shorter than `GPS_MIN_ERROR` between fixes both at or below `MOTION_SPEED` counts nothing and the anchor stays (Traccar's `coordinates.minError`)",

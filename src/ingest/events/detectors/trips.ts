@@ -1,8 +1,8 @@
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitTrip, flatSlice, type Context, type Slice, type Trip } from './context.js';
-import { socAtOrBefore, socCovers, socFirstAfter, type SocState } from './soc.js';
+import { SOC_SLICE, socAtOrBefore, socCovers, socFirstAfter, type SocState } from './soc.js';
 import { correctFrom, notePremature } from '../corrections/state.js';
-import { settleTrack, type Step, type TrackState } from './track.js';
+import { settleTrack, TRACK_SLICE, type Step, type TrackState } from './track.js';
 import { geofenceNamesAt } from './geofences.js';
 import { detector } from './detector.js';
 
@@ -252,7 +252,16 @@ export const FINISHED_TRIPS_SLICE: Slice<FinishedTrips> = {
 export const TRIPS_DETECTOR = detector({
   key: 'trips',
   slice: TRIPS_SLICE,
-  reads: "the track, ignition, the CAN stream's soc",
+  reads: { soc: SOC_SLICE },
+  writesInto: { finishedTrips: FINISHED_TRIPS_SLICE },
+  // At a trip's end the trips settle the track's last fix (the ignition-off fix is where the vehicle parked).
+  amends: { track: TRACK_SLICE },
+  on: {
+    gap: (ctx, s, time) => tripGap(ctx, s.trips, s.finishedTrips, s.track, s.soc, time),
+    position: (ctx, s, r, plan, steps) => tripRecord(ctx, s.trips, s.finishedTrips, s.track, s.soc, r, plan, steps),
+    soc: (ctx, s) => tripSocProgress(ctx, s.trips, s.finishedTrips, s.soc),
+  },
+  input: "the track, ignition, the CAN stream's soc",
   settings: ["TRIP_MIN_DURATION", "TRIP_MIN_DISTANCE", "EVENTS_MAX_GAP", "EVENTS_MAX_SKEW"],
   derives: "`trips`",
   rules: "ignition on to off, measured from the trip's first confirmed fix to its last; **kept when it lasts `TRIP_MIN_DURATION` or covers `TRIP_MIN_DISTANCE`** (Traccar keeps a trip unless both are short, with these defaults: 300 s, 500 m); a gap in the GPS stream over `EVENTS_MAX_GAP` ends it at the last fix before the gap (`gapEnded: 1`), and ignition still on after the gap starts a new one; soc at start and end read once the CAN stream has passed them (a finished trip waits up to `EVENTS_MAX_SKEW` of GPS time, or until the CAN stream is idle with nothing pending; at most 16 wait)",
@@ -265,7 +274,7 @@ export const TRIPS_DETECTOR = detector({
 export const FINISHED_TRIPS_DETECTOR = detector({
   key: 'finishedTrips',
   slice: FINISHED_TRIPS_SLICE,
-  reads: 'the trips, the CAN stream’s soc',
+  input: 'the trips, the CAN stream’s soc',
   settings: ['EVENTS_MAX_SKEW'],
   derives: '',
   rules: '',
