@@ -29,7 +29,7 @@ export interface DerivedMeasurement {
 }
 
 const vehicleno: DerivedField = { name: 'vehicleno', description: 'the vehicle' };
-/** A trip's or session's length (both say it alike). */
+/** A trip's, stop's or charging session's length (each says it alike). */
 const durationS: DerivedField = { name: 'duration_s', unit: 's', description: 'end − start; -1 retracted' };
 const soc = (which: string): DerivedField => ({ name: `soc_${which}`, unit: '%', description: `state of charge at the ${which}` });
 /** What a correction writes on a row (src/ingest/events/corrections/, docs/events.md "Corrections"). */
@@ -137,7 +137,7 @@ export const STOPS: DerivedMeasurement = {
   standing: '"duration_s" >= 0',
 };
 
-export const CHARGING: DerivedMeasurement = {
+export const CHARGING_SESSIONS: DerivedMeasurement = {
   name: 'charging',
   writer: 'src/ingest/events/detectors/charging.ts',
   description: 'one point a charging session, written once it has stopped',
@@ -239,4 +239,4 @@ export const COMMANDS: DerivedMeasurement = {
 };
 
 /** Every derived measurement, in the order documented. */
-export const DERIVED_MEASUREMENTS: readonly DerivedMeasurement[] = [VEHICLE_EVENTS, TRIPS, CHARGING, STOPS, FLEET_STATUS, FLEET, CAN_PACK, FUEL, COMMANDS];
+export const DERIVED_MEASUREMENTS: readonly DerivedMeasurement[] = [VEHICLE_EVENTS, TRIPS, CHARGING_SESSIONS, STOPS, FLEET_STATUS, FLEET, CAN_PACK, FUEL, COMMANDS];

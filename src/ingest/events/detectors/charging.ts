@@ -1,6 +1,6 @@
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { readings } from './alarms.js';
-import { emitEvent, emitSession, flatSlice, type ChargingSession, type Context, type Slice } from './context.js';
+import { emitEvent, emitChargingSession, flatSlice, type ChargingSession, type Context, type Slice } from './context.js';
 import { Changes } from './changes.js';
 import { movingAt, standingAt, type TrackState } from './track.js';
 import { geofenceNamesAt } from './geofences.js';
@@ -144,7 +144,7 @@ function stop(ctx: Context, s: ChargingState, at: number, fields: Record<string,
   if (s.integrated === 1) session.energyWh = s.energyWh;
   const geofence = geofenceNamesAt(ctx, s.startLat, s.startLng, s.start);
   if (geofence !== undefined) session.geofence = geofence;
-  emitSession(ctx, session);
+  emitChargingSession(ctx, session);
 }
 
 const KEYS = ['phase', 'start', 'startSoc', 'startVoltage', 'startCurrent', 'energyWh', 'integrated', 'powerTime', 'power', 'lastTime', 'startLat', 'startLng', 'soc'] as const;
