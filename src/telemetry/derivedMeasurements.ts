@@ -61,6 +61,7 @@ export const VEHICLE_EVENTS: DerivedMeasurement = {
     { name: 'soc', unit: '%', description: 'alarms, charging, `soc_low` / `soc_recovered`: the state of charge then' },
     { name: 'battery_voltage', unit: 'V', description: 'alarms, charging, soc low: the record’s pack voltage' },
     { name: 'current', unit: 'A', description: 'alarms and charging: the record’s pack current' },
+    { name: 'since', unit: 'ms', description: 'an alarm’s raise told once it held ALARM_MIN_DURATION: when it was raised' },
     { name: 'lat', unit: '°', description: 'ignition: the fix’s latitude; idling, `overspeed_started`: where it began; `moved_while_off`, `moved_while_immobilised`: where it was seen' },
     { name: 'lng', unit: '°', description: 'the same, longitude' },
     { name: 'speed', unit: 'km/h', description: 'ignition: the fix’s speed; `overspeed_started`: the first fix over the limit; `moved_while_immobilised`: the fix’s' },

@@ -7,6 +7,7 @@ import { PartialWriteError, type PointSink } from '../write/sink.js';
 import type { Metrics } from '../../metrics/index.js';
 import { eventId, chargingSessionId, stopId, tripId, type ChargingSession, type Derived, type DerivedEvent, type Stop, type Trip } from './derive.js';
 import type { WebhookPayload } from './webhook.js';
+import { influxName } from './detectors/detector.js';
 import { quarantineEntry, type NewQuarantineEntry } from '../queue/quarantine.js';
 
 /**
@@ -72,19 +73,17 @@ export function webhookPayloadOf(e: OutboxEntry): WebhookPayload {
   return { id: revision > 0 ? `${id}.${revision}` : id, type: `vehicle.${kind}${suffix}`, timestamp: new Date(retracted ? e.start : e.end).toISOString(), data: { id, ...data } };
 }
 
-const snake = (k: string): string => k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-
 /** Numeric fields with InfluxDB-style names (`durationS` → `duration_s`), as analysts query them. */
 function snakeFields(o: Record<string, unknown>): Record<string, number> {
   const fields: Record<string, number> = {};
-  for (const [k, v] of Object.entries(o)) if (typeof v === 'number' && Number.isFinite(v)) fields[snake(k)] = v;
+  for (const [k, v] of Object.entries(o)) if (typeof v === 'number' && Number.isFinite(v)) fields[influxName(k)] = v;
   return fields;
 }
 
 /** Text (which geofence a trip, stop or charging session was in) as tags, so that analysts group and filter by it. */
 function snakeTags(o: Record<string, unknown>): Record<string, string> {
   const tags: Record<string, string> = {};
-  for (const [k, v] of Object.entries(o)) if (typeof v === 'string' && v !== '') tags[snake(k)] = v;
+  for (const [k, v] of Object.entries(o)) if (typeof v === 'string' && v !== '') tags[influxName(k)] = v;
   return tags;
 }
 
