@@ -51,7 +51,7 @@ describe('derived measurements', () => {
     parts.push(ingest(V, s, [can(T0 + 10_000, { alert_thermal_runaway: 1 })], T0 + 500_001));
     parts.push(flush(V, s, T0 + 600_000));
     // Then over the speed limit, idling, parked, towed: every other kind a drive can tell.
-    // In a geofence, so the geofence events, and the trips', stops' and sessions' geofence tags, are written too.
+    // In a geofence, so the geofence events, and the trips', stops' and charging sessions' geofence tags, are written too.
     const city = parseGeofences({ type: 'Feature', properties: { name: 'City', kind: 'other', radius_m: 50_000 }, geometry: { type: 'Point', coordinates: [77, 13] } });
     const opts = { ...DEFAULT_DERIVE_OPTIONS, speedLimitKmh: 60, geofenceMinDwellMs: 0, geofences: { current: new GeofenceLookup(city.map((g, i) => ({ ...g, id: i + 1, from: 0 }))) } };
     const later = route(T0 + 3_600_000, 13, [
@@ -68,7 +68,7 @@ describe('derived measurements', () => {
     const entries: OutboxEntry[] = [
       ...parts.flatMap((d) => d.events.map((e) => ({ kind: 'event' as const, ...e }))),
       ...parts.flatMap((d) => d.trips.map((t) => ({ kind: 'trip' as const, ...t, gapEnded: 1 }))),
-      ...parts.flatMap((d) => d.sessions.map((c) => ({ kind: 'charging' as const, ...c }))),
+      ...parts.flatMap((d) => d.chargingSessions.map((c) => ({ kind: 'charging' as const, ...c }))),
       ...parts.flatMap((d) => d.stops.map((p) => ({ kind: 'stop' as const, ...p }))),
     ];
     expect(new Set(entries.map((e) => e.kind))).toEqual(new Set(['event', 'trip', 'charging', 'stop']));

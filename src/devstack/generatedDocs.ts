@@ -8,7 +8,7 @@ import { derivedTables, fieldTables, unitsTable } from '../telemetry/tables.js';
 import { commitTable } from '../formats/commit.js';
 import { DETECTORS, EVENTS_OUTPUTS } from '../ingest/events/kinds.js';
 import { FUEL_ROW } from '../ingest/events/detectors/fuel.js';
-import { PHASES, runOrder, type Detector, type Output } from '../ingest/events/detectors/detector.js';
+import { fieldsOf, influxName, OUTPUT_COMMON_FIELDS, PHASES, runOrder, type Detector, type Output, type OutputField } from '../ingest/events/detectors/detector.js';
 import { FLEET_OUTPUTS } from '../ingest/fleet/changes.js';
 import { envExample, renamedSettingsTable, settingTables } from '../config/settingDocs.js';
 
@@ -60,17 +60,61 @@ export function runOrderTable(detectors: readonly Detector[] = DETECTORS): strin
   return ['| Phase | Detectors, in the order they run |', '|---|---|', ...rows, '', `Declared: ${relations.join('; ')}.`].join('\n');
 }
 
+/** A declared text in a table's cell (a `|` would end it). */
+const cell = (text: string): string => text.replace(/\|/g, '\\|');
+
+/** `on` as a reader meets it: the events, or for many of one ending (every alarm's raise) `…_raised`. */
+function eventsShown(on: readonly string[]): string {
+  if (on.length <= 3) return on.map((e) => `\`${e}\``).join(' / ');
+  const end = on[0]!.slice(on[0]!.lastIndexOf('_'));
+  return on.every((e) => e.endsWith(end)) ? `\`…${end}\`` : on.map((e) => `\`${e}\``).join(' / ');
+}
+
+const isTag = (o: Output, f: OutputField): boolean => o.measurement.tags.some((t) => t.name === influxName(f.name));
+
+/** Where an output is written and what it carries there (InfluxDB's names): docs/events.md's "Where". */
+export function whereOf(o: Output): string {
+  const all = fieldsOf(o).filter((f) => f.on === undefined);
+  const some = fieldsOf(o).filter((f) => f.on !== undefined);
+  const names = (fs: readonly OutputField[]) => fs.map((f) => `${isTag(o, f) ? 'tag ' : ''}\`${influxName(f.name)}\``).join(', ');
+  const ons = [...new Set(some.map((f) => eventsShown(f.on!)))].map((on) => `${on}: ${names(some.filter((f) => eventsShown(f.on!) === on))}`);
+  const time = o.kind === undefined ? [] : [`time: ${o.measurement.time}`];
+  const carried = [...time, ...(all.length > 0 ? [names(all)] : []), ...ons].join('; ');
+  return `\`${o.measurement.name}\`${carried === '' ? '' : ` (${carried})`}`;
+}
+
 /** The outputs' table of docs/events.md: every kind the vehicle events and the fleet status write, from their declarations. */
 export function eventOutputsTable(outputs: readonly Output[] = [...EVENTS_OUTPUTS, ...FLEET_OUTPUTS]): string {
-  const rows = outputs.map((o) => `| ${o.shown} | ${o.where} | ${o.what} |`);
+  const rows = outputs.map((o) => `| ${o.shown} | ${whereOf(o)} | ${o.what} |`);
   const late = '| any of them with `late` 1, a `revision`, or retracted | every measurement above (and the webhook: `….corrected`, `….retracted`) | what records that came late changed: see [Corrections](#corrections) |';
   return ['| Output | Where | What |', '|---|---|---|', ...rows, late].join('\n');
+}
+
+/** The webhook's `data` of each output, from their declarations (docs/events.md, "The webhook"). */
+export function webhookDataTable(outputs: readonly Output[] = [...EVENTS_OUTPUTS, ...FLEET_OUTPUTS]): string {
+  const list = (names: readonly string[]) => names.map((n) => `\`${n}\``).join(', ');
+  const unitOf = (o: Output, f: OutputField): string | undefined => [...o.measurement.fields, ...o.measurement.tags].find((d) => d.name === influxName(f.name))?.unit;
+  const field = (o: Output, f: OutputField): string => {
+    const unit = isTag(o, f) ? 'text' : unitOf(o, f);
+    return `\`${f.name}\`${unit === undefined ? '' : ` (${unit})`}: ${cell(f.meaning)}${f.on === undefined ? '' : ` (${eventsShown(f.on)})`}`;
+  };
+  const type = (o: Output): string => (o.kind === undefined ? o.shown.replace(/`([^`]+)`/g, '`vehicle.$1`') : `\`vehicle.${o.kind}\` (${o.shown})`);
+  const rows = outputs.map((o) => `| ${type(o)} | ${o.fields.map((f) => field(o, f)).join('; ')} |`);
+  const { event, row, marks } = OUTPUT_COMMON_FIELDS;
+  return [
+    `Every event's \`data\` holds ${list(event)}; every trip's, stop's and charging session's ${list(row)}; a late or corrected one also ${list(marks)} ([Corrections](#corrections)). Besides, each carries these when known (a name in camelCase is the same field in InfluxDB in snake_case, \`durationS\` \`duration_s\`; text is a tag there):`,
+    '',
+    '| `type` | `data` |',
+    '|---|---|',
+    ...rows,
+  ].join('\n');
 }
 
 export const REGIONS: readonly Region[] = [
   { file: 'src/ingest/events/README.md', name: 'detectors', render: () => detectorsTable() },
   { file: 'src/ingest/events/README.md', name: 'run-order', render: () => runOrderTable() },
   { file: 'docs/events.md', name: 'event-kinds', render: () => eventOutputsTable() },
+  { file: 'docs/events.md', name: 'webhook-data', render: () => webhookDataTable() },
   { file: 'docs/fields.md', name: 'fields', render: () => fieldTables() },
   { file: 'docs/sending.md', name: 'plausibility', render: () => plausibilityTable() },
   { file: 'docs/analysts.md', name: 'derived', render: () => derivedTables() },

@@ -80,7 +80,7 @@ export class Metrics {
   readonly vehicleEventsCorrections = this.counter('vehicle_events_corrections_total', 'Corrections run, by outcome: corrected, none (nothing was due), postponed (InfluxDB did not show every record yet, or the vehicle kept changing), tooLate', ['outcome']);
   readonly vehicleEventsCorrected = this.counter('vehicle_events_corrected_total', 'Outputs corrections told, by change: added (first told by a correction, marked late), corrected (a revision under the same id), retracted', ['change']);
   readonly vehicleEventsDuplicate = this.counter('vehicle_events_duplicate_total', 'Records derivation had already seen (a redelivery or a retried job): they derive nothing', []);
-  readonly vehicleEventsOutbox = this.gauge('vehicle_events_outbox', 'Derived events, trips and sessions not yet delivered to InfluxDB and the webhook (the outbox streams\' length)', []);
+  readonly vehicleEventsOutbox = this.gauge('vehicle_events_outbox', 'Derived events, trips, charging sessions and stops not yet delivered to InfluxDB and the webhook (the outbox streams\' length)', []);
   // The command ledger (commands/).
   readonly commands = this.counter('commands_total', 'Immobilise and mobilise commands, each state they reached, by type and outcome (requested, waiting, sending, sent, confirmed, not_confirmed, failed, expired, cancelled)', ['type', 'outcome']);
   // Vehicle events' webhook (events/webhook.ts).

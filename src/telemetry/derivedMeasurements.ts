@@ -29,7 +29,7 @@ export interface DerivedMeasurement {
 }
 
 const vehicleno: DerivedField = { name: 'vehicleno', description: 'the vehicle' };
-/** A trip's or session's length (both say it alike). */
+/** A trip's, stop's or charging session's length (each says it alike). */
 const durationS: DerivedField = { name: 'duration_s', unit: 's', description: 'end − start; -1 retracted' };
 const soc = (which: string): DerivedField => ({ name: `soc_${which}`, unit: '%', description: `state of charge at the ${which}` });
 /** What a correction writes on a row (src/ingest/events/corrections/, docs/events.md "Corrections"). */
@@ -61,6 +61,7 @@ export const VEHICLE_EVENTS: DerivedMeasurement = {
     { name: 'soc', unit: '%', description: 'alarms, charging, `soc_low` / `soc_recovered`: the state of charge then' },
     { name: 'battery_voltage', unit: 'V', description: 'alarms, charging, soc low: the record’s pack voltage' },
     { name: 'current', unit: 'A', description: 'alarms and charging: the record’s pack current' },
+    { name: 'since', unit: 'ms', description: 'an alarm’s raise told once it held ALARM_MIN_DURATION: when it was raised' },
     { name: 'lat', unit: '°', description: 'ignition: the fix’s latitude; idling, `overspeed_started`: where it began; `moved_while_off`, `moved_while_immobilised`: where it was seen' },
     { name: 'lng', unit: '°', description: 'the same, longitude' },
     { name: 'speed', unit: 'km/h', description: 'ignition: the fix’s speed; `overspeed_started`: the first fix over the limit; `moved_while_immobilised`: the fix’s' },
@@ -137,7 +138,7 @@ export const STOPS: DerivedMeasurement = {
   standing: '"duration_s" >= 0',
 };
 
-export const CHARGING: DerivedMeasurement = {
+export const CHARGING_SESSIONS: DerivedMeasurement = {
   name: 'charging',
   writer: 'src/ingest/events/detectors/charging.ts',
   description: 'one point a charging session, written once it has stopped',
@@ -239,4 +240,4 @@ export const COMMANDS: DerivedMeasurement = {
 };
 
 /** Every derived measurement, in the order documented. */
-export const DERIVED_MEASUREMENTS: readonly DerivedMeasurement[] = [VEHICLE_EVENTS, TRIPS, CHARGING, STOPS, FLEET_STATUS, FLEET, CAN_PACK, FUEL, COMMANDS];
+export const DERIVED_MEASUREMENTS: readonly DerivedMeasurement[] = [VEHICLE_EVENTS, TRIPS, CHARGING_SESSIONS, STOPS, FLEET_STATUS, FLEET, CAN_PACK, FUEL, COMMANDS];

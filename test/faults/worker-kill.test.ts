@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { DEFAULT_DERIVE_OPTIONS, inputOf, eventId, flush, ingest, newState, sessionId, stopId, tripId, type EventInput } from '../../src/ingest/events/derive.js';
+import { DEFAULT_DERIVE_OPTIONS, inputOf, eventId, flush, ingest, newState, chargingSessionId, stopId, tripId, type EventInput } from '../../src/ingest/events/derive.js';
 import { runFeed } from '../../src/upstream/emulator/feed.js';
 import { waitUntil } from '../harness/service.js';
 import { countPoints } from '../harness/reconcile.js';
@@ -95,7 +95,7 @@ it('a worker killed with SIGKILL in the middle of a write: its job is taken agai
     for (const d of [ingest(v, state, sorted, sorted.at(-1)!.time, opts), flush(v, state, Number.MAX_SAFE_INTEGER, opts)]) {
       for (const e of d.events) want.set(eventId(e), `vehicle.${e.event}`);
       for (const t of d.trips) want.set(tripId(t), 'vehicle.trip');
-      for (const c of d.sessions) want.set(sessionId(c), 'vehicle.charging');
+      for (const c of d.chargingSessions) want.set(chargingSessionId(c), 'vehicle.charging');
       for (const p of d.stops) want.set(stopId(p), 'vehicle.stop');
     }
   }

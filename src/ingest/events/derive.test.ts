@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { mulberry32 } from '../../upstream/emulator/prng.js';
 import { ALARM_FIELDS } from '../../telemetry/fields.js';
-import { DERIVE_FIELDS, eventId, flush, ingest, newState, pendingCount, sessionId, tripId, type DeriveOptions, type Derived, type DerivedEvent, type EventInput, type Trip } from './derive.js';
+import { DERIVE_FIELDS, eventId, flush, ingest, newState, pendingCount, chargingSessionId, tripId, type DeriveOptions, type Derived, type DerivedEvent, type EventInput, type Trip } from './derive.js';
 import { MEAN_EARTH_RADIUS_M, haversineM } from '../../telemetry/geo.js';
 import { STREAMS } from './inputs.js';
 import { writeCommitted, writePending } from './wire.js';
@@ -135,7 +135,7 @@ const canonical = (events: readonly DerivedEvent[]): DerivedEvent[] => {
 
 describe('exactly once, whatever order', () => {
   it('any delivery within the window, batched, duplicated, round-tripped, derives what ordered delivery does', () => {
-    const seen = { trips: 0, sessions: 0, alarms: 0, ignitions: 0, stops: 0, idle: 0, overspeed: 0, towed: 0, geofences: 0 };
+    const seen = { trips: 0, chargingSessions: 0, alarms: 0, ignitions: 0, stops: 0, idle: 0, overspeed: 0, towed: 0, geofences: 0 };
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 0x7fffffff }), fc.constantFrom(5_000, 30_000), (seed, windowMs) => {
         const opts = { ...HISTORY_OPTS, windowMs, streamQuietMs: windowMs };
@@ -144,7 +144,7 @@ describe('exactly once, whatever order', () => {
         const { derived, copies } = deliver(records, seed, opts);
         expect(canonical(derived.events)).toEqual(canonical(ordered.events));
         expect(derived.trips).toEqual(ordered.trips);
-        expect(derived.sessions).toEqual(ordered.sessions);
+        expect(derived.chargingSessions).toEqual(ordered.chargingSessions);
         expect(derived.stops).toEqual(ordered.stops);
         expect(derived.late).toBe(0);
         expect(derived.duplicates).toBe(copies);
@@ -155,7 +155,7 @@ describe('exactly once, whatever order', () => {
         seen.towed += ordered.events.filter((e) => e.event === 'moved_while_off').length;
         seen.geofences += ordered.events.filter((e) => e.event === 'geofence_entered').length;
         seen.trips += ordered.trips.length;
-        seen.sessions += ordered.sessions.length;
+        seen.chargingSessions += ordered.chargingSessions.length;
         seen.alarms += ordered.events.filter((e) => e.event.startsWith('alert_')).length;
         seen.ignitions += ordered.events.filter((e) => e.event.startsWith('ignition_')).length;
       }),
@@ -163,7 +163,7 @@ describe('exactly once, whatever order', () => {
     );
     // The histories exercised every kind of output.
     expect(seen.trips).toBeGreaterThan(cases(20));
-    expect(seen.sessions).toBeGreaterThan(cases(10));
+    expect(seen.chargingSessions).toBeGreaterThan(cases(10));
     expect(seen.alarms).toBeGreaterThan(cases(100));
     expect(seen.ignitions).toBeGreaterThan(cases(100));
     expect(seen.stops).toBeGreaterThan(cases(10));
@@ -186,9 +186,9 @@ describe('exactly once, whatever order', () => {
         expect(derived.late).toBe(0);
         expect(canonical(derived.events)).toEqual(canonical(ordered.events));
         expect(derived.trips).toEqual(ordered.trips);
-        expect(derived.sessions).toEqual(ordered.sessions);
+        expect(derived.chargingSessions).toEqual(ordered.chargingSessions);
         expect(derived.duplicates).toBe(copies);
-        sessions += ordered.sessions.length;
+        sessions += ordered.chargingSessions.length;
         alarms += ordered.events.filter((e) => e.event.startsWith('alert_')).length;
       }),
       { numRuns: cases(30) },
@@ -216,7 +216,7 @@ describe('exactly once, whatever order', () => {
     expect(flush(V, s, at + OPTS.streamQuietMs - 1).events).toEqual([]);
     expect(pendingCount(s)).toBe(1);
     const d = flush(V, s, at + OPTS.streamQuietMs);
-    expect(d.sessions).toEqual([{ vehicleno: V, start: T0, end: T0 + 70_000, durationS: 70, socStart: 10, socEnd: 12 }]);
+    expect(d.chargingSessions).toEqual([{ vehicleno: V, start: T0, end: T0 + 70_000, durationS: 70, socStart: 10, socEnd: 12 }]);
     expect(pendingCount(s)).toBe(0);
   });
 });
@@ -232,7 +232,7 @@ describe('state', () => {
     const rs = sorted([...records, ...charge, can(T0 + 7_000, { alert_thermal_runaway: 1 })]);
     const plain = runOrdered(rs);
     expect(plain.trips).toHaveLength(1);
-    expect(plain.sessions).toHaveLength(1);
+    expect(plain.chargingSessions).toHaveLength(1);
     expect(runOrdered(rs, OPTS, true)).toEqual(plain);
   });
 
@@ -272,7 +272,7 @@ describe('ids', () => {
     const sha = (t: string) => createHash('sha256').update(t).digest('hex').slice(0, 32);
     expect(eventId({ vehicleno: V, event: 'ignition_on', time: T0 })).toBe(sha(`${V}\nignition_on\n${T0}`));
     expect(tripId({ vehicleno: V, start: T0 })).toBe(sha(`${V}\ntrip\n${T0}`));
-    expect(sessionId({ vehicleno: V, start: T0 })).toBe(sha(`${V}\ncharging\n${T0}`));
+    expect(chargingSessionId({ vehicleno: V, start: T0 })).toBe(sha(`${V}\ncharging\n${T0}`));
     expect(eventId({ vehicleno: V, event: 'ignition_on', time: T0 })).toMatch(/^[0-9a-f]{32}$/);
   });
 

@@ -484,7 +484,7 @@ export function tripId(t: Pick<Trip, 'vehicleno' | 'start'>): string {
   return id(`${t.vehicleno}\ntrip\n${t.start}`);
 }
 
-export function sessionId(c: Pick<ChargingSession, 'vehicleno' | 'start'>): string {
+export function chargingSessionId(c: Pick<ChargingSession, 'vehicleno' | 'start'>): string {
   return id(`${c.vehicleno}\ncharging\n${c.start}`);
 }
 

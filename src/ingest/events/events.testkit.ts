@@ -42,12 +42,12 @@ export function roundTrip(s: VehicleState): VehicleState {
 export const quiet = (opts: DeriveOptions): number => Math.max(opts.streamQuietMs, opts.maxSkewMs);
 
 /** Everything a sequence of calls derived, in the order derived. */
-export function collect(parts: readonly Derived[]): Derived & { events: DerivedEvent[]; trips: Trip[]; sessions: ChargingSession[]; stops: Stop[] } {
-  const all = { ...emptyDerived(), events: [] as DerivedEvent[], trips: [] as Trip[], sessions: [] as ChargingSession[], stops: [] as Stop[] };
+export function collect(parts: readonly Derived[]): Derived & { events: DerivedEvent[]; trips: Trip[]; chargingSessions: ChargingSession[]; stops: Stop[] } {
+  const all = { ...emptyDerived(), events: [] as DerivedEvent[], trips: [] as Trip[], chargingSessions: [] as ChargingSession[], stops: [] as Stop[] };
   for (const d of parts) {
     all.events.push(...d.events);
     all.trips.push(...d.trips);
-    all.sessions.push(...d.sessions);
+    all.chargingSessions.push(...d.chargingSessions);
     all.stops.push(...d.stops);
     all.late += d.late;
     all.tooLate += d.tooLate;

@@ -41,7 +41,7 @@ export interface RunningEvents {
 }
 
 export interface EventsHooks {
-  /** Called with every event, trip, session and stop once delivered (the command ledger's automation), before it is acknowledged. */
+  /** Called with every event, trip, charging session and stop once delivered (the command ledger's automation), before it is acknowledged. */
   observe?: (entries: OutboxEntry[]) => Promise<void>;
   /** The command ledger's immobilisations (a worker's watch of them), for `moved_while_immobilised`. */
   immobilisations?: DeriveOptions['immobilisations'];
@@ -59,7 +59,7 @@ function counted(metrics: Metrics | undefined, all: readonly Derived[], log?: Lo
     if (!metrics) continue;
     for (const e of d.events) metrics.vehicleEvents.inc({ event: e.event });
     if (d.trips.length > 0) metrics.vehicleEvents.inc({ event: 'trip' }, d.trips.length);
-    if (d.sessions.length > 0) metrics.vehicleEvents.inc({ event: 'charging_session' }, d.sessions.length);
+    if (d.chargingSessions.length > 0) metrics.vehicleEvents.inc({ event: 'charging_session' }, d.chargingSessions.length);
     if (d.stops.length > 0) metrics.vehicleEvents.inc({ event: 'stop' }, d.stops.length);
     if (d.late > 0) metrics.vehicleEventsLate.inc(d.late);
     if (d.duplicates > 0) metrics.vehicleEventsDuplicate.inc(d.duplicates);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { detectorsTable, eventOutputsTable } from '../../devstack/generatedDocs.js';
+import { detectorsTable, eventOutputsTable, webhookDataTable } from '../../devstack/generatedDocs.js';
 import { CONFIG_KEYS } from '../../config/index.js';
 import { VEHICLE_EVENTS } from '../../telemetry/derivedMeasurements.js';
 import { EVENT_NAMES } from '../fleet/history.js';
@@ -83,7 +83,7 @@ describe('the detectors’ list (kinds.ts)', () => {
       settings: [],
       derives: '`hail_started` / `hail_ended`',
       rules: 'a fixture kind: hail on the roof',
-      outputs: [{ events: ['hail_started', 'hail_ended'], shown: '`hail_started` / `hail_ended`', where: '`vehicle_events`', what: 'hail on the roof' }],
+      outputs: [{ events: ['hail_started', 'hail_ended'], shown: '`hail_started` / `hail_ended`', measurement: VEHICLE_EVENTS, fields: [{ name: 'hits', meaning: 'hailstones counted' }], what: 'hail on the roof' }],
     });
     const list = [...DETECTORS, HAIL] as const;
     expect(Object.keys(slicesOf(list)).at(-1)).toBe('hail');
@@ -91,7 +91,8 @@ describe('the detectors’ list (kinds.ts)', () => {
     expect(nextSliceId(list)).toBe(nextSliceId() + 1);
     expect(eventNamesOf(list.flatMap((d) => d.outputs))).toEqual([...eventNamesOf(DETECTORS.flatMap((d) => d.outputs)), 'hail_started', 'hail_ended']);
     expect(detectorsTable(list)).toContain('| `hail.ts` | CAN `hail_hits` (a fixture) | `hail_started` / `hail_ended` | a fixture kind: hail on the roof |');
-    expect(eventOutputsTable([...EVENTS_OUTPUTS, ...HAIL.outputs])).toContain('| `hail_started` / `hail_ended` | `vehicle_events` | hail on the roof |');
+    expect(eventOutputsTable([...EVENTS_OUTPUTS, ...HAIL.outputs])).toContain('| `hail_started` / `hail_ended` | `vehicle_events` (`hits`) | hail on the roof |');
+    expect(webhookDataTable([...EVENTS_OUTPUTS, ...HAIL.outputs])).toContain('| `vehicle.hail_started` / `vehicle.hail_ended` | `hits`: hailstones counted |');
     // Its hook runs in its phase, after the track it reads (the fixes it confirmed are its anchor), and nowhere else.
     expect(runOrderTable(list)).toMatch(/\| `position` \| `track` → .* → `hail` \|/);
     for (const p of PHASES) if (p !== 'position') expect(runOrderTable(list)).not.toMatch(new RegExp(`\\| \`${p}\` \\|.*hail`));

@@ -1,12 +1,13 @@
 import type { RedisClient } from '../../redis/connect.js';
 import type { Logger } from '../../log/index.js';
 import { formatLine, UnwritablePoint } from '../../telemetry/lineProtocol.js';
-import { CHARGING, STOPS, TRIPS, VEHICLE_EVENTS } from '../../telemetry/derivedMeasurements.js';
+import { CHARGING_SESSIONS, STOPS, TRIPS, VEHICLE_EVENTS } from '../../telemetry/derivedMeasurements.js';
 import { Lines } from '../write/lines.js';
 import { PartialWriteError, type PointSink } from '../write/sink.js';
 import type { Metrics } from '../../metrics/index.js';
-import { eventId, sessionId, stopId, tripId, type ChargingSession, type Derived, type DerivedEvent, type Stop, type Trip } from './derive.js';
+import { eventId, chargingSessionId, stopId, tripId, type ChargingSession, type Derived, type DerivedEvent, type Stop, type Trip } from './derive.js';
 import type { WebhookPayload } from './webhook.js';
+import { influxName } from './detectors/detector.js';
 import { quarantineEntry, type NewQuarantineEntry } from '../queue/quarantine.js';
 
 /**
@@ -18,17 +19,21 @@ import { quarantineEntry, type NewQuarantineEntry } from '../queue/quarantine.js
  * over by another after CLAIM_IDLE_MS.
  */
 
-export const MEASUREMENTS = { event: VEHICLE_EVENTS.name, trip: TRIPS.name, charging: CHARGING.name, stop: STOPS.name } as const;
+export const MEASUREMENTS = { event: VEHICLE_EVENTS.name, trip: TRIPS.name, charging: CHARGING_SESSIONS.name, stop: STOPS.name } as const;
 
+/**
+ * An entry, by `kind`. A charging session's kind is `charging`: the stored spelling (another release reads
+ * these entries during a rolling upgrade, the corrections' ledger keeps it, and the webhook's type
+ * `vehicle.charging` is made of it), kept while the code calls the concept `ChargingSession`.
+ */
 export type OutboxEntry = ({ kind: 'event' } & DerivedEvent) | ({ kind: 'trip' } & Trip) | ({ kind: 'charging' } & ChargingSession) | ({ kind: 'stop' } & Stop);
 
-
 /** What a derivation call emitted, as outbox entries: events, trips, charging sessions, stops. */
-export function outputsOf(d: Pick<Derived, 'events' | 'trips' | 'sessions' | 'stops'>): OutboxEntry[] {
+export function outputsOf(d: Pick<Derived, 'events' | 'trips' | 'chargingSessions' | 'stops'>): OutboxEntry[] {
   const out: OutboxEntry[] = [];
   for (const e of d.events) out.push({ kind: 'event', ...e });
   for (const t of d.trips) out.push({ kind: 'trip', ...t });
-  for (const c of d.sessions) out.push({ kind: 'charging', ...c });
+  for (const c of d.chargingSessions) out.push({ kind: 'charging', ...c });
   for (const p of d.stops) out.push({ kind: 'stop', ...p });
   return out;
 }
@@ -37,7 +42,7 @@ const GROUP = 'dispatch';
 const COUNT = 500;
 const CLAIM_IDLE_MS = 60_000;
 
-/** The entry as a point (its time: the transition's, or the trip's or session's start). */
+/** The entry as a point (its time: the transition's, or the trip's, stop's or charging session's start). */
 export function pointOf(e: OutboxEntry): string {
   if (e.kind === 'event') return formatLine(MEASUREMENTS.event, { vehicleno: e.vehicleno, event: e.event, ...e.tags }, { value: e.value, ...snakeFields(e.fields) }, e.time);
   const { kind, vehicleno, start, ...rest } = e;
@@ -64,23 +69,21 @@ export function webhookPayloadOf(e: OutboxEntry): WebhookPayload {
     return { id: revision > 0 ? `${id}.${revision}` : id, type: `vehicle.${e.event}${suffix}`, timestamp: new Date(e.time).toISOString(), data: { id, vehicleno: e.vehicleno, event: e.event, time: e.time, value: e.value, ...e.fields, ...e.tags } };
   }
   const { kind, ...data } = e;
-  const id = kind === 'trip' ? tripId(e) : kind === 'charging' ? sessionId(e) : stopId(e);
+  const id = kind === 'trip' ? tripId(e) : kind === 'charging' ? chargingSessionId(e) : stopId(e);
   return { id: revision > 0 ? `${id}.${revision}` : id, type: `vehicle.${kind}${suffix}`, timestamp: new Date(retracted ? e.start : e.end).toISOString(), data: { id, ...data } };
 }
-
-const snake = (k: string): string => k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 /** Numeric fields with InfluxDB-style names (`durationS` → `duration_s`), as analysts query them. */
 function snakeFields(o: Record<string, unknown>): Record<string, number> {
   const fields: Record<string, number> = {};
-  for (const [k, v] of Object.entries(o)) if (typeof v === 'number' && Number.isFinite(v)) fields[snake(k)] = v;
+  for (const [k, v] of Object.entries(o)) if (typeof v === 'number' && Number.isFinite(v)) fields[influxName(k)] = v;
   return fields;
 }
 
-/** Text (which geofence a trip, stop or session was in) as tags, so that analysts group and filter by it. */
+/** Text (which geofence a trip, stop or charging session was in) as tags, so that analysts group and filter by it. */
 function snakeTags(o: Record<string, unknown>): Record<string, string> {
   const tags: Record<string, string> = {};
-  for (const [k, v] of Object.entries(o)) if (typeof v === 'string' && v !== '') tags[snake(k)] = v;
+  for (const [k, v] of Object.entries(o)) if (typeof v === 'string' && v !== '') tags[influxName(k)] = v;
   return tags;
 }
 

@@ -133,7 +133,7 @@ describe('this release’s layout (version 3), pinned by a golden fixture', () =
   };
   type Stored = { committed: string; pending: Array<{ streamId: number; members: string[] }> };
   const readStored = (golden: Stored) => restore(Buffer.from(golden.committed, 'base64'), golden.pending.map((p) => ({ streamId: p.streamId, members: p.members.map((m) => Buffer.from(m, 'base64')) })));
-  const outputs = (ds: Derived[]) => ({ events: ds.flatMap((d) => d.events), trips: ds.flatMap((d) => d.trips), sessions: ds.flatMap((d) => d.sessions) });
+  const outputs = (ds: Derived[]) => ({ events: ds.flatMap((d) => d.events), trips: ds.flatMap((d) => d.trips), sessions: ds.flatMap((d) => d.chargingSessions) });
 
   it('reads the fixture into the state it was written from, and writes it back byte for byte', () => {
     const s = state();

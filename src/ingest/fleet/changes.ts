@@ -1,6 +1,6 @@
 import { Lines } from '../write/lines.js';
 import { formatLine } from '../../telemetry/lineProtocol.js';
-import { FLEET, FLEET_STATUS } from '../../telemetry/derivedMeasurements.js';
+import { FLEET, FLEET_STATUS, VEHICLE_EVENTS } from '../../telemetry/derivedMeasurements.js';
 import type { PointSink } from '../write/sink.js';
 import type { FleetState } from './state.js';
 import type { Output } from '../events/detectors/detector.js';
@@ -31,7 +31,11 @@ export const FLEET_OUTPUTS: readonly Output[] = [
   {
     events: ['silent', 'back'],
     shown: '`silent` / `back`',
-    where: '`vehicle_events` (with `after_s`, `last_seen`)',
+    measurement: VEHICLE_EVENTS,
+    fields: [
+      { name: 'after_s', meaning: 'the `SILENT_AFTER` threshold crossed (`back`: the longest it had crossed)' },
+      { name: 'last_seen', meaning: 'the last record’s time (`back`: the record that ended the silence)' },
+    ],
     what: "the fleet status's changes (below): `silent` at the instant a vehicle crossed each `SILENT_AFTER` threshold; one `back` at the record that ended its silence (the first more than the shortest threshold after the one before it; for records that came late rather than after a gap, the last-seen at the first status run that saw it back), the same however often a failed run is done again, `after_s` the longest threshold it had crossed, `last_seen` its time",
   },
 ];

@@ -336,7 +336,7 @@ from the history the workers derive (trips, stops, charging, vehicle_events) and
 km and driving time, idling (from idle_ended), stops, state of charge the trips used (percentage points),
 charging sessions and the energy they charged (Wh), overspeeds, alarms raised, fuel drops and refuels,
 and the day's first and last report (GPS fix), in local time.
-Each counts to the day its point is stamped in: a trip, stop or session to the day it started (a trip
+Each counts to the day its point is stamped in: a trip, stop or charging session to the day it started (a trip
 across midnight is the day it set off), an event to the day it happened (an idle to the day it ended).
 
   --vehicle <plate>  the vehicle (required)

@@ -6,7 +6,7 @@
  */
 import { ConfigError, loadConfig, type Config } from '../../config/index.js';
 import { ALARM_FIELDS } from '../../telemetry/fields.js';
-import { CHARGING, DERIVED_MEASUREMENTS, STOPS, TRIPS, VEHICLE_EVENTS } from '../../telemetry/derivedMeasurements.js';
+import { CHARGING_SESSIONS, DERIVED_MEASUREMENTS, STOPS, TRIPS, VEHICLE_EVENTS } from '../../telemetry/derivedMeasurements.js';
 import { GPS } from '../../telemetry/vehicleData.js';
 import { summarizeDays, type DaySummary, type LocalDay } from './days.js';
 import { EVENTS_OUTPUTS } from '../events/kinds.js';
@@ -17,7 +17,7 @@ import { influxSelect, influxTargetOf, quoteIdent, quoteString, timeLiteral, typ
 // The InfluxQL reads every tool and process shares, where they were first written (imported from here by many).
 export { InfluxError, influxSelect, influxTargetOf, quoteIdent, quoteString, timeLiteral, type InfluxRow, type InfluxTarget } from '../read/influxql.js';
 
-export const HISTORY_MEASUREMENTS = { events: VEHICLE_EVENTS.name, trips: TRIPS.name, charging: CHARGING.name, stops: STOPS.name } as const;
+export const HISTORY_MEASUREMENTS = { events: VEHICLE_EVENTS.name, trips: TRIPS.name, charging: CHARGING_SESSIONS.name, stops: STOPS.name } as const;
 
 /** The alarm flags whose raising and clearing are events. */
 export const ALARM_FLAGS: readonly string[] = ALARM_FIELDS.filter((f) => f.startsWith('alert_'));
@@ -207,7 +207,7 @@ export async function readDays(target: InfluxTarget, vehicle: string, days: read
   const [trips, stops, charging, events] = await Promise.all([
     select(TRIPS.name, ['duration_s', 'distance_m', 'soc_start', 'soc_end', 'overspeed_s']),
     select(STOPS.name, ['duration_s']),
-    select(CHARGING.name, ['duration_s', 'energy_wh']),
+    select(CHARGING_SESSIONS.name, ['duration_s', 'energy_wh']),
     select(VEHICLE_EVENTS.name, ['event', 'value', 'duration_s'], ` AND (${counted} OR "event" =~ /^alert_.+_raised$/)`),
   ]);
   const reports = new Map<string, { first: number; last: number }>();

@@ -23,7 +23,7 @@ export interface QuarantineEntry {
   route: string;
   /**
    * Where it was refused: by the receiver's validation, by the store when written, or a derived point
-   * (a vehicle event, trip or session: `raw` its outbox entry, `route` its outbox stream) the store refused.
+   * (a vehicle event, trip, charging session or stop: `raw` its outbox entry, `route` its outbox stream) the store refused.
    */
   stage: 'receive' | 'write' | 'derive';
 }

@@ -105,7 +105,7 @@ const plain = (e: OutboxEntry): string => JSON.stringify(e, (k, val: unknown) =>
 /** What in-order delivery tells, by id. */
 function inOrder(records: readonly EventInput[], opts: DeriveOptions = OPTS): Map<string, string> {
   const d = runOrdered(records, opts);
-  const entries: OutboxEntry[] = [...d.events.map((e) => ({ kind: 'event' as const, ...e })), ...d.trips.map((t) => ({ kind: 'trip' as const, ...t })), ...d.sessions.map((c) => ({ kind: 'charging' as const, ...c })), ...d.stops.map((p) => ({ kind: 'stop' as const, ...p }))];
+  const entries: OutboxEntry[] = [...d.events.map((e) => ({ kind: 'event' as const, ...e })), ...d.trips.map((t) => ({ kind: 'trip' as const, ...t })), ...d.chargingSessions.map((c) => ({ kind: 'charging' as const, ...c })), ...d.stops.map((p) => ({ kind: 'stop' as const, ...p }))];
   return new Map(entries.map((e) => [entryId(e), plain(e)]));
 }
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { eventId, sessionId, stopId, tripId } from '../derive.js';
+import { eventId, chargingSessionId, stopId, tripId } from '../derive.js';
 import type { OutboxEntry } from '../outbox.js';
 
 /**
@@ -13,7 +13,7 @@ export interface Told {
   id: string;
   epoch: number;
   kind: OutboxEntry['kind'];
-  /** The point's time: the event's, or the trip's, stop's or session's start. */
+  /** The point's time: the event's, or the trip's, stop's or charging session's start. */
   time: number;
   /** An event's name (a tag of its point). */
   event?: string;
@@ -27,11 +27,11 @@ export interface Told {
   retracted?: 1;
 }
 
-/** An output's id: the same for the same transition, trip, stop or session however often derived (derive.ts, "Ids"). */
+/** An output's id: the same for the same transition, trip, stop or charging session however often derived (derive.ts, "Ids"). */
 export function entryId(e: OutboxEntry): string {
   if (e.kind === 'event') return eventId(e);
   if (e.kind === 'trip') return tripId(e);
-  return e.kind === 'charging' ? sessionId(e) : stopId(e);
+  return e.kind === 'charging' ? chargingSessionId(e) : stopId(e);
 }
 
 export const entryTime = (e: OutboxEntry): number => (e.kind === 'event' ? e.time : e.start);
@@ -68,7 +68,7 @@ export function marked(e: OutboxEntry, marks: { late?: 1; revision?: number }): 
 
 /**
  * The entry that retracts an output emitted before: its point rewritten with `retracted` 1, the revision,
- * and its `value` (an event) or `duration_s` (a trip, stop or session) -1, which every query that counts
+ * and its `value` (an event) or `duration_s` (a trip, stop or charging session) -1, which every query that counts
  * them leaves out (docs/analysts.md); the rest of the point stays as it was.
  */
 export function retraction(vehicleno: string, t: Told, revision: number): OutboxEntry {

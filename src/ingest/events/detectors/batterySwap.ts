@@ -1,3 +1,4 @@
+import { VEHICLE_EVENTS } from '../../../telemetry/derivedMeasurements.js';
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
 import { detector } from './detector.js';
@@ -41,6 +42,6 @@ export const BATTERY_SWAP_DETECTOR = detector({
   derives: "`battery_swapped` (`bms_id_old` / `_new`, `bat_id_old` / `_new` of what changed, `soc`)",
   rules: "a record's pack id differing from the last seen of the same field (a record without ids says nothing; a vehicle's first ids are no swap)",
   outputs: [
-    { events: ['battery_swapped'], shown: "`battery_swapped`", where: "`vehicle_events` (`bms_id_old` / `_new`, `bat_id_old` / `_new`, `soc`)", what: "a pack's `bms_id` or `bat_id_1` differing from the last seen" },
+    { events: ['battery_swapped'], shown: "`battery_swapped`", measurement: VEHICLE_EVENTS, fields: [{ name: 'bms_id_old', meaning: "the BMS id before (when it changed)" }, { name: 'bms_id_new', meaning: "the BMS id after" }, { name: 'bat_id_old', meaning: "the first battery’s id before (when it changed)" }, { name: 'bat_id_new', meaning: "the first battery’s id after" }, { name: 'soc', meaning: "the state of charge then" }], what: "a pack's `bms_id` or `bat_id_1` differing from the last seen" },
   ],
 });

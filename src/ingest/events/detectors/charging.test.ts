@@ -25,8 +25,8 @@ describe('charging', () => {
     const d = runOrdered(charge());
     // Power rises linearly 1000 → 2000 W over the 600 s from the first charging record to the last: the
     // trapezoids are exact, 1500 W × 600 s = 900 kJ = 250 Wh.
-    expect(d.sessions).toHaveLength(1);
-    const s = d.sessions[0]!;
+    expect(d.chargingSessions).toHaveLength(1);
+    const s = d.chargingSessions[0]!;
     expect(s).toMatchObject({ vehicleno: 'KA01AB1234', start: T0 + 10_000, end: T0 + 620_000, durationS: 610, socStart: 40, socEnd: 61 });
     expect(s.energyWh).toBeCloseTo(250, 9);
     expect(eventTimes(d)).toEqual([
@@ -40,18 +40,18 @@ describe('charging', () => {
 
   it('without load_status, the current decides for a vehicle standing still, once it has lasted the minimum; stamped at its first record', () => {
     const d = runOrdered(charge({ withLoad: false }));
-    expect(d.sessions[0]).toMatchObject({ start: T0 + 10_000, end: T0 + 620_000 });
-    expect(d.sessions[0]!.energyWh).toBeCloseTo(250, 9);
+    expect(d.chargingSessions[0]).toMatchObject({ start: T0 + 10_000, end: T0 + 620_000 });
+    expect(d.chargingSessions[0]!.energyWh).toBeCloseTo(250, 9);
     expect(eventTimes(d)).toEqual([
       ['charging_started', T0 + 10_000],
       ['charging_stopped', T0 + 620_000],
     ]);
-    expect(runOrdered(charge({ withLoad: false, sign: -1 })).sessions).toEqual([]);
+    expect(runOrdered(charge({ withLoad: false, sign: -1 })).chargingSessions).toEqual([]);
     const negative = { ...OPTS, chargingCurrentSign: 'negative' as const };
-    expect(runOrdered(charge({ withLoad: false }), negative).sessions).toEqual([]);
-    expect(runOrdered(charge({ withLoad: false, sign: -1 }), negative).sessions[0]!.energyWh).toBeCloseTo(250, 9);
+    expect(runOrdered(charge({ withLoad: false }), negative).chargingSessions).toEqual([]);
+    expect(runOrdered(charge({ withLoad: false, sign: -1 }), negative).chargingSessions[0]!.energyWh).toBeCloseTo(250, 9);
     // load_status wins over the current's sign.
-    expect(runOrdered(charge({ sign: -1 })).sessions).toHaveLength(1);
+    expect(runOrdered(charge({ sign: -1 })).chargingSessions).toHaveLength(1);
     // Below the minimum current: idle, not charging.
     const trickle = [can(T0, { current: 0.3 }), can(T0 + 100_000, { current: 0.4 }), can(T0 + 200_000, { current: -1 })];
     expect(runOrdered(trickle).events).toEqual([]);
@@ -75,10 +75,10 @@ describe('charging', () => {
 
   it('shorter than the minimum: dropped, its events kept when load_status told them; no energy without two powers', () => {
     const d = runOrdered([can(T0, { load_status: 2, soc: 50 }), can(T0 + 30_000, { load_status: 2 }), can(T0 + 50_000, { load_status: 0 })]);
-    expect(d.sessions).toEqual([]);
+    expect(d.chargingSessions).toEqual([]);
     expect(d.events.map((e) => e.event)).toEqual(['charging_started', 'charging_stopped']);
     const long = runOrdered([can(T0, { load_status: 2, soc: 50 }), can(T0 + 90_000, { load_status: 0 })]);
-    expect(long.sessions).toEqual([{ vehicleno: 'KA01AB1234', start: T0, end: T0 + 90_000, durationS: 90, socStart: 50, socEnd: 50 }]);
+    expect(long.chargingSessions).toEqual([{ vehicleno: 'KA01AB1234', start: T0, end: T0 + 90_000, durationS: 90, socStart: 50, socEnd: 50 }]);
   });
 
   it('a gap longer than EVENTS_MAX_GAP ends the session at its last record; no energy across it', () => {
@@ -88,10 +88,10 @@ describe('charging', () => {
     rs.push(can(T0 + 600_000 + 3 * HOUR, { load_status: 2, battery_voltage: 50, current: 20, soc: 80 }));
     rs.push(can(T0 + 660_000 + 3 * HOUR, { load_status: 0, soc: 80 }));
     const d = runOrdered(rs);
-    expect(d.sessions[0]).toMatchObject({ start: T0, end: T0 + 600_000, socStart: 40, socEnd: 46 });
-    expect(d.sessions[0]!.energyWh).toBeCloseTo(1000 / 6, 6); // 1 kW × 10 min
-    expect(d.sessions[1]).toMatchObject({ start: T0 + 600_000 + 3 * HOUR, end: T0 + 660_000 + 3 * HOUR });
-    expect(d.sessions[1]!.energyWh).toBeUndefined();
+    expect(d.chargingSessions[0]).toMatchObject({ start: T0, end: T0 + 600_000, socStart: 40, socEnd: 46 });
+    expect(d.chargingSessions[0]!.energyWh).toBeCloseTo(1000 / 6, 6); // 1 kW × 10 min
+    expect(d.chargingSessions[1]).toMatchObject({ start: T0 + 600_000 + 3 * HOUR, end: T0 + 660_000 + 3 * HOUR });
+    expect(d.chargingSessions[1]!.energyWh).toBeUndefined();
     expect(eventTimes(d).map(([e]) => e)).toEqual(['charging_started', 'charging_stopped', 'charging_started', 'charging_stopped']);
   });
 });

@@ -1,6 +1,7 @@
+import { CHARGING_SESSIONS, VEHICLE_EVENTS } from '../../../telemetry/derivedMeasurements.js';
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { readings } from './alarms.js';
-import { emitEvent, emitSession, flatSlice, type ChargingSession, type Context, type Slice } from './context.js';
+import { emitEvent, emitChargingSession, flatSlice, type ChargingSession, type Context, type Slice } from './context.js';
 import { Changes } from './changes.js';
 import { movingAt, standingAt, TRACK_SLICE, type TrackState } from './track.js';
 import { geofenceNamesAt } from './geofences.js';
@@ -144,7 +145,7 @@ function stop(ctx: Context, s: ChargingState, at: number, fields: Record<string,
   if (s.integrated === 1) session.energyWh = s.energyWh;
   const geofence = geofenceNamesAt(ctx, s.startLat, s.startLng, s.start);
   if (geofence !== undefined) session.geofence = geofence;
-  emitSession(ctx, session);
+  emitChargingSession(ctx, session);
 }
 
 const KEYS = ['phase', 'start', 'startSoc', 'startVoltage', 'startCurrent', 'energyWh', 'integrated', 'powerTime', 'power', 'lastTime', 'startLat', 'startLng', 'soc'] as const;
@@ -198,7 +199,7 @@ export const CHARGING_DETECTOR = detector({
   derives: "`charging_started` / `_stopped`, `charging` sessions; when a session was under way (its last 4 changes, for the drain)",
   rules: "`load_status` decides where sent (2 charging); without it, `current` of `CHARGING_CURRENT_SIGN` and at least `CHARGING_MIN_CURRENT`, the vehicle standing (the track's motion at the record's time, read once the track has passed it: such a record waits for it, \"Waits\" below), lasting `CHARGING_MIN_DURATION` before it is emitted, stamped at its first record (regenerative braking is no session, however far GPS lags); a gap over `EVENTS_MAX_GAP` ends the session at its last record, never integrated across; energy ∫ V × \\|I\\| dt by trapezoids",
   outputs: [
-    { events: ['charging_started', 'charging_stopped'], shown: "`charging_started` / `charging_stopped`", where: "`vehicle_events` (on stop also `duration_s`, `energy_wh`)", what: "a CAN record with `load_status` 2 (charging); without `load_status`, `current` of the charging sign (`CHARGING_CURRENT_SIGN`, default positive, as the emulator charges; at least `CHARGING_MIN_CURRENT`) while the vehicle stands still, told once it has lasted `CHARGING_MIN_DURATION` and stamped at its first record (regenerative braking is no session); then the first record that is not" },
-    { events: [], shown: "a charging session", where: "`charging` (tag `vehicleno`, time = start; `end`, `duration_s`, `soc_start`, `soc_end`, `energy_wh`)", what: "start to stop (or the last charging record before a gap of `EVENTS_MAX_GAP`); energy is ∫ voltage × \\|current\\| dt between charging records carrying both, never across a gap; shorter than `CHARGING_MIN_DURATION` is not a session" },
+    { events: ['charging_started', 'charging_stopped'], shown: "`charging_started` / `charging_stopped`", measurement: VEHICLE_EVENTS, fields: [{ name: 'soc', meaning: "the state of charge: at the first charging record, at the stop" }, { name: 'battery_voltage', meaning: "the record’s pack voltage (the first charging record’s; the stopping record’s)" }, { name: 'current', meaning: "the record’s pack current (the same records)" }, { name: 'durationS', meaning: "how long it charged", on: ['charging_stopped'] }, { name: 'energyWh', meaning: "the energy charged, when two records carried voltage and current", on: ['charging_stopped'] }], what: "a CAN record with `load_status` 2 (charging); without `load_status`, `current` of the charging sign (`CHARGING_CURRENT_SIGN`, default positive, as the emulator charges; at least `CHARGING_MIN_CURRENT`) while the vehicle stands still, told once it has lasted `CHARGING_MIN_DURATION` and stamped at its first record (regenerative braking is no session); then the first record that is not" },
+    { events: [], shown: "a charging session", kind: 'charging', measurement: CHARGING_SESSIONS, fields: [{ name: 'end', meaning: "the first record not charging, or the last charging record before a gap" }, { name: 'durationS', meaning: "end − start" }, { name: 'socStart', meaning: "the soc as it started" }, { name: 'socEnd', meaning: "the soc as it stopped" }, { name: 'energyWh', meaning: "∫ voltage × |current| dt between charging records carrying both" }, { name: 'geofence', meaning: "the geofences the vehicle stood in as it started" }], what: "start to stop (or the last charging record before a gap of `EVENTS_MAX_GAP`); energy is ∫ voltage × \\|current\\| dt between charging records carrying both, never across a gap; shorter than `CHARGING_MIN_DURATION` is not a session" },
   ],
 });

@@ -83,7 +83,7 @@ export interface ChargingSession {
 export interface Derived {
   events: readonly DerivedEvent[];
   trips: readonly Trip[];
-  sessions: readonly ChargingSession[];
+  chargingSessions: readonly ChargingSession[];
   stops: readonly Stop[];
   /** Records older than their stream's watermark, not recently committed: a correction is due from the earliest (`../corrections/`). */
   late: number;
@@ -224,7 +224,7 @@ export interface Context {
 // Most calls derive nothing: their outputs share these empty lists, and a list is made at its first output.
 const NONE: readonly never[] = Object.freeze([]);
 // Every field present from the start: one shape for every call's outputs.
-export const emptyDerived = (): Derived => ({ events: NONE, trips: NONE, sessions: NONE, stops: NONE, late: 0, tooLate: 0, tooLateFirst: undefined, duplicates: 0, forced: 0, epoch: NaN, checkpoint: undefined, reset: false });
+export const emptyDerived = (): Derived => ({ events: NONE, trips: NONE, chargingSessions: NONE, stops: NONE, late: 0, tooLate: 0, tooLateFirst: undefined, duplicates: 0, forced: 0, epoch: NaN, checkpoint: undefined, reset: false });
 /** `list` to add to: the call's own, made at its first output (the shared empty one is never written). */
 const own = <T>(list: readonly T[]): T[] => (list === NONE ? [] : (list as T[]));
 
@@ -236,8 +236,8 @@ export function emitTrip(ctx: Context, trip: Trip): void {
   (ctx.out.trips = own(ctx.out.trips)).push(trip);
 }
 
-export function emitSession(ctx: Context, session: ChargingSession): void {
-  (ctx.out.sessions = own(ctx.out.sessions)).push(session);
+export function emitChargingSession(ctx: Context, session: ChargingSession): void {
+  (ctx.out.chargingSessions = own(ctx.out.chargingSessions)).push(session);
 }
 
 export function emitStop(ctx: Context, stop: Stop): void {

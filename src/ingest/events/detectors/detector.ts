@@ -1,5 +1,6 @@
 import type { StreamPlan, StreamRecord } from '../inputs.js';
 import type { Context } from './context.js';
+import type { DerivedMeasurement } from '../../../telemetry/derivedMeasurements.js';
 import type { Slice } from './slice.js';
 import type { Step } from './track.js';
 
@@ -58,14 +59,23 @@ export interface Hooks<V> {
   alarms?(ctx: Context, s: V, r: StreamRecord, plan: StreamPlan): void;
 }
 
-/** One output of a detector: events of `vehicle_events`, or rows of a measurement of their own. */
+/**
+ * One output of a detector: events of `vehicle_events`, or rows of a measurement of their own (a trip, a
+ * stop, a charging session), each with the fields it carries. Its row of docs/events.md and the webhook's
+ * body table there are derived from it, and outputs.test.ts checks the derivation emits exactly these
+ * fields.
+ */
 export interface Output {
   /** The event names it writes, every one (the CLI's `--event` takes them); none for a row of its own measurement. */
   readonly events: readonly string[];
+  /** For a row of its own measurement: its outbox entry's `kind`, which the webhook's type `vehicle.<kind>` is made of. */
+  readonly kind?: 'trip' | 'stop' | 'charging';
   /** How the documentation names it (`<flag>_raised` / `<flag>_cleared`, "a trip"). */
   readonly shown: string;
-  /** Where it is written and what it carries. */
-  readonly where: string;
+  /** The measurement it is written to: its point's time, and each field's InfluxDB name and unit. */
+  readonly measurement: DerivedMeasurement;
+  /** What it carries beyond what every output of its sort does (`OUTPUT_COMMON_FIELDS`), each once. */
+  readonly fields: readonly OutputField[];
   /** When, in the words of docs/events.md. */
   readonly what: string;
 }
@@ -87,6 +97,35 @@ export interface Declaration<K extends string, S, R extends Slices, W extends Sl
   readonly before?: readonly string[];
   readonly on?: Hooks<ViewOf<K, S, R, W, A>>;
 }
+
+/**
+ * A field an output carries when known: in the webhook's `data` under `name` (as the derivation emits it),
+ * in InfluxDB under its snake_case (`durationS` → `duration_s`), where the measurement declares its unit;
+ * text is a tag of the point.
+ */
+export interface OutputField {
+  readonly name: string;
+  /** What it says, in this output. */
+  readonly meaning: string;
+  /** The events that carry it; every event of the output when absent. */
+  readonly on?: readonly string[];
+}
+
+/**
+ * What every output of its sort carries in the webhook's `data`, given by the outbox (outbox.ts
+ * `webhookPayloadOf`), not by a detector: an event's, a row's, and a correction's marks.
+ */
+export const OUTPUT_COMMON_FIELDS = {
+  event: ['id', 'vehicleno', 'event', 'time', 'value'],
+  row: ['id', 'vehicleno', 'start'],
+  marks: ['late', 'revision', 'retracted'],
+} as const;
+
+/** A field's InfluxDB name: its webhook name in snake_case (outbox.ts writes points so). */
+export const influxName = (name: string): string => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/** The fields `event` (or a row's, `undefined`) of `output` carries, as declared. */
+export const fieldsOf = (output: Output, event?: string): OutputField[] => output.fields.filter((f) => event === undefined || f.on === undefined || f.on.includes(event));
 
 /** A declaration, its key kept as a literal type (so the vehicle state's type is derived from the list). */
 export function detector<const K extends string, S, const R extends Slices = {}, const W extends Slices = {}, const A extends Slices = {}>(

@@ -1,3 +1,4 @@
+import { VEHICLE_EVENTS } from '../../../telemetry/derivedMeasurements.js';
 import { emitEvent, type Context, type Slice } from './context.js';
 import { CHARGING_SLICE, chargingUnderWayAt, type ChargingState } from './charging.js';
 import { IGNITION_SLICE, ignitionAt, type IgnitionState } from './ignition.js';
@@ -100,6 +101,6 @@ export const DRAIN_DETECTOR = detector({
   derives: "`soc_drain_while_parked` (`soc_from`, `soc_to`, `over_s`)",
   rules: "parked (the ignition off and standing at the record's time, read from the GPS stream's history once it passed that time: its records wait for it, \"Waits\" below; no charging session under way then, `chargingUnderWayAt`), the soc falling `SOC_DRAIN_MIN` (5) points from the highest within `SOC_DRAIN_WINDOW` (6 h), `windowed.ts`: an older high never hides a fall from a lower one; once a parked spell",
   outputs: [
-    { events: ['soc_drain_while_parked'], shown: "`soc_drain_while_parked`", where: "`vehicle_events` (`soc_from`, `soc_to`, `over_s`)", what: "parked (ignition off, standing, not charging), the soc falling `SOC_DRAIN_MIN` points within `SOC_DRAIN_WINDOW`" },
+    { events: ['soc_drain_while_parked'], shown: "`soc_drain_while_parked`", measurement: VEHICLE_EVENTS, fields: [{ name: 'soc_from', meaning: "the highest soc within `SOC_DRAIN_WINDOW` before" }, { name: 'soc_to', meaning: "the soc that reached the fall" }, { name: 'over_s', meaning: "since the soc last read `soc_from`" }], what: "parked (ignition off, standing, not charging), the soc falling `SOC_DRAIN_MIN` points within `SOC_DRAIN_WINDOW`" },
   ],
 });

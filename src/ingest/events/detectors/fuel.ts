@@ -1,3 +1,4 @@
+import { VEHICLE_EVENTS } from '../../../telemetry/derivedMeasurements.js';
 import type { DerivedEvent } from './context.js';
 import { WindowedExtreme } from './windowed.js';
 import type { Output } from './detector.js';
@@ -151,7 +152,7 @@ export function fuelEvent(vehicleno: string, unit: string, c: FuelChange): Deriv
 
 /** Fuel changes, judged by the fuel sync on the synced history (not the push streams, so no slice): their outputs. */
 export const FUEL_OUTPUTS: readonly Output[] = [
-    { events: ['fuel_drop', 'fuel_refuel'], shown: "`fuel_drop` / `fuel_refuel`", where: "`vehicle_events` (tag `unit`; `fuel_before`, `fuel_after`, `fuel_amount`, `over_s`)", what: "judged by the fuel sync on the synced history (not the push streams): the level falling `FUEL_DROP_MIN` (rising `FUEL_REFUEL_MIN`) within `FUEL_CHANGE_WINDOW`, told once it stopped falling (rising), stamped where it began; none while the vehicle moved (`FUEL_CHANGES_WHILE_MOVING=off`); a range synced again tells nothing twice ([src/ingest/sync/](../src/ingest/sync/README.md))" },
+    { events: ['fuel_drop', 'fuel_refuel'], shown: "`fuel_drop` / `fuel_refuel`", measurement: VEHICLE_EVENTS, fields: [{ name: 'unit', meaning: "the unit of the fuel history judged (litres, percent)" }, { name: 'fuel_before', meaning: "the level before (the highest, lowest, within `FUEL_CHANGE_WINDOW`)" }, { name: 'fuel_after', meaning: "the level it fell to, rose to" }, { name: 'fuel_amount', meaning: "how much, in `unit`" }, { name: 'over_s', meaning: "from the level before to the level after" }], what: "judged by the fuel sync on the synced history (not the push streams): the level falling `FUEL_DROP_MIN` (rising `FUEL_REFUEL_MIN`) within `FUEL_CHANGE_WINDOW`, told once it stopped falling (rising), stamped where it began; none while the vehicle moved (`FUEL_CHANGES_WHILE_MOVING=off`); a range synced again tells nothing twice ([src/ingest/sync/](../src/ingest/sync/README.md))" },
 ];
 
 /** Fuel changes in the detectors' table (src/ingest/events/README.md). */

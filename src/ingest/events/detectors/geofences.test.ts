@@ -95,7 +95,7 @@ describe('geofences', () => {
     expect(d.trips.map((t) => [t.startGeofence, t.endGeofence])).toEqual([['Depot A', undefined]]);
     // (The stop after the drive is still open: told once the vehicle moves on.)
     expect(d.stops.map((x) => [x.start, x.geofence])).toEqual([[T0, 'Depot A']]);
-    expect(d.sessions.map((x) => x.geofence)).toEqual(['Depot A']);
+    expect(d.chargingSessions.map((x) => x.geofence)).toEqual(['Depot A']);
   });
 
   it('overspeed: a vehicle’s own limit replaces SPEED_LIMIT for it, from when it was set; the lowest with a geofence’s', () => {

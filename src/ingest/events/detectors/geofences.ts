@@ -1,3 +1,4 @@
+import { VEHICLE_EVENTS } from '../../../telemetry/derivedMeasurements.js';
 import type { GeofenceLookup } from '../../geofences/lookup.js';
 import type { Geofence } from '../../geofences/geofence.js';
 import { emitEvent, type Context, type Slice } from './context.js';
@@ -145,6 +146,6 @@ export const GEOFENCES_DETECTOR = detector({
   derives: "`geofence_entered` / `geofence_exited` (tags `geofence`, `geofence_kind`; `geofence_id`, `crossed`)",
   rules: "each confirmed fix judged by the geofences that held at its time; inside (outside) once the fixes stayed so `GEOFENCE_MIN_DWELL` (60 s), stamped at the run's first fix, so a vehicle on a border flips nothing; a step through a geofence with neither fix inside is a crossing, entered and exited at the border whatever the dwell; overspeed reads the geofences' `speed_limit` (the lowest applies, `SPEED_LIMIT_PREFER_LOWEST`); trips (`start_geofence`, `end_geofence`: their first and last confirmed fix), stops (`geofence`) and charging sessions (`geofence`: where the vehicle came to stand before it started, `track.ts`'s `standingAt`, exact once the GPS stream has passed the start) are tagged with the geofences they lay in",
   outputs: [
-    { events: ['geofence_entered', 'geofence_exited'], shown: "`geofence_entered` / `geofence_exited`", where: "`vehicle_events` (tags `geofence`, `geofence_kind`; `geofence_id`, `crossed`)", what: "inside (outside) a geofence once the fixes stayed so `GEOFENCE_MIN_DWELL`; a step passing through one between two fixes is a crossing; trips (`start_geofence`, `end_geofence`), stops and charging sessions (`geofence`) say where" },
+    { events: ['geofence_entered', 'geofence_exited'], shown: "`geofence_entered` / `geofence_exited`", measurement: VEHICLE_EVENTS, fields: [{ name: 'geofence', meaning: "the geofence’s name" }, { name: 'geofence_kind', meaning: "its kind (depot, charging, customer, restricted, other)" }, { name: 'geofence_id', meaning: "its id (`telematics-fleet geofences list`)" }, { name: 'crossed', meaning: "1: a step between two fixes passed through it (neither fix inside)" }], what: "inside (outside) a geofence once the fixes stayed so `GEOFENCE_MIN_DWELL`; a step passing through one between two fixes is a crossing; trips (`start_geofence`, `end_geofence`), stops and charging sessions (`geofence`) say where" },
   ],
 });

@@ -1,3 +1,4 @@
+import { VEHICLE_EVENTS } from '../../../telemetry/derivedMeasurements.js';
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
 import { stepMoving, TRACK_SLICE, type Step, type TrackState } from './track.js';
@@ -104,6 +105,6 @@ export const IDLE_DETECTOR = detector({
   derives: "`idle_started` / `idle_ended` (`lat`, `lng`; `duration_s` at the end); a trip's `idle_s`",
   rules: "the ignition on and standing at least `IDLE_MIN_DURATION` (300 s), stamped at its start (the later of the two), emitted once it lasted that; ended by a moving fix, the ignition off, or a gap (at the last record before it); an idle ending within a trip adds to the trip",
   outputs: [
-    { events: ['idle_started', 'idle_ended'], shown: "`idle_started` / `idle_ended`", where: "`vehicle_events` (`lat`, `lng`; `duration_s` at the end)", what: "the ignition on and standing at least `IDLE_MIN_DURATION`; a trip's `idle_s`" },
+    { events: ['idle_started', 'idle_ended'], shown: "`idle_started` / `idle_ended`", measurement: VEHICLE_EVENTS, fields: [{ name: 'lat', meaning: "where it stood" }, { name: 'lng', meaning: "the same, longitude" }, { name: 'duration_s', meaning: "how long it idled", on: ['idle_ended'] }], what: "the ignition on and standing at least `IDLE_MIN_DURATION`; a trip's `idle_s`" },
   ],
 });

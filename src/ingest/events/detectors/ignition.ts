@@ -1,3 +1,4 @@
+import { VEHICLE_EVENTS } from '../../../telemetry/derivedMeasurements.js';
 import { SPEED, valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitEvent, type Context, type Slice } from './context.js';
 import { zeros } from '../pending.js';
@@ -107,6 +108,6 @@ export const IGNITION_DETECTOR = detector({
   derives: "`ignition_on` / `ignition_off` (with the fix's `lat`, `lng`, `speed`); its last 8 changes (`ignitionAt`, for the CAN stream)",
   rules: "a flip; a first record at 1 is `ignition_on`",
   outputs: [
-    { events: ['ignition_on', 'ignition_off'], shown: "`ignition_on` / `ignition_off`", where: "`vehicle_events` (with `lat`, `lng`, `speed`)", what: "the gps `ignstatus` flipping" },
+    { events: ['ignition_on', 'ignition_off'], shown: "`ignition_on` / `ignition_off`", measurement: VEHICLE_EVENTS, fields: [{ name: 'lat', meaning: "the fix’s latitude" }, { name: 'lng', meaning: "the fix’s longitude" }, { name: 'speed', meaning: "the fix’s speed" }], what: "the gps `ignstatus` flipping" },
   ],
 });

@@ -1,3 +1,4 @@
+import { VEHICLE_EVENTS } from '../../../telemetry/derivedMeasurements.js';
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitEvent, flatSlice, type Context, type Immobilisation, type Slice } from './context.js';
 
@@ -72,6 +73,6 @@ export const IMMOBILISED_DETECTOR = detector({
   derives: "`moved_while_immobilised` (`lat`, `lng`, `speed`, `ignition`; tag `command_type`)",
   rules: "under an immobilisation (an interval of time: from its confirmation to the mobilise's claim for sending), a record with the ignition on, or a fix the track confirms over `MOTION_SPEED`; once an immobilisation, at the first by record time; a correction is asked for from each interval's start and end as the ledger sets or lifts it; paged by `TelematicsVehicleMovedWhileImmobilised` ([docs/commands.md](../../../docs/commands.md))",
   outputs: [
-    { events: ['moved_while_immobilised'], shown: "`moved_while_immobilised`", where: "`vehicle_events` (`lat`, `lng`, `speed`, `ignition`; tag `command_type`)", what: "under an immobilisation the command ledger confirmed ([commands.md](commands.md)), a record with the ignition on or a confirmed fix over `MOTION_SPEED`, once an immobilisation, at the first by record time (corrected by late records as every event is); pages (`TelematicsVehicleMovedWhileImmobilised`)" },
+    { events: ['moved_while_immobilised'], shown: "`moved_while_immobilised`", measurement: VEHICLE_EVENTS, fields: [{ name: 'lat', meaning: "where it was seen" }, { name: 'lng', meaning: "the same, longitude" }, { name: 'speed', meaning: "the fix’s speed" }, { name: 'ignition', meaning: "the record’s ignition" }, { name: 'command_type', meaning: "the immobilise type it was under ([commands.md](commands.md))" }], what: "under an immobilisation the command ledger confirmed ([commands.md](commands.md)), a record with the ignition on or a confirmed fix over `MOTION_SPEED`, once an immobilisation, at the first by record time (corrected by late records as every event is); pages (`TelematicsVehicleMovedWhileImmobilised`)" },
   ],
 });

@@ -1,3 +1,4 @@
+import { VEHICLE_EVENTS } from '../../../telemetry/derivedMeasurements.js';
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
 import { TRACK_SLICE, type Step } from './track.js';
@@ -123,6 +124,6 @@ export const OVERSPEED_DETECTOR = detector({
   derives: "`overspeed_started` (`limit`, `speed`, `lat`, `lng`) / `overspeed_ended` (`limit`, `max_speed`, `duration_s`, `distance_m`); a trip's `overspeed_s`",
   rules: "confirmed fixes over the limit at their time (the vehicle's own, `../speedLimits/`, else `SPEED_LIMIT`, 0: none; inside geofences with a `speed_limit`, the lowest, or the geofence's with `SPEED_LIMIT_PREFER_LOWEST=off`) for at least `OVERSPEED_MIN_DURATION` (10 s; Traccar's `minimalDuration`, which emits one event and no end), stamped at the first fix over; a fix without a speed says nothing; ended by the first fix at or under the limit, the ignition off, or a gap (at its last fix over)",
   outputs: [
-    { events: ['overspeed_started', 'overspeed_ended'], shown: "`overspeed_started` / `overspeed_ended`", where: "`vehicle_events` (`limit`, `speed`; at the end `max_speed`, `duration_s`, `distance_m`)", what: "over the limit at least `OVERSPEED_MIN_DURATION`: the vehicle's own (`telematics-fleet speed-limit`) or `SPEED_LIMIT`, and inside geofences with a `speed_limit` the lowest (`SPEED_LIMIT_PREFER_LOWEST`); a trip's `overspeed_s`" },
+    { events: ['overspeed_started', 'overspeed_ended'], shown: "`overspeed_started` / `overspeed_ended`", measurement: VEHICLE_EVENTS, fields: [{ name: 'limit', meaning: "the limit broken" }, { name: 'speed', meaning: "the first fix over the limit", on: ['overspeed_started'] }, { name: 'lat', meaning: "where it began", on: ['overspeed_started'] }, { name: 'lng', meaning: "the same, longitude", on: ['overspeed_started'] }, { name: 'max_speed', meaning: "the highest speed over the limit", on: ['overspeed_ended'] }, { name: 'duration_s', meaning: "how long it lasted", on: ['overspeed_ended'] }, { name: 'distance_m', meaning: "driven over the limit", on: ['overspeed_ended'] }], what: "over the limit at least `OVERSPEED_MIN_DURATION`: the vehicle's own (`telematics-fleet speed-limit`) or `SPEED_LIMIT`, and inside geofences with a `speed_limit` the lowest (`SPEED_LIMIT_PREFER_LOWEST`); a trip's `overspeed_s`" },
   ],
 });

@@ -1,3 +1,4 @@
+import { VEHICLE_EVENTS } from '../../../telemetry/derivedMeasurements.js';
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
 import { detector } from './detector.js';
@@ -44,6 +45,6 @@ export const SOC_LOW_DETECTOR = detector({
   derives: "`soc_low` / `soc_recovered` (`soc`, `battery_voltage`)",
   rules: "low at the first record at or under `SOC_LOW` (20 %), recovered at the first after it at or over `SOC_RECOVERED` (30 %): the soc wandering between flips nothing; a first soc already low is low",
   outputs: [
-    { events: ['soc_low', 'soc_recovered'], shown: "`soc_low` / `soc_recovered`", where: "`vehicle_events` (`soc`, `battery_voltage`)", what: "the soc at or under `SOC_LOW`, and back at or over `SOC_RECOVERED` (hysteresis)" },
+    { events: ['soc_low', 'soc_recovered'], shown: "`soc_low` / `soc_recovered`", measurement: VEHICLE_EVENTS, fields: [{ name: 'soc', meaning: "the state of charge" }, { name: 'battery_voltage', meaning: "the record’s pack voltage" }], what: "the soc at or under `SOC_LOW`, and back at or over `SOC_RECOVERED` (hysteresis)" },
   ],
 });

@@ -1,3 +1,4 @@
+import { STOPS } from '../../../telemetry/derivedMeasurements.js';
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitStop, flatSlice, type Context, type Slice, type Stop } from './context.js';
 import { geofenceNamesAt } from './geofences.js';
@@ -92,6 +93,6 @@ export const STOPS_DETECTOR = detector({
   derives: "`stops`",
   rules: "standing still (`stepMoving`) at least `STOP_MIN_DURATION` (300 s, Traccar's `minimalParkingDuration`): from its first confirmed fix standing to the first moving again, where it stood, `ignition_on_s`; a gap over `EVENTS_MAX_GAP` ends it at the last record before the gap (a fix from before the gap that a record after it confirms is skipped); emitted when it ends, so the last stop of a vehicle that never reports again is never emitted",
   outputs: [
-    { events: [], shown: "a stop", where: "`stops` (tag `vehicleno`, `geofence`; time = start; `end`, `duration_s`, `lat`, `lng`, `ignition_on_s`)", what: "standing still at least `STOP_MIN_DURATION` (300 s, Traccar's), by the confirmed fixes; written once the vehicle moves again" },
+    { events: [], shown: "a stop", kind: 'stop', measurement: STOPS, fields: [{ name: 'end', meaning: "the first confirmed fix moving again, or the last record before a gap" }, { name: 'durationS', meaning: "end − start" }, { name: 'lat', meaning: "where it stood: its first confirmed fix standing still" }, { name: 'lng', meaning: "the same, longitude" }, { name: 'ignitionOnS', meaning: "of it with the ignition on" }, { name: 'geofence', meaning: "the geofences it stood in" }], what: "standing still at least `STOP_MIN_DURATION` (300 s, Traccar's), by the confirmed fixes; written once the vehicle moves again" },
   ],
 });

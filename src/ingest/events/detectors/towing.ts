@@ -1,3 +1,4 @@
+import { VEHICLE_EVENTS } from '../../../telemetry/derivedMeasurements.js';
 import { haversineM } from '../../../telemetry/geo.js';
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
@@ -65,6 +66,6 @@ export const TOWING_DETECTOR = detector({
   derives: "`moved_while_off` (`distance_m`, `lat`, `lng`, `parked_lat`, `parked_lng`)",
   rules: "with the ignition off, a confirmed fix at least `TOW_MIN_DISTANCE` (300 m) in a straight line from where it parked (the ignition-off fix once the trip settled it): drift never sums up to it, and a tow the track re-anchors on still counts; once an off period; paged by `TelematicsVehicleMovedWhileOff`",
   outputs: [
-    { events: ['moved_while_off'], shown: "`moved_while_off`", where: "`vehicle_events` (`distance_m`, `lat`, `lng`, `parked_lat`, `parked_lng`)", what: "with the ignition off, a confirmed fix `TOW_MIN_DISTANCE` from where it parked (towing, theft); pages (`TelematicsVehicleMovedWhileOff`)" },
+    { events: ['moved_while_off'], shown: "`moved_while_off`", measurement: VEHICLE_EVENTS, fields: [{ name: 'distance_m', meaning: "from where it was parked" }, { name: 'lat', meaning: "where it was seen" }, { name: 'lng', meaning: "the same, longitude" }, { name: 'parked_lat', meaning: "where it was parked" }, { name: 'parked_lng', meaning: "the same, longitude" }], what: "with the ignition off, a confirmed fix `TOW_MIN_DISTANCE` from where it parked (towing, theft); pages (`TelematicsVehicleMovedWhileOff`)" },
   ],
 });
