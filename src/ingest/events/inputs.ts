@@ -12,16 +12,35 @@ import { fieldPick, pickedValues, type FieldPick } from '../../telemetry/record.
 /** The most values a stream's record keeps besides its alarms (StreamRecord's v0…v5). */
 export const MAX_VALUES = 6;
 
-// The fields the detectors compute from. Named here once; the schema must declare each (checked below).
-export const IGNITION = 'ignstatus';
-export const SPEED = 'speed';
-export const SOC = 'soc';
-export const VOLTAGE = 'battery_voltage';
-export const CURRENT = 'current';
-export const LOAD = 'load_status';
-/** The pack's identity (battery_swapped): its BMS's id, and its first battery's. */
-export const BMS_ID = 'bms_id';
-export const BATTERY_ID = 'bat_id_1';
+/**
+ * The record fields the detectors compute from, each under the name of its place in a stream's record
+ * (`StreamPlan`, `socAt` …): declared here once; the schema must declare each (checked below), and each
+ * detector's declaration names those it reads (`fields`, kinds.test.ts checks them against its module).
+ * A record's position (each type's own lat/lng) and its alarms come from the schema.
+ */
+export const NAMED_FIELDS = {
+  ignitionAt: 'ignstatus',
+  speedAt: 'speed',
+  socAt: 'soc',
+  voltageAt: 'battery_voltage',
+  currentAt: 'current',
+  loadAt: 'load_status',
+  /** The pack's identity (battery_swapped): its BMS's id, and its first battery's. */
+  bmsIdAt: 'bms_id',
+  batteryIdAt: 'bat_id_1',
+} as const;
+/** A named field by its place (`socAt`), or a type's position (`latAt`, `lngAt`). */
+export type FieldAt = keyof typeof NAMED_FIELDS | 'latAt' | 'lngAt';
+
+export const IGNITION = NAMED_FIELDS.ignitionAt;
+export const SPEED = NAMED_FIELDS.speedAt;
+export const SOC = NAMED_FIELDS.socAt;
+export const VOLTAGE = NAMED_FIELDS.voltageAt;
+export const CURRENT = NAMED_FIELDS.currentAt;
+export const LOAD = NAMED_FIELDS.loadAt;
+export const BMS_ID = NAMED_FIELDS.bmsIdAt;
+export const BATTERY_ID = NAMED_FIELDS.batteryIdAt;
+const NAMED: ReadonlyArray<readonly [keyof typeof NAMED_FIELDS, string]> = Object.entries(NAMED_FIELDS) as Array<[keyof typeof NAMED_FIELDS, string]>;
 
 /** What derivation reads of a schema: its fields (a job's picked values come in these slots) and each type's stream. */
 export interface DeriveSchema {
@@ -38,7 +57,7 @@ export interface DeriveSchema {
 export function deriveSchemaOf(types: readonly RecordTypeSpec[]): DeriveSchema {
   const alarms = alarmsOf(types);
   const fields = [
-    ...new Set([...types.flatMap((t) => (t.position ? [t.position.lat, t.position.lng] : [])), IGNITION, SPEED, SOC, VOLTAGE, CURRENT, LOAD, BMS_ID, BATTERY_ID, ...alarms.map((a) => a.name)]),
+    ...new Set([...types.flatMap((t) => (t.position ? [t.position.lat, t.position.lng] : [])), ...NAMED.map(([, name]) => name), ...alarms.map((a) => a.name)]),
   ];
   const dictionary = dictionaryOf(types);
   const wireId = new Map(dictionary.map((n, i) => [n, i]));
@@ -59,14 +78,7 @@ export function deriveSchemaOf(types: readonly RecordTypeSpec[]): DeriveSchema {
       lngName: t.position?.lng,
       latAt: at(t.position?.lat),
       lngAt: at(t.position?.lng),
-      ignitionAt: at(IGNITION),
-      speedAt: at(SPEED),
-      socAt: at(SOC),
-      voltageAt: at(VOLTAGE),
-      currentAt: at(CURRENT),
-      loadAt: at(LOAD),
-      bmsIdAt: at(BMS_ID),
-      batteryIdAt: at(BATTERY_ID),
+      ...(Object.fromEntries(NAMED.map(([place, name]) => [place, at(name)])) as Record<keyof typeof NAMED_FIELDS, number>),
       alarms: typeAlarms,
       alarmSlots: Int32Array.from(typeAlarms, (a) => a.slot),
       alarmBits: Int32Array.from(typeAlarms, (a) => 1 << a.bit),
@@ -75,7 +87,7 @@ export function deriveSchemaOf(types: readonly RecordTypeSpec[]): DeriveSchema {
       waits: !t.position && (declared.has(CURRENT) || declared.has(LOAD) || declared.has(SOC)),
     };
   });
-  for (const name of [IGNITION, SPEED, SOC, VOLTAGE, CURRENT, LOAD, BMS_ID, BATTERY_ID]) {
+  for (const [, name] of NAMED) {
     if (!plans.some((p) => p.fields.includes(name))) throw new Error(`vehicle events: no record type declares ${name}`);
   }
   for (const p of plans) if (p.fields.length > MAX_VALUES) throw new Error(`vehicle events: type ${p.name} has ${p.fields.length} values derivation reads besides alarms; a record keeps ${MAX_VALUES} (StreamRecord)`);
@@ -133,7 +145,7 @@ export interface AlarmSlot {
  * record of the stream keeps their values, `values[i]` for `fields[i]`), where each field a detector
  * reads sits there (-1: the type does not declare it), and its alarms (a record keeps those as bits).
  */
-export interface StreamPlan {
+export interface StreamPlan extends Readonly<Record<keyof typeof NAMED_FIELDS, number>> {
   name: string;
   /** Frozen (the schema's `streamId`): a stored state names its streams by it. */
   streamId: number;
@@ -144,17 +156,9 @@ export interface StreamPlan {
   slots: readonly number[];
   latName: string | undefined;
   lngName: string | undefined;
-  /** Where each field's value sits in a record's values (-1: the type has none): indices, not values. */
+  /** Where the position's values sit in a record's values, as each of NAMED_FIELDS' (-1: the type has none): indices, not values. */
   latAt: number;
   lngAt: number;
-  ignitionAt: number;
-  speedAt: number;
-  socAt: number;
-  voltageAt: number;
-  currentAt: number;
-  loadAt: number;
-  bmsIdAt: number;
-  batteryIdAt: number;
   alarms: readonly AlarmSlot[];
   /** The alarms' slots and their bits (1 << alarmBit), apart: read for every record (`recordOf`). */
   alarmSlots: Int32Array;

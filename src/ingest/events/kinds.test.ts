@@ -8,7 +8,8 @@ import { detector, eventNamesOf, runOrder, PHASES, type Detector } from './detec
 import { TRACK_SLICE, type Step } from './detectors/track.js';
 import { emitEvent, DEFAULT_DERIVE_OPTIONS, emptyDerived, type Context } from './detectors/context.js';
 import { compilePhases, newState, SLICES } from './derive.js';
-import { inputOf, recordOf, STREAMS } from './inputs.js';
+import { inputOf, NAMED_FIELDS, recordOf, STREAMS } from './inputs.js';
+import { readFileSync } from 'node:fs';
 import { runOrderTable } from '../../devstack/generatedDocs.js';
 import { DETECTORS, EVENTS_EVENT_NAMES, EVENTS_OUTPUTS, nextSliceId, slicesOf } from './kinds.js';
 
@@ -57,11 +58,31 @@ describe('the detectors’ list (kinds.ts)', () => {
     expect(runOrderTable()).toContain('| `gap` | `idle` → `overspeed` → `trips` |');
   });
 
+  it('declares the record fields each detector reads: those its module reads, each named in its table row, and no field read that none declares', () => {
+    const usedIn = (file: string): Set<string> => new Set([...readFileSync(new URL(file, import.meta.url), 'utf8').matchAll(/\bplan\.(\w+At|alarms)\b/g)].map((m) => m[1]!));
+    // Charging and the drain are handed their records' fields by derive.ts's waits.
+    const waits = usedIn('./derive.ts');
+    const byModule = new Map<string, Set<string>>();
+    for (const d of DETECTORS) {
+      const file = d.key === 'late' ? undefined : d.key === 'finishedTrips' ? 'trips.ts' : `${d.key}.ts`;
+      if (file === undefined) continue;
+      const declared = byModule.get(file) ?? new Set<string>();
+      for (const f of d.fields) declared.add(f);
+      byModule.set(file, declared);
+      const used = usedIn(`./detectors/${file}`);
+      for (const f of d.fields) expect(used.has(f) || ((d.key === 'charging' || d.key === 'drain') && waits.has(f)), `${d.key} declares ${f}`).toBe(true);
+      for (const f of d.fields) if (f in NAMED_FIELDS) expect(d.input, `${d.key}'s row names ${f}`).toContain(`\`${NAMED_FIELDS[f as keyof typeof NAMED_FIELDS]}\``);
+    }
+    for (const [file, declared] of byModule) for (const f of usedIn(`./detectors/${file}`)) expect(declared.has(f), `${file} reads ${f}`).toBe(true);
+    const all = new Set(DETECTORS.flatMap((d) => d.fields));
+    for (const f of [...Object.keys(NAMED_FIELDS), 'latAt', 'lngAt', 'alarms']) expect(all.has(f as never), `no detector declares ${f}`).toBe(true);
+  });
+
   it('refuses declarations that ask for a circle, naming the detectors, and a relation to no detector', () => {
-    const a = detector({ key: 'a', slice: flatSlice<{ x: number }>(90, 'a', ['x'], () => ({ x: 0 })), input: '', writesInto: { b: flatSlice<{ y: number }>(91, 'b', ['y'], () => ({ y: 0 })) }, settings: [], derives: '', rules: '', outputs: [] });
-    const b = detector({ key: 'b', slice: flatSlice<{ y: number }>(91, 'b', ['y'], () => ({ y: 0 })), input: '', reads: {}, after: [], before: ['a'], settings: [], derives: '', rules: '', outputs: [] });
+    const a = detector({ key: 'a', slice: flatSlice<{ x: number }>(90, 'a', ['x'], () => ({ x: 0 })), fields: [], input: '', writesInto: { b: flatSlice<{ y: number }>(91, 'b', ['y'], () => ({ y: 0 })) }, settings: [], derives: '', rules: '', outputs: [] });
+    const b = detector({ key: 'b', slice: flatSlice<{ y: number }>(91, 'b', ['y'], () => ({ y: 0 })), fields: [], input: '', reads: {}, after: [], before: ['a'], settings: [], derives: '', rules: '', outputs: [] });
     expect(() => runOrder([a, b] as Detector[])).toThrow(/circle among a, b/);
-    const c = detector({ key: 'c', slice: flatSlice<{ z: number }>(92, 'c', ['z'], () => ({ z: 0 })), input: '', after: ['nobody'], settings: [], derives: '', rules: '', outputs: [] });
+    const c = detector({ key: 'c', slice: flatSlice<{ z: number }>(92, 'c', ['z'], () => ({ z: 0 })), fields: [], input: '', after: ['nobody'], settings: [], derives: '', rules: '', outputs: [] });
     expect(() => runOrder([c] as Detector[])).toThrow(/c names nobody, which is no detector/);
   });
 
@@ -72,6 +93,7 @@ describe('the detectors’ list (kinds.ts)', () => {
     const HAIL = detector({
       key: 'hail',
       slice: flatSlice<Hail>(nextSliceId(), 'hail', ['hits'], () => ({ hits: 0 })),
+      fields: [],
       input: 'CAN `hail_hits` (a fixture)',
       // It reads the track (after its fix: the fixes this record confirmed) and writes into nothing.
       reads: { track: TRACK_SLICE },

@@ -43,7 +43,7 @@ export const DETECTORS = [
   DRAIN_DETECTOR,
   IMMOBILISED_DETECTOR,
   // The corrections' own state (corrections/), kept last as it always was.
-  detector({ key: 'late', slice: LATE_SLICE, input: '', settings: ['EVENTS_HORIZON', 'EVENTS_CHECKPOINT_INTERVAL'], derives: '', rules: '', outputs: [] }),
+  detector({ key: 'late', slice: LATE_SLICE, fields: [], input: '', settings: ['EVENTS_HORIZON', 'EVENTS_CHECKPOINT_INTERVAL'], derives: '', rules: '', outputs: [] }),
 ] as const;
 
 /** The slices of a list of detectors by key, in the list's order (the order a state's slices are stored). */

@@ -90,10 +90,11 @@ export const ALARMS_SLICE: Slice<AlarmsState> = flatSlice(2, 'alarms', ['raised'
 export const ALARMS_DETECTOR = detector({
   key: 'alarms',
   slice: ALARMS_SLICE,
+  fields: ['socAt', 'voltageAt', 'currentAt', 'alarms'],
   // An alarm carries the soc of its record, else the latest the CAN stream sent.
   reads: { soc: SOC_SLICE },
   on: { alarms: (ctx, s, r, plan) => alarmRecord(ctx, s.alarms, r, plan, s.soc.latest) },
-  input: "CAN `alert_*`",
+  input: "CAN `alert_*`, with the record's `soc`, `battery_voltage`, `current` (the soc else the latest)",
   settings: ["ALARM_MIN_DURATION"],
   derives: "`<alarm>_raised` / `_cleared`",
   rules: "a flip of a carried flag (absent is not 0); flags kept by their frozen `alarmBit`; a flag that is no safety alarm (the schema's `safety`) emitted as raised once it held `ALARM_MIN_DURATION` (`since` its raise), one cleared before emitted neither way; **a safety alarm is never invented and never swallowed**: a record too late for its window changes nothing live, and its correction emits a raise outside an episode at its time, marked `late`, with its clearing, and nothing inside one ([corrections/](corrections/README.md))",

@@ -36,8 +36,9 @@ export const BATTERY_SWAP_SLICE: Slice<BatterySwapState> = flatSlice(13, 'batter
 export const BATTERY_SWAP_DETECTOR = detector({
   key: 'batterySwap',
   slice: BATTERY_SWAP_SLICE,
+  fields: ['bmsIdAt', 'batteryIdAt', 'socAt'],
   on: { battery: (ctx, s, r, plan) => batterySwapRecord(ctx, s.batterySwap, r, plan) },
-  input: "CAN `bms_id`, `bat_id_1`",
+  input: "CAN `bms_id`, `bat_id_1` (with the record's `soc`)",
   settings: [],
   derives: "`battery_swapped` (`bms_id_old` / `_new`, `bat_id_old` / `_new` of what changed, `soc`)",
   rules: "a record's pack id differing from the last seen of the same field (a record without ids says nothing; a vehicle's first ids are no swap)",

@@ -192,6 +192,7 @@ export const CHARGING_SLICE: Slice<ChargingState> = {
 export const CHARGING_DETECTOR = detector({
   key: 'charging',
   slice: CHARGING_SLICE,
+  fields: ['loadAt', 'currentAt', 'voltageAt', 'socAt'],
   // Taken by derive.ts's waits once the track has passed a record's time, not by a phase (no `on`).
   reads: { track: TRACK_SLICE },
   input: "CAN `load_status`, `current`, `battery_voltage`, `soc`; the track's motion",

@@ -1,4 +1,4 @@
-import type { StreamPlan, StreamRecord } from '../inputs.js';
+import type { FieldAt, StreamPlan, StreamRecord } from '../inputs.js';
 import type { Context } from './context.js';
 import type { DerivedMeasurement } from '../../../telemetry/derivedMeasurements.js';
 import type { Slice } from './slice.js';
@@ -17,6 +17,8 @@ export interface Detector<K extends string = string, S = unknown, V = unknown> {
   readonly key: K;
   /** Its state, stored under the slice's frozen id. */
   readonly slice: Slice<S>;
+  /** The record fields it reads, by their place in a stream's record (`../inputs.ts` NAMED_FIELDS; `alarms`: every alarm). */
+  readonly fields: readonly (FieldAt | 'alarms')[];
   /** What it reads, as the detectors' table says it: record fields, other detectors' state. */
   readonly input: string;
   /** Other detectors' slices it reads, by key (it does not change them): it runs after each of them. */

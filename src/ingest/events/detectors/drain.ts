@@ -94,6 +94,7 @@ export const DRAIN_SLICE: Slice<DrainState> = {
 export const DRAIN_DETECTOR = detector({
   key: 'drain',
   slice: DRAIN_SLICE,
+  fields: ['socAt'],
   // Taken by derive.ts's waits once the track has passed a record's time, not by a phase (no `on`).
   reads: { ignition: IGNITION_SLICE, track: TRACK_SLICE, charging: CHARGING_SLICE },
   input: "CAN `soc`; the ignition's and the track's history, charging's",

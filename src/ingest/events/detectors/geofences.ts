@@ -137,6 +137,7 @@ export const GEOFENCES_SLICE: Slice<GeofencesState> = {
 export const GEOFENCES_DETECTOR = detector({
   key: 'geofences',
   slice: GEOFENCES_SLICE,
+  fields: [],
   reads: { track: TRACK_SLICE },
   // The fixes as the track confirmed them, before the trips' settle (which at a trip's end takes the place of the first of `steps`: trips.ts `amends`).
   before: ['trips'],

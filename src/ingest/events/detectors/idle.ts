@@ -93,6 +93,7 @@ export const IDLE_SLICE: Slice<IdleState> = flatSlice(
 export const IDLE_DETECTOR = detector({
   key: 'idle',
   slice: IDLE_SLICE,
+  fields: ['ignitionAt'],
   reads: { track: TRACK_SLICE },
   // Before the trips take the record: an idle that a gap or an ignition-off ends counts in the trip it ends.
   writesInto: { trips: TRIPS_SLICE },
@@ -100,7 +101,7 @@ export const IDLE_DETECTOR = detector({
     gap: (ctx, s, time) => idleGap(ctx, s.idle, s.trips, time),
     position: (ctx, s, r, plan, steps) => idleRecord(ctx, s.idle, s.trips, s.track, r, plan, steps),
   },
-  input: "the track, ignition",
+  input: "the track, GPS `ignstatus`",
   settings: ["IDLE_MIN_DURATION"],
   derives: "`idle_started` / `idle_ended` (`lat`, `lng`; `duration_s` at the end); a trip's `idle_s`",
   rules: "the ignition on and standing at least `IDLE_MIN_DURATION` (300 s), stamped at its start (the later of the two), emitted once it lasted that; ended by a moving fix, the ignition off, or a gap (at the last record before it); an idle ending within a trip adds to the trip",

@@ -102,8 +102,9 @@ export const IGNITION_SLICE: Slice<IgnitionState> = {
 export const IGNITION_DETECTOR = detector({
   key: 'ignition',
   slice: IGNITION_SLICE,
+  fields: ['ignitionAt', 'latAt', 'lngAt', 'speedAt'],
   on: { position: (ctx, s, r, plan) => ignitionRecord(ctx, s.ignition, r, plan) },
-  input: "GPS `ignstatus`",
+  input: "GPS `ignstatus` (with the record's position and `speed`)",
   settings: [],
   derives: "`ignition_on` / `ignition_off` (with the fix's `lat`, `lng`, `speed`); its last 8 changes (`ignitionAt`, for the CAN stream)",
   rules: "a flip; a first record at 1 is `ignition_on`",

@@ -64,11 +64,12 @@ export const IMMOBILISED_SLICE: Slice<ImmobilisedState> = flatSlice(16, 'immobil
 export const IMMOBILISED_DETECTOR = detector({
   key: 'immobilised',
   slice: IMMOBILISED_SLICE,
+  fields: ['ignitionAt', 'latAt', 'lngAt', 'speedAt'],
   reads: { track: TRACK_SLICE },
   // The fixes as the trips leave them: at a trip's end the trips settle the track's last fix, and its confirmation takes the place of the first of `steps` (track.ts reuses its two Step objects).
   after: ['trips'],
   on: { position: (ctx, s, r, plan, steps) => immobilisedRecord(ctx, s.immobilised, r, plan, steps) },
-  input: "GPS `ignstatus`, the track, the command ledger's immobilisations (`../commands/immobilisations.ts`, COMMANDS=on)",
+  input: "GPS `ignstatus` (with the record's position and `speed`), the track, the command ledger's immobilisations (`../commands/immobilisations.ts`, COMMANDS=on)",
   settings: ["MOTION_SPEED"],
   derives: "`moved_while_immobilised` (`lat`, `lng`, `speed`, `ignition`; tag `command_type`)",
   rules: "under an immobilisation (an interval of time: from its confirmation to the mobilise's claim for sending), a record with the ignition on, or a fix the track confirms over `MOTION_SPEED`; once an immobilisation, at the first by record time; a correction is asked for from each interval's start and end as the ledger sets or lifts it; paged by `TelematicsVehicleMovedWhileImmobilised` ([docs/commands.md](../../../docs/commands.md))",

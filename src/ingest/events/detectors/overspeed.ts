@@ -112,6 +112,7 @@ export const OVERSPEED_SLICE: Slice<OverspeedState> = flatSlice(
 export const OVERSPEED_DETECTOR = detector({
   key: 'overspeed',
   slice: OVERSPEED_SLICE,
+  fields: ['ignitionAt'],
   reads: { track: TRACK_SLICE },
   // Before the trips take the record: time over the limit that a gap or an ignition-off ends counts in the trip it ends.
   writesInto: { trips: TRIPS_SLICE },
@@ -119,7 +120,7 @@ export const OVERSPEED_DETECTOR = detector({
     gap: (ctx, s, time) => overspeedGap(ctx, s.overspeed, s.trips, time),
     position: (ctx, s, r, plan, steps) => overspeedRecord(ctx, s.overspeed, s.trips, r, plan, steps),
   },
-  input: "the track's speeds",
+  input: "the track's speeds, GPS `ignstatus`",
   settings: ["SPEED_LIMIT", "OVERSPEED_MIN_DURATION"],
   derives: "`overspeed_started` (`limit`, `speed`, `lat`, `lng`) / `overspeed_ended` (`limit`, `max_speed`, `duration_s`, `distance_m`); a trip's `overspeed_s`",
   rules: "confirmed fixes over the limit at their time (the vehicle's own, `../speedLimits/`, else `SPEED_LIMIT`, 0: none; inside geofences with a `speed_limit`, the lowest, or the geofence's with `SPEED_LIMIT_PREFER_LOWEST=off`) for at least `OVERSPEED_MIN_DURATION` (10 s; Traccar's `minimalDuration`, which emits one event and no end), stamped at the first fix over; a fix without a speed says nothing; ended by the first fix at or under the limit, the ignition off, or a gap (at its last fix over)",

@@ -106,6 +106,7 @@ export const SOC_SLICE: Slice<SocState> = {
 export const SOC_DETECTOR = detector({
   key: 'soc',
   slice: SOC_SLICE,
+  fields: ['socAt'],
   on: { soc: (_ctx, s, r, plan) => noteSoc(s.soc, r, plan) },
   input: "CAN `soc`",
   settings: [],

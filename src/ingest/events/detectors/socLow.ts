@@ -39,6 +39,7 @@ export const SOC_LOW_SLICE: Slice<SocLowState> = flatSlice(12, 'soc low', ['low'
 export const SOC_LOW_DETECTOR = detector({
   key: 'socLow',
   slice: SOC_LOW_SLICE,
+  fields: ['socAt', 'voltageAt'],
   on: { soc: (ctx, s, r, plan) => socLowRecord(ctx, s.socLow, r, plan) },
   input: "CAN `soc`, `battery_voltage`",
   settings: ["SOC_LOW", "SOC_RECOVERED"],

@@ -84,11 +84,12 @@ export const STOPS_SLICE: Slice<StopsState> = flatSlice(
 export const STOPS_DETECTOR = detector({
   key: 'stops',
   slice: STOPS_SLICE,
+  fields: ['ignitionAt'],
   reads: { track: TRACK_SLICE },
   // The fixes as the trips leave them: at a trip's end the trips settle the track's last fix, and its confirmation takes the place of the first of `steps` (track.ts reuses its two Step objects).
   after: ['trips'],
   on: { position: (ctx, s, r, plan, steps) => stopsRecord(ctx, s.stops, r, plan, steps) },
-  input: "the track, ignition",
+  input: "the track, GPS `ignstatus`",
   settings: ["STOP_MIN_DURATION", "EVENTS_MAX_GAP"],
   derives: "`stops`",
   rules: "standing still (`stepMoving`) at least `STOP_MIN_DURATION` (300 s, Traccar's `minimalParkingDuration`): from its first confirmed fix standing to the first moving again, where it stood, `ignition_on_s`; a gap over `EVENTS_MAX_GAP` ends it at the last record before the gap (a fix from before the gap that a record after it confirms is skipped); emitted when it ends, so the last stop of a vehicle that never reports again is never emitted",

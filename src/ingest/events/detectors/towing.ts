@@ -57,11 +57,12 @@ export const TOWING_SLICE: Slice<TowingState> = flatSlice(10, 'towing', ['off', 
 export const TOWING_DETECTOR = detector({
   key: 'towing',
   slice: TOWING_SLICE,
+  fields: ['ignitionAt'],
   reads: { track: TRACK_SLICE },
   // Where it parked is the track's last fix once the trips settled it at the ignition-off (trips.ts `amends`), and the fixes as the trips leave them: at a trip's end the trips settle the track's last fix, and its confirmation takes the place of the first of `steps` (track.ts reuses its two Step objects).
   after: ['trips'],
   on: { position: (ctx, s, r, plan, steps) => towingRecord(ctx, s.towing, s.track, r, plan, steps) },
-  input: "the track, ignition",
+  input: "the track, GPS `ignstatus`",
   settings: ["TOW_MIN_DISTANCE"],
   derives: "`moved_while_off` (`distance_m`, `lat`, `lng`, `parked_lat`, `parked_lng`)",
   rules: "with the ignition off, a confirmed fix at least `TOW_MIN_DISTANCE` (300 m) in a straight line from where it parked (the ignition-off fix once the trip settled it): drift never sums up to it, and a tow the track re-anchors on still counts; once an off period; paged by `TelematicsVehicleMovedWhileOff`",

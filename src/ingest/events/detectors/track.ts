@@ -305,6 +305,7 @@ const fixFrom = (x: (i: number) => number, at: number): Fix | undefined => (x(at
 export const TRACK_DETECTOR = detector({
   key: 'track',
   slice: TRACK_SLICE,
+  fields: ['latAt', 'lngAt', 'speedAt'],
   on: {
     // The fixes this record confirmed, into `steps` for every detector after (emptied by pop: `length = 0` on an array is a call into the runtime, each record).
     position(ctx, s, r, plan, steps) {
@@ -313,7 +314,7 @@ export const TRACK_DETECTOR = detector({
       if (fix !== undefined) trackFix(s.track, fix, ctx.opts, steps);
     },
   },
-  input: "GPS fixes",
+  input: "GPS fixes (position, `speed`)",
   settings: ["TRIP_MAX_JUMP_SPEED", "GPS_MIN_ERROR", "MOTION_SPEED"],
   derives: "the confirmed fixes and the steps between them (for trips, stops, idling, overspeed, towing), the motion history; `stepMoving`: a confirmed fix moves when its speed is over `MOTION_SPEED`, or, without a speed, when its step counted (jitter does not)",
   rules: "**Outliers**: a fix counts once the next agrees with it (the step implies at most `TRIP_MAX_JUMP_SPEED`); of two that disagree, the one that also disagrees with the track is dropped, else the earlier; two agreeing fixes far from the track re-anchor it without adding the step (a cold start's first fix 2 km off, plausible from where the vehicle parked 8 h before, is dropped; a tow re-anchors). **Jitter**: a step shorter than `GPS_MIN_ERROR` between fixes both at or below `MOTION_SPEED` counts nothing and the anchor stays (Traccar's `coordinates.minError`)",

@@ -253,6 +253,7 @@ export const FINISHED_TRIPS_SLICE: Slice<FinishedTrips> = {
 export const TRIPS_DETECTOR = detector({
   key: 'trips',
   slice: TRIPS_SLICE,
+  fields: ['ignitionAt'],
   reads: { soc: SOC_SLICE },
   writesInto: { finishedTrips: FINISHED_TRIPS_SLICE },
   // At a trip's end the trips settle the track's last fix (the ignition-off fix is where the vehicle parked).
@@ -262,7 +263,7 @@ export const TRIPS_DETECTOR = detector({
     position: (ctx, s, r, plan, steps) => tripRecord(ctx, s.trips, s.finishedTrips, s.track, s.soc, r, plan, steps),
     soc: (ctx, s) => tripSocProgress(ctx, s.trips, s.finishedTrips, s.soc),
   },
-  input: "the track, ignition, the CAN stream's soc",
+  input: "the track, GPS `ignstatus`, the CAN stream's soc",
   settings: ["TRIP_MIN_DURATION", "TRIP_MIN_DISTANCE", "EVENTS_MAX_GAP", "EVENTS_MAX_SKEW"],
   derives: "`trips`",
   rules: "ignition on to off, measured from the trip's first confirmed fix to its last; **kept when it lasts `TRIP_MIN_DURATION` or covers `TRIP_MIN_DISTANCE`** (Traccar keeps a trip unless both are short, with these defaults: 300 s, 500 m); a gap in the GPS stream over `EVENTS_MAX_GAP` ends it at the last fix before the gap (`gapEnded: 1`), and ignition still on after the gap starts a new one; soc at start and end read once the CAN stream has passed them (a finished trip waits up to `EVENTS_MAX_SKEW` of GPS time, or until the CAN stream is idle with nothing pending; at most 16 wait)",
@@ -275,6 +276,7 @@ export const TRIPS_DETECTOR = detector({
 export const FINISHED_TRIPS_DETECTOR = detector({
   key: 'finishedTrips',
   slice: FINISHED_TRIPS_SLICE,
+  fields: [],
   input: 'the trips, the CAN stream’s soc',
   settings: ['EVENTS_MAX_SKEW'],
   derives: '',
