@@ -18,7 +18,7 @@ import { towingRecord } from './detectors/towing.js';
 import { geofencesRecord } from './detectors/geofences.js';
 import { socLowRecord } from './detectors/socLow.js';
 import { batterySwapRecord } from './detectors/batterySwap.js';
-import { DRAIN_WAITING, drainReading } from './detectors/drain.js';
+import { drainReading } from './detectors/drain.js';
 import { immobilisedRecord } from './detectors/immobilised.js';
 
 /**
@@ -391,7 +391,12 @@ function chargingTake(ctx: Context, s: VehicleState, plan: StreamPlan, r: Stream
 function drainWait(ctx: Context, s: VehicleState, time: number, soc: number, settled: number): void {
   const q = s.drain.waiting;
   if (q.length === 0 && time <= settled) return drainTake(ctx, s, time, soc, false);
-  if (q.length >= 2 * DRAIN_WAITING) drainTake(ctx, s, q.shift()!, q.shift()!, true);
+  if (q.full) {
+    const t = q.at(0, 0);
+    const v = q.at(0, 1);
+    q.dropOldest();
+    drainTake(ctx, s, t, v, true);
+  }
   q.push(time, soc);
 }
 
@@ -425,9 +430,12 @@ function release(ctx: Context, s: VehicleState, nowMs: number, final: boolean): 
     if (stream.heldNew > held.length) stream.heldNew = held.length;
     const q = s.drain.waiting;
     while (q.length > 0) {
-      const go = mayGo(ctx, s, q[0]!, stream.newest, nowMs, final);
+      const t = q.at(0, 0);
+      const go = mayGo(ctx, s, t, stream.newest, nowMs, final);
       if (go === 'wait') break;
-      drainTake(ctx, s, q.shift()!, q.shift()!, go === 'premature');
+      const v = q.at(0, 1);
+      q.dropOldest();
+      drainTake(ctx, s, t, v, go === 'premature');
     }
   }
 }
