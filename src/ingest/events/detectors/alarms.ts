@@ -2,6 +2,7 @@ import { CURRENT, SOC as SOC_FIELD, VOLTAGE, valueOf, type StreamPlan, type Stre
 import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
 import { alarmsOf, TYPES } from '../../../telemetry/fields.js';
 import { detector } from './detector.js';
+import { lasted } from './spell.js';
 
 const ALARMS = alarmsOf(TYPES.map((t) => t.spec));
 
@@ -45,7 +46,7 @@ export function alarmRecord(ctx: Context, s: AlarmsState, r: StreamRecord, plan:
   if (s.pending & ~dropped) {
     for (const a of plan.alarms) {
       const bit = 1 << a.bit;
-      if ((s.pending & ~dropped & bit) !== 0 && r.time - (s[SINCE_KEYS[a.bit]!] as number) >= minMs) held |= bit;
+      if ((s.pending & ~dropped & bit) !== 0 && lasted(s[SINCE_KEYS[a.bit]!] as number, r.time, minMs)) held |= bit;
     }
   }
   const atOnce = minMs <= 0 ? raises : raises & plan.safetyAlarms;
