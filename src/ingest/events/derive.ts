@@ -10,7 +10,7 @@ import { ignitionAt, ignitionChanged, ignitionCovers } from './detectors/ignitio
 import { tripSocIdle } from './detectors/trips.js';
 import { chargingGap, chargingKnownAt, chargingRecord, chargingSoc } from './detectors/charging.js';
 import { awaitPassed, correctFrom, notePremature } from './corrections/state.js';
-import { DRAIN_WAITING, drainReading } from './detectors/drain.js';
+import { drainReading } from './detectors/drain.js';
 
 /**
  * Vehicle events: per vehicle, by record time, each exactly once whatever order, batching and repetition
@@ -384,7 +384,12 @@ function chargingTake(ctx: Context, s: VehicleState, plan: StreamPlan, r: Stream
 function drainWait(ctx: Context, s: VehicleState, time: number, soc: number, settled: number): void {
   const q = s.drain.waiting;
   if (q.length === 0 && time <= settled) return drainTake(ctx, s, time, soc, false);
-  if (q.length >= 2 * DRAIN_WAITING) drainTake(ctx, s, q.shift()!, q.shift()!, true);
+  if (q.full) {
+    const t = q.at(0, 0);
+    const v = q.at(0, 1);
+    q.dropOldest();
+    drainTake(ctx, s, t, v, true);
+  }
   q.push(time, soc);
 }
 
@@ -418,9 +423,12 @@ function release(ctx: Context, s: VehicleState, nowMs: number, final: boolean): 
     if (stream.heldNew > held.length) stream.heldNew = held.length;
     const q = s.drain.waiting;
     while (q.length > 0) {
-      const go = mayGo(ctx, s, q[0]!, stream.newest, nowMs, final);
+      const t = q.at(0, 0);
+      const go = mayGo(ctx, s, t, stream.newest, nowMs, final);
       if (go === 'wait') break;
-      drainTake(ctx, s, q.shift()!, q.shift()!, go === 'premature');
+      const v = q.at(0, 1);
+      q.dropOldest();
+      drainTake(ctx, s, t, v, go === 'premature');
     }
   }
 }

@@ -4,6 +4,7 @@ import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
 import { alarmsOf, TYPES } from '../../../telemetry/fields.js';
 import { detector } from './detector.js';
 import { SOC_SLICE } from './soc.js';
+import { lasted } from './spell.js';
 
 const ALARMS = alarmsOf(TYPES.map((t) => t.spec));
 
@@ -47,7 +48,7 @@ export function alarmRecord(ctx: Context, s: AlarmsState, r: StreamRecord, plan:
   if (s.pending & ~dropped) {
     for (const a of plan.alarms) {
       const bit = 1 << a.bit;
-      if ((s.pending & ~dropped & bit) !== 0 && r.time - (s[SINCE_KEYS[a.bit]!] as number) >= minMs) held |= bit;
+      if ((s.pending & ~dropped & bit) !== 0 && lasted(s[SINCE_KEYS[a.bit]!] as number, r.time, minMs)) held |= bit;
     }
   }
   const atOnce = minMs <= 0 ? raises : raises & plan.safetyAlarms;

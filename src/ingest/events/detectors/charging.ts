@@ -6,6 +6,8 @@ import { Changes } from './changes.js';
 import { movingAt, standingAt, TRACK_SLICE, type TrackState } from './track.js';
 import { geofenceNamesAt } from './geofences.js';
 import { detector } from './detector.js';
+import { gapBefore } from './gap.js';
+import { lasted } from './spell.js';
 
 /**
  * Charging sessions, from the CAN stream: `charging_started` / `charging_stopped` and, at the stop, the
@@ -55,7 +57,7 @@ const SESSION = 2;
 
 /** Before a CAN record: a gap since the last charging record longer than EVENTS_MAX_GAP ends the session there. */
 export function chargingGap(ctx: Context, s: ChargingState, time: number): void {
-  if (s.phase === NOT || time - s.lastTime <= ctx.opts.maxGapMs) return;
+  if (s.phase === NOT || !gapBefore(ctx, s.lastTime, time)) return;
   if (s.phase === SESSION) stop(ctx, s, s.lastTime, s.soc === s.soc ? { soc: s.soc } : {});
   s.phase = NOT;
   s.underWay.note(time, 0);
@@ -114,7 +116,7 @@ export function chargingRecord(ctx: Context, s: ChargingState, r: StreamRecord, 
     s.powerTime = r.time;
   }
   s.lastTime = r.time;
-  if (s.phase === CANDIDATE && (load !== undefined || r.time - s.start >= o.chargingMinDurationMs)) {
+  if (s.phase === CANDIDATE && (load !== undefined || lasted(s.start, r.time, o.chargingMinDurationMs))) {
     s.phase = SESSION;
     const f: Record<string, number> = {};
     if (s.startSoc === s.startSoc) f.soc = s.startSoc;
@@ -138,7 +140,7 @@ function stop(ctx: Context, s: ChargingState, at: number, fields: Record<string,
   fields.durationS = durationS;
   if (s.integrated === 1) fields.energyWh = s.energyWh;
   emitEvent(ctx, 'charging_stopped', at, 0, fields);
-  if (at - s.start < ctx.opts.chargingMinDurationMs) return;
+  if (!lasted(s.start, at, ctx.opts.chargingMinDurationMs)) return;
   const session: ChargingSession = { vehicleno: ctx.vehicleno, start: s.start, end: at, durationS };
   if (s.startSoc === s.startSoc) session.socStart = s.startSoc;
   if (fields.soc !== undefined) session.socEnd = fields.soc;

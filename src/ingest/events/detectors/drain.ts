@@ -4,6 +4,7 @@ import { CHARGING_SLICE, chargingUnderWayAt, type ChargingState } from './chargi
 import { IGNITION_SLICE, ignitionAt, type IgnitionState } from './ignition.js';
 import { movingAt, TRACK_SLICE, type TrackState } from './track.js';
 import { WindowedExtreme } from './windowed.js';
+import { Ring } from './ring.js';
 import { detector } from './detector.js';
 
 /**
@@ -22,11 +23,11 @@ export interface DrainState {
   /** 1 once emitted this spell. */
   told: number;
   /**
-   * Readings (time, soc, one after the other) waiting for the GPS track to pass their time (derive.ts,
-   * "Waits"), oldest first: a drain is a matter of hours, so a few numbers a reading, kept in the state,
-   * and at most DRAIN_WAITING of them (beyond, the oldest is taken as the track is then).
+   * Readings (time, soc) waiting for the GPS track to pass their time (derive.ts, "Waits"), oldest first:
+   * a drain is a matter of hours, so a few numbers a reading, kept in the state, and at most DRAIN_WAITING
+   * of them (derive.ts takes the oldest, as the track is then, before one more would make it forgotten).
    */
-  waiting: number[];
+  waiting: Ring;
 }
 
 /** Levels held at most: a 5-point fall in 0.1-point steps is 50. */
@@ -54,38 +55,26 @@ export function drainReading(ctx: Context, s: DrainState, time: number, soc: num
 
 /**
  * Stored as the releases before it stored one highest (`maxSoc`, `maxAt`, `told`: the queue's front), then
- * the count and the readings held, then the count and the readings waiting: a release that knew only the
- * front reads its front.
+ * the readings held and the readings waiting, each a ring in the `'list'` layout (the count, then the
+ * readings): a release that knew only the front reads its front.
  */
 export const DRAIN_SLICE: Slice<DrainState> = {
   id: 14,
   name: 'drain',
-  fresh: () => ({ highest: new WindowedExtreme('highest', HELD), told: 0, waiting: [] }),
+  fresh: () => ({ highest: new WindowedExtreme('highest', HELD), told: 0, waiting: new Ring(DRAIN_WAITING, 2, 'list') }),
   save(s, out, at) {
     out[at] = s.highest.value ?? NaN;
     out[at + 1] = s.highest.time ?? NaN;
     out[at + 2] = s.told;
-    const n = s.highest.length;
-    out[at + 3] = n;
-    for (let i = 0; i < n; i++) {
-      out[at + 4 + 2 * i] = s.highest.times[i]!;
-      out[at + 5 + 2 * i] = s.highest.values[i]!;
-    }
-    const w = at + 4 + 2 * n;
-    out[w] = s.waiting.length / 2;
-    for (let i = 0; i < s.waiting.length; i++) out[w + 1 + i] = s.waiting[i]!;
-    return w + 1 + s.waiting.length;
+    return s.waiting.save(out, s.highest.held.save(out, at + 3));
   },
   load(x) {
     const s = DRAIN_SLICE.fresh();
     s.told = x(2) === 1 ? 1 : 0;
-    const n = x(3);
-    if (n === n) for (let i = 0; i < n; i++) s.highest.push(x(4 + 2 * i), x(5 + 2 * i));
+    const w = s.highest.held.load(x, 3);
     // Stored by a release that kept one highest: it is the queue.
-    else if (x(0) === x(0)) s.highest.push(x(1), x(0));
-    const w = 4 + 2 * (n === n ? n : 0);
-    const waiting = x(w);
-    for (let i = 0; i < 2 * (waiting === waiting ? waiting : 0); i++) s.waiting.push(x(w + 1 + i));
+    if (x(3) !== x(3) && x(0) === x(0)) s.highest.push(x(1), x(0));
+    s.waiting.load(x, w);
     return s;
   },
 };

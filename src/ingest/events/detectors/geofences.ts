@@ -4,6 +4,7 @@ import type { Geofence } from '../../geofences/geofence.js';
 import { emitEvent, type Context, type Slice } from './context.js';
 import { TRACK_SLICE, type Step } from './track.js';
 import { detector } from './detector.js';
+import { lasted } from './spell.js';
 
 /**
  * Geofences (Traccar's GeofenceEventHandler, ThingsBoard's geofencing with `minInsideDuration` /
@@ -56,7 +57,7 @@ function settle(ctx: Context, s: GeofencesState, lookup: GeofenceLookup, inside:
       if (isIn) e[i + 2] = NaN;
       else {
         if (e[i + 2] !== e[i + 2]) e[i + 2] = time;
-        if (time - e[i + 2]! >= dwell) {
+        if (lasted(e[i + 2]!, time, dwell)) {
           tell(ctx, lookup, id, 'geofence_exited', e[i + 2]!, {});
           e.splice(i, WIDTH);
           i -= WIDTH;
@@ -66,7 +67,7 @@ function settle(ctx: Context, s: GeofencesState, lookup: GeofenceLookup, inside:
       // Entering, but out again before the dwell: never entered.
       e.splice(i, WIDTH);
       i -= WIDTH;
-    } else if (time - e[i + 2]! >= dwell) {
+    } else if (lasted(e[i + 2]!, time, dwell)) {
       tell(ctx, lookup, id, 'geofence_entered', e[i + 2]!, {});
       e[i + 1] = 1;
       e[i + 2] = NaN;

@@ -4,6 +4,8 @@ import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
 import { stepMoving, TRACK_SLICE, type Step, type TrackState } from './track.js';
 import { tripAddTime, TRIPS_SLICE, type TripsState } from './trips.js';
 import { detector } from './detector.js';
+import { gapBefore, gapFrom } from './gap.js';
+import { spellBegin, spellDue, spellEnd } from './spell.js';
 
 /**
  * Idling (Geotab's and Samsara's idling exceptions; an open request in Traccar): the ignition on and the
@@ -16,9 +18,8 @@ import { detector } from './detector.js';
  * - A gap in the GPS stream longer than EVENTS_MAX_GAP ends the idle at the last record before it.
  */
 export interface IdleState {
-  /** Its start (NaN: not idling). */
+  /** Its start (NaN: not idling), and 1 once `idle_started` was emitted: a spell (spell.ts). */
   since: number;
-  /** 1 once `idle_started` was emitted. */
   told: number;
   lat: number;
   lng: number;
@@ -30,7 +31,7 @@ export interface IdleState {
 
 /** Before a GPS record, and before the trips see its gap (so the idle counts in the trip the gap ends): a gap longer than EVENTS_MAX_GAP ends the idle at the last record before it. */
 export function idleGap(ctx: Context, s: IdleState, trips: TripsState, time: number): void {
-  if (time - s.lastTime <= ctx.opts.maxGapMs) return;
+  if (!gapBefore(ctx, s.lastTime, time)) return;
   if (s.since === s.since) end(ctx, s, trips, s.lastTime);
   s.standing = 0; // not known across the gap until a fix says so
 }
@@ -40,10 +41,10 @@ export function idleGap(ctx: Context, s: IdleState, trips: TripsState, time: num
  * ignition-off ends counts in the trip). A fix from before a gap that the record confirmed is skipped.
  */
 export function idleRecord(ctx: Context, s: IdleState, trips: TripsState, track: TrackState, r: StreamRecord, plan: StreamPlan, steps: readonly Step[]): void {
-  const gapFrom = r.time - s.lastTime > ctx.opts.maxGapMs ? s.lastTime : -Infinity;
+  const beforeGap = gapFrom(ctx, s.lastTime, r.time);
   s.lastTime = r.time;
   for (const step of steps) {
-    if (step.fix.time <= gapFrom) continue;
+    if (step.fix.time <= beforeGap) continue;
     if (stepMoving(step, ctx.opts)) {
       s.standing = 0;
       if (s.since === s.since) end(ctx, s, trips, Math.max(step.fix.time, s.since));
@@ -57,27 +58,21 @@ export function idleRecord(ctx: Context, s: IdleState, trips: TripsState, track:
     if (s.since === s.since) end(ctx, s, trips, Math.max(r.time, s.since));
   } else if (ign === 1 && s.ignition !== 1 && s.standing === 1 && track.anchor !== undefined) begin(s, r.time, track.anchor.lat, track.anchor.lng);
   if (ign === 0 || ign === 1) s.ignition = ign;
-  if (s.since === s.since && s.told === 0 && r.time - s.since >= ctx.opts.idleMinDurationMs) {
-    s.told = 1;
-    emitEvent(ctx, 'idle_started', s.since, 1, { lat: s.lat, lng: s.lng });
-  }
+  if (spellDue(s, r.time, ctx.opts.idleMinDurationMs)) emitEvent(ctx, 'idle_started', s.since, 1, { lat: s.lat, lng: s.lng });
 }
 
 function begin(s: IdleState, time: number, lat: number, lng: number): void {
-  if (s.since === s.since) return;
-  s.since = time;
-  s.told = 0;
+  if (!spellBegin(s, time)) return;
   s.lat = lat;
   s.lng = lng;
 }
 
 function end(ctx: Context, s: IdleState, trips: TripsState, at: number): void {
   const start = s.since;
-  s.since = NaN;
-  if (at - start < ctx.opts.idleMinDurationMs && s.told === 0) return;
+  const ended = spellEnd(s, at, ctx.opts.idleMinDurationMs);
+  if (ended === 'short') return;
   // Emitted only now when it reached the minimum between two records (the records' times say so).
-  if (s.told === 0) emitEvent(ctx, 'idle_started', start, 1, { lat: s.lat, lng: s.lng });
-  s.told = 0;
+  if (ended === 'untold') emitEvent(ctx, 'idle_started', start, 1, { lat: s.lat, lng: s.lng });
   emitEvent(ctx, 'idle_ended', at, 0, { lat: s.lat, lng: s.lng, duration_s: (at - start) / 1000 });
   tripAddTime(trips, 'idleMs', at - start);
 }

@@ -1,7 +1,7 @@
 import { VEHICLE_EVENTS } from '../../../telemetry/derivedMeasurements.js';
 import { SPEED, valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { emitEvent, type Context, type Slice } from './context.js';
-import { zeros } from '../pending.js';
+import { Ring } from './ring.js';
 import { detector } from './detector.js';
 
 /**
@@ -13,10 +13,8 @@ import { detector } from './detector.js';
 export interface IgnitionState {
   /** 1 on, 0 off. */
   on: number;
-  /** +t switched on at t, -t off at t (the first value seen too): flipN of them, the next at flipAt. */
-  flips: number[];
-  flipN: number;
-  flipAt: number;
+  /** The last FLIP_RING changes: +t switched on at t, -t off at t (the first value seen too). */
+  flips: Ring;
 }
 
 export const FLIP_RING = 8;
@@ -24,11 +22,9 @@ export const FLIP_RING = 8;
 export function ignitionRecord(ctx: Context, s: IgnitionState, r: StreamRecord, plan: StreamPlan): void {
   const ign = valueOf(r, plan.ignitionAt);
   if (ign !== 0 && ign !== 1) return;
-  const first = s.flipN === 0;
+  const first = s.flips.length === 0;
   if (ign === s.on && !first) return;
-  s.flips[s.flipAt] = ign === 1 ? r.time : -r.time;
-  s.flipAt = (s.flipAt + 1) % FLIP_RING;
-  if (s.flipN < FLIP_RING) s.flipN++;
+  s.flips.push(ign === 1 ? r.time : -r.time);
   if (ign === s.on) return; // a first record at 0: known off, nothing to tell
   s.on = ign;
   const f: Record<string, number> = {};
@@ -49,24 +45,24 @@ export function ignitionRecord(ctx: Context, s: IgnitionState, r: StreamRecord, 
  * state before the oldest.
  */
 export function ignitionAt(s: IgnitionState, time: number): number | undefined {
-  let oldest: number | undefined;
-  for (let j = 1; j <= s.flipN; j++) {
-    const x = s.flips[(s.flipAt - j + FLIP_RING) % FLIP_RING]!;
+  const f = s.flips;
+  for (let j = 0; j < f.length; j++) {
+    const x = f.newest(j);
     if (Math.abs(x) <= time) return x > 0 ? 1 : 0;
-    oldest = x;
   }
-  return oldest === undefined || s.flipN < FLIP_RING ? undefined : oldest > 0 ? 0 : 1;
+  // Before every change remembered: the state before the oldest, known only when one was forgotten (else none was seen).
+  return f.full ? (f.at(0) > 0 ? 0 : 1) : undefined;
 }
 
 /** Whether the history of changes reaches back to `time`. */
 export function ignitionCovers(s: IgnitionState, time: number): boolean {
-  return s.flipN < FLIP_RING || Math.abs(s.flips[s.flipAt % FLIP_RING]!) <= time;
+  return !s.flips.full || Math.abs(s.flips.at(0)) <= time;
 }
 
 /** Whether the ignition changed after `from` up to `to` (by the history, which must cover `from`). */
 export function ignitionChanged(s: IgnitionState, from: number, to: number): boolean {
-  for (let j = 1; j <= s.flipN; j++) {
-    const t = Math.abs(s.flips[(s.flipAt - j + FLIP_RING) % FLIP_RING]!);
+  for (let j = 0; j < s.flips.length; j++) {
+    const t = Math.abs(s.flips.newest(j));
     if (t <= from) return false;
     if (t <= to) return true;
   }
@@ -76,24 +72,16 @@ export function ignitionChanged(s: IgnitionState, from: number, to: number): boo
 export const IGNITION_SLICE: Slice<IgnitionState> = {
   id: 3,
   name: 'ignition',
-  fresh: () => ({ on: 0, flips: zeros(FLIP_RING), flipN: 0, flipAt: 0 }),
+  fresh: () => ({ on: 0, flips: new Ring(FLIP_RING, 1, 'ring') }),
   save(s, out, at) {
     out[at] = s.on;
-    out[at + 1] = s.flipN;
-    out[at + 2] = s.flipAt;
-    for (let j = 0; j < FLIP_RING; j++) out[at + 3 + j] = s.flips[j]!;
-    return at + 3 + FLIP_RING;
+    return s.flips.save(out, at + 1);
   },
   load(x) {
     const s = IGNITION_SLICE.fresh();
     s.on = x(0) === 1 ? 1 : 0;
-    // Stored before the changes were kept: none known.
-    const n = x(1);
-    if (n === n) {
-      s.flipN = n;
-      s.flipAt = x(2);
-      for (let j = 0; j < FLIP_RING; j++) s.flips[j] = x(3 + j);
-    }
+    // Stored before the changes were kept: none known (the ring reads a NaN count as none).
+    s.flips.load(x, 1);
     return s;
   },
 };

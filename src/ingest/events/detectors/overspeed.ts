@@ -4,6 +4,8 @@ import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
 import { TRACK_SLICE, type Step } from './track.js';
 import { tripAddTime, TRIPS_SLICE, type TripsState } from './trips.js';
 import { detector } from './detector.js';
+import { gapBefore, gapFrom } from './gap.js';
+import { spellBegin, spellDue, spellEnd } from './spell.js';
 
 /**
  * Overspeed (Traccar's OverspeedEventHandler, `event.overspeed.minimalDuration`): the speed the track's
@@ -19,7 +21,7 @@ import { detector } from './detector.js';
  * - A trip counts its time over the limit (`overspeed_s`).
  */
 export interface OverspeedState {
-  /** Its start (NaN: not over the limit). */
+  /** Its start (NaN: not over the limit), and 1 once `overspeed_started` was emitted: a spell (spell.ts). */
   since: number;
   told: number;
   /** The limit it broke, the highest speed, the distance while over, and where it started. */
@@ -36,7 +38,7 @@ export interface OverspeedState {
 
 /** Before a GPS record, and before the trips see its gap: a gap longer than EVENTS_MAX_GAP ends an overspeed at its last fix over the limit. */
 export function overspeedGap(ctx: Context, s: OverspeedState, trips: TripsState, time: number): void {
-  if (s.since === s.since && time - s.lastTime > ctx.opts.maxGapMs) end(ctx, s, trips, s.lastOver);
+  if (s.since === s.since && gapBefore(ctx, s.lastTime, time)) end(ctx, s, trips, s.lastOver);
 }
 
 /**
@@ -44,17 +46,15 @@ export function overspeedGap(ctx: Context, s: OverspeedState, trips: TripsState,
  * ignition-off ends counts in the trip). A fix from before a gap that the record confirmed is skipped.
  */
 export function overspeedRecord(ctx: Context, s: OverspeedState, trips: TripsState, r: StreamRecord, plan: StreamPlan, steps: readonly Step[]): void {
-  const gapFrom = r.time - s.lastTime > ctx.opts.maxGapMs ? s.lastTime : -Infinity;
+  const beforeGap = gapFrom(ctx, s.lastTime, r.time);
   s.lastTime = r.time;
   for (const step of steps) {
     const f = step.fix;
-    if (f.time <= gapFrom) continue;
+    if (f.time <= beforeGap) continue;
     if (f.speed !== f.speed) continue; // no speed reported: says nothing
     const limit = limitAt(ctx, f);
     if (limit > 0 && f.speed > limit) {
-      if (s.since !== s.since) {
-        s.since = f.time;
-        s.told = 0;
+      if (spellBegin(s, f.time)) {
         s.limit = limit;
         s.maxSpeed = s.startSpeed = f.speed;
         s.distanceM = 0;
@@ -65,7 +65,7 @@ export function overspeedRecord(ctx: Context, s: OverspeedState, trips: TripsSta
         s.distanceM += step.distanceM;
       }
       s.lastOver = f.time;
-      if (s.told === 0 && f.time - s.since >= ctx.opts.overspeedMinDurationMs) tellStart(ctx, s, s.since);
+      if (spellDue(s, f.time, ctx.opts.overspeedMinDurationMs)) tellStart(ctx, s, s.since);
     } else if (s.since === s.since) end(ctx, s, trips, Math.max(f.time, s.since));
   }
   if (valueOf(r, plan.ignitionAt) === 0 && s.since === s.since) end(ctx, s, trips, Math.max(r.time, s.since));
@@ -86,17 +86,15 @@ function limitAt(ctx: Context, f: { lat: number; lng: number; time: number }): n
 }
 
 function tellStart(ctx: Context, s: OverspeedState, start: number): void {
-  s.told = 1;
   emitEvent(ctx, 'overspeed_started', start, 1, { limit: s.limit, speed: s.startSpeed, lat: s.lat, lng: s.lng });
 }
 
 function end(ctx: Context, s: OverspeedState, trips: TripsState, at: number): void {
   const start = s.since;
-  s.since = NaN;
-  if (s.told === 0 && at - start < ctx.opts.overspeedMinDurationMs) return;
+  const ended = spellEnd(s, at, ctx.opts.overspeedMinDurationMs);
+  if (ended === 'short') return;
   // Emitted only now when it reached the minimum between two fixes (their times say so).
-  if (s.told === 0) tellStart(ctx, s, start);
-  s.told = 0;
+  if (ended === 'untold') tellStart(ctx, s, start);
   emitEvent(ctx, 'overspeed_ended', at, 0, { limit: s.limit, max_speed: s.maxSpeed, duration_s: (at - start) / 1000, distance_m: s.distanceM });
   tripAddTime(trips, 'overspeedMs', at - start);
 }

@@ -1,6 +1,6 @@
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import type { Slice } from './context.js';
-import { zeros } from '../pending.js';
+import { Ring } from './ring.js';
 import { detector } from './detector.js';
 
 /**
@@ -14,10 +14,8 @@ export interface SocState {
   latest: number;
   /** The time of the last CAN record committed (-Infinity before any): the soc is known through it. */
   through: number;
-  /** (time, soc) of the last SOC_RING changes: changesN of them, the next at changesAt. */
-  changes: number[];
-  changesN: number;
-  changesAt: number;
+  /** (time, soc) of the last SOC_RING changes. */
+  changes: Ring;
 }
 
 export const SOC_RING = 8;
@@ -28,10 +26,7 @@ export function noteSoc(s: SocState, r: StreamRecord, plan: StreamPlan): void {
   const soc = valueOf(r, plan.socAt);
   if (soc === undefined || Object.is(soc, s.latest)) return;
   s.latest = soc;
-  s.changes[2 * s.changesAt] = r.time;
-  s.changes[2 * s.changesAt + 1] = soc;
-  s.changesAt = (s.changesAt + 1) % SOC_RING;
-  if (s.changesN < SOC_RING) s.changesN++;
+  s.changes.push(r.time, soc);
 }
 
 /**
@@ -40,24 +35,20 @@ export function noteSoc(s: SocState, r: StreamRecord, plan: StreamPlan): void {
  * nearest known, no longer exact.
  */
 export function socAtOrBefore(s: SocState, time: number): number | undefined {
-  let oldest: number | undefined;
-  for (let j = 1; j <= s.changesN; j++) {
-    const at = (s.changesAt - j + SOC_RING) % SOC_RING;
-    if (s.changes[2 * at]! <= time) return s.changes[2 * at + 1]!;
-    oldest = s.changes[2 * at + 1]!;
-  }
-  return s.changesN === SOC_RING ? oldest : undefined;
+  const c = s.changes;
+  for (let j = 0; j < c.length; j++) if (c.newest(j, 0) <= time) return c.newest(j, 1);
+  return c.full ? c.at(0, 1) : undefined;
 }
 
 /** Whether the changes remembered reach back to `time` (`socAtOrBefore` is exact there). */
 export function socCovers(s: SocState, time: number): boolean {
-  return s.changesN < SOC_RING || s.changes[2 * (s.changesAt % SOC_RING)]! <= time;
+  return !s.changes.full || s.changes.at(0, 0) <= time;
 }
 
 /** Whether the soc changed after `after` up to `to` (by the changes remembered, which must reach back to `after`). */
 export function socChanged(s: SocState, after: number, to: number): boolean {
-  for (let j = 1; j <= s.changesN; j++) {
-    const t = s.changes[2 * ((s.changesAt - j + SOC_RING) % SOC_RING)]!;
+  for (let j = 0; j < s.changes.length; j++) {
+    const t = s.changes.newest(j, 0);
     if (t <= after) return false;
     if (t <= to) return true;
   }
@@ -67,11 +58,10 @@ export function socChanged(s: SocState, after: number, to: number): boolean {
 /** The first soc after `after` and at or before `until`; undefined when none is remembered. */
 export function socFirstAfter(s: SocState, after: number, until: number): number | undefined {
   let first: number | undefined;
-  for (let j = 1; j <= s.changesN; j++) {
-    const at = (s.changesAt - j + SOC_RING) % SOC_RING;
-    const t = s.changes[2 * at]!;
+  for (let j = 0; j < s.changes.length; j++) {
+    const t = s.changes.newest(j, 0);
     if (t <= after) break;
-    if (t <= until) first = s.changes[2 * at + 1]!;
+    if (t <= until) first = s.changes.newest(j, 1);
   }
   return first;
 }
@@ -79,24 +69,17 @@ export function socFirstAfter(s: SocState, after: number, until: number): number
 export const SOC_SLICE: Slice<SocState> = {
   id: 1,
   name: 'soc',
-  fresh: () => ({ latest: NaN, through: -Infinity, changes: zeros(2 * SOC_RING), changesN: 0, changesAt: 0 }),
+  fresh: () => ({ latest: NaN, through: -Infinity, changes: new Ring(SOC_RING, 2, 'ring') }),
   save(s, out, at) {
     out[at] = s.latest;
-    out[at + 1] = s.changesN;
-    out[at + 2] = s.changesAt;
-    for (let j = 0; j < 2 * SOC_RING; j++) out[at + 3 + j] = s.changes[j]!;
-    out[at + 3 + 2 * SOC_RING] = s.through;
-    return at + 4 + 2 * SOC_RING;
+    at = s.changes.save(out, at + 1);
+    out[at] = s.through;
+    return at + 1;
   },
   load(x) {
     const s = SOC_SLICE.fresh();
     s.latest = x(0);
-    if (x(1) === x(1)) {
-      s.changesN = x(1);
-      s.changesAt = x(2);
-      for (let j = 0; j < 2 * SOC_RING; j++) s.changes[j] = x(3 + j);
-    }
-    const through = x(3 + 2 * SOC_RING);
+    const through = x(s.changes.load(x, 1));
     if (through === through) s.through = through;
     return s;
   },

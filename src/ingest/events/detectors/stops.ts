@@ -4,6 +4,8 @@ import { emitStop, flatSlice, type Context, type Slice, type Stop } from './cont
 import { geofenceNamesAt } from './geofences.js';
 import { stepMoving, TRACK_SLICE, type Step } from './track.js';
 import { detector } from './detector.js';
+import { gapFrom } from './gap.js';
+import { lasted } from './spell.js';
 
 /**
  * Stops (Traccar's stops report, `report.trip.minimalParkingDuration`): the vehicle standing still at
@@ -35,11 +37,11 @@ export interface StopsState {
  * a fix from before it that the record confirmed is the gap's side the stop already ended on: skipped.
  */
 export function stopsRecord(ctx: Context, s: StopsState, r: StreamRecord, plan: StreamPlan, steps: readonly Step[]): void {
-  const gapFrom = r.time - s.lastTime > ctx.opts.maxGapMs ? s.lastTime : -Infinity;
-  if (gapFrom !== -Infinity && s.since === s.since) end(ctx, s, s.lastTime);
+  const beforeGap = gapFrom(ctx, s.lastTime, r.time);
+  if (beforeGap !== -Infinity && s.since === s.since) end(ctx, s, s.lastTime);
   s.lastTime = r.time;
   for (const step of steps) {
-    if (step.fix.time <= gapFrom) continue;
+    if (step.fix.time <= beforeGap) continue;
     if (stepMoving(step, ctx.opts)) {
       if (s.since === s.since) end(ctx, s, Math.max(step.fix.time, s.since));
     } else if (s.since !== s.since) {
@@ -66,7 +68,7 @@ function end(ctx: Context, s: StopsState, at: number): void {
   const ignitionOnMs = s.ignitionOnMs + (s.ignitionOnAt === s.ignitionOnAt ? Math.max(0, at - s.ignitionOnAt) : 0);
   s.ignitionOnAt = NaN;
   s.ignitionOnMs = 0;
-  if (at - start < ctx.opts.stopMinDurationMs) return;
+  if (!lasted(start, at, ctx.opts.stopMinDurationMs)) return;
   const stop: Stop = { vehicleno: ctx.vehicleno, start, end: at, durationS: (at - start) / 1000, lat: s.lat, lng: s.lng, ignitionOnS: ignitionOnMs / 1000 };
   const geofence = geofenceNamesAt(ctx, s.lat, s.lng, start);
   if (geofence !== undefined) stop.geofence = geofence;

@@ -1,7 +1,7 @@
 import { haversineM } from '../../../telemetry/geo.js';
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { orNaN, type DeriveOptions, type Slice } from './context.js';
-import { zeros } from '../pending.js';
+import { Ring } from './ring.js';
 import { detector } from './detector.js';
 
 /**
@@ -43,14 +43,10 @@ export interface TrackState {
   rejected: Fix | undefined;
   /** 1 moving, 0 standing, by the speed of the newest fix that reported one. */
   moving: number;
-  /** Times the motion changed: +t started moving at t, -t stopped at t; motionN of them, the next at motionAt. */
-  motion: number[];
-  motionN: number;
-  motionAt: number;
+  /** The last MOTION_RING times the motion changed: +t started moving at t, -t stopped at t. */
+  motion: Ring;
   /** Where the vehicle came to stand, beside `motion`: for each of its last STOOD_RING stops, the fix's time, lat and lng (`standingAt`). */
-  stood: number[];
-  stoodN: number;
-  stoodAt: number;
+  stood: Ring;
 }
 
 export const MOTION_RING = 8;
@@ -183,17 +179,10 @@ function confirm(s: TrackState, c: Fix, o: DeriveOptions, agreed: boolean, out: 
 }
 
 function noteMotion(s: TrackState, f: Fix, moving: number): void {
-  if (moving === s.moving && s.motionN > 0) return;
+  if (moving === s.moving && s.motion.length > 0) return;
   s.moving = moving;
-  s.motion[s.motionAt] = moving ? f.time : -f.time;
-  s.motionAt = (s.motionAt + 1) % MOTION_RING;
-  if (s.motionN < MOTION_RING) s.motionN++;
-  if (moving) return;
-  s.stood[3 * s.stoodAt] = f.time;
-  s.stood[3 * s.stoodAt + 1] = f.lat;
-  s.stood[3 * s.stoodAt + 2] = f.lng;
-  s.stoodAt = (s.stoodAt + 1) % STOOD_RING;
-  if (s.stoodN < STOOD_RING) s.stoodN++;
+  s.motion.push(moving ? f.time : -f.time);
+  if (!moving) s.stood.push(f.time, f.lat, f.lng);
 }
 
 /**
@@ -204,10 +193,8 @@ function noteMotion(s: TrackState, f: Fix, moving: number): void {
  */
 export function standingAt(s: TrackState, time: number): { lat: number; lng: number } | undefined {
   if (movingAt(s, time)) return undefined;
-  for (let j = 1; j <= s.stoodN; j++) {
-    const k = (s.stoodAt - j + STOOD_RING) % STOOD_RING;
-    if (s.stood[3 * k]! <= time) return { lat: s.stood[3 * k + 1]!, lng: s.stood[3 * k + 2]! };
-  }
+  const stood = s.stood;
+  for (let j = 0; j < stood.length; j++) if (stood.newest(j, 0) <= time) return { lat: stood.newest(j, 1), lng: stood.newest(j, 2) };
   return undefined;
 }
 
@@ -220,19 +207,19 @@ export function motionSettledThrough(s: TrackState, watermark: number, o: Derive
   const r = s.rejected;
   if (r !== undefined && r.speed === r.speed) through = Math.min(through, r.time - 1);
   const c = s.candidate;
-  if (c !== undefined && c.speed === c.speed && (s.motionN === 0 || (c.speed > o.motionSpeedKmh ? 1 : 0) !== s.moving)) through = Math.min(through, c.time - 1);
+  if (c !== undefined && c.speed === c.speed && (s.motion.length === 0 || (c.speed > o.motionSpeedKmh ? 1 : 0) !== s.moving)) through = Math.min(through, c.time - 1);
   return through;
 }
 
 /** Whether the motion history reaches back to `time` (its oldest change remembered is at or before it, or none was forgotten). */
 export function motionCovers(s: TrackState, time: number): boolean {
-  return s.motionN < MOTION_RING || Math.abs(s.motion[s.motionAt % MOTION_RING]!) <= time;
+  return !s.motion.full || Math.abs(s.motion.at(0)) <= time;
 }
 
 /** Whether the motion changed after `from` up to `to` (by the history, which must cover `from`). */
 export function motionChanged(s: TrackState, from: number, to: number): boolean {
-  for (let j = 1; j <= s.motionN; j++) {
-    const t = Math.abs(s.motion[(s.motionAt - j + MOTION_RING) % MOTION_RING]!);
+  for (let j = 0; j < s.motion.length; j++) {
+    const t = Math.abs(s.motion.newest(j));
     if (t <= from) return false;
     if (t <= to) return true;
   }
@@ -242,8 +229,8 @@ export function motionChanged(s: TrackState, from: number, to: number): boolean 
 /** Whether the vehicle was moving at `time`, by the motion history (its latest state for a time past it). */
 export function movingAt(s: TrackState, time: number): boolean {
   let oldest = 0;
-  for (let j = 1; j <= s.motionN; j++) {
-    const x = s.motion[(s.motionAt - j + MOTION_RING) % MOTION_RING]!;
+  for (let j = 0; j < s.motion.length; j++) {
+    const x = s.motion.newest(j);
     if (Math.abs(x) <= time) return x > 0;
     oldest = x;
   }
@@ -254,40 +241,24 @@ export function movingAt(s: TrackState, time: number): boolean {
 export const TRACK_SLICE: Slice<TrackState> = {
   id: 0,
   name: 'track',
-  fresh: () => withPool({ anchor: undefined, candidate: undefined, rejected: undefined, moving: 0, motion: zeros(MOTION_RING), motionN: 0, motionAt: 0, stood: zeros(3 * STOOD_RING), stoodN: 0, stoodAt: 0 }),
+  fresh: () => withPool({ anchor: undefined, candidate: undefined, rejected: undefined, moving: 0, motion: new Ring(MOTION_RING, 1, 'ring'), stood: new Ring(STOOD_RING, 3, 'ring') }),
   save(s, out, at) {
     at = putFix(out, at, s.anchor);
     at = putFix(out, at, s.candidate);
     out[at] = s.moving;
-    out[at + 1] = s.motionN;
-    out[at + 2] = s.motionAt;
-    for (let j = 0; j < MOTION_RING; j++) out[at + 3 + j] = s.motion[j]!;
-    at = putFix(out, at + 3 + MOTION_RING, s.rejected);
-    out[at] = s.stoodN;
-    out[at + 1] = s.stoodAt;
-    for (let j = 0; j < 3 * STOOD_RING; j++) out[at + 2 + j] = s.stood[j]!;
-    return at + 2 + 3 * STOOD_RING;
+    at = s.motion.save(out, at + 1);
+    at = putFix(out, at, s.rejected);
+    return s.stood.save(out, at);
   },
   load(x) {
     const s = TRACK_SLICE.fresh();
     s.anchor = fixFrom(x, 0);
     s.candidate = fixFrom(x, 4);
     s.moving = x(8) === 1 ? 1 : 0;
-    const n = x(9);
-    if (n === n) {
-      s.motionN = n;
-      s.motionAt = x(10);
-      for (let j = 0; j < MOTION_RING; j++) s.motion[j] = x(11 + j);
-    }
-    s.rejected = fixFrom(x, 11 + MOTION_RING);
-    // Stored before the stops were kept: none known.
-    const at = 15 + MOTION_RING;
-    const stoodN = x(at);
-    if (stoodN === stoodN) {
-      s.stoodN = stoodN;
-      s.stoodAt = x(at + 1);
-      for (let j = 0; j < 3 * STOOD_RING; j++) s.stood[j] = x(at + 2 + j);
-    }
+    const at = s.motion.load(x, 9);
+    s.rejected = fixFrom(x, at);
+    // Stored before the stops were kept: none known (the ring reads a NaN count as none).
+    s.stood.load(x, at + 4);
     return s;
   },
 };

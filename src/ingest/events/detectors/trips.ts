@@ -6,6 +6,8 @@ import { correctFrom, notePremature } from '../corrections/state.js';
 import { settleTrack, TRACK_SLICE, type Step, type TrackState } from './track.js';
 import { geofenceNamesAt } from './geofences.js';
 import { detector } from './detector.js';
+import { gapBefore } from './gap.js';
+import { lasted } from './spell.js';
 
 /**
  * Trips, by ignition (Traccar's trips with `report.trip.useIgnition`): from a GPS record with ignition
@@ -75,7 +77,7 @@ const FINISHED_KEYS: ReadonlyArray<keyof Finished> = ['start', 'end', 'startLat'
 
 /** Before a GPS record: a gap since the last one longer than EVENTS_MAX_GAP ends the open trip at that last record. */
 export function tripGap(ctx: Context, s: TripsState, waiting: FinishedTrips, track: TrackState, soc: SocState, time: number): void {
-  if (s.open !== 1 || time - s.lastTime <= ctx.opts.maxGapMs) return;
+  if (s.open !== 1 || !gapBefore(ctx, s.lastTime, time)) return;
   const settled = settleTrack(track, ctx.opts);
   if (settled !== undefined) tripStep(s, settled);
   end(ctx, s, waiting, s.lastTime, soc, true);
@@ -165,7 +167,7 @@ function end(ctx: Context, s: TripsState, waiting: FinishedTrips, at: number, so
   const socStartAt = s.socStartAt;
   s.socStartAt = NaN;
   const o = ctx.opts;
-  if (at - s.start < o.tripMinDurationMs && s.distanceM < o.tripMinDistanceM) return;
+  if (!lasted(s.start, at, o.tripMinDurationMs) && s.distanceM < o.tripMinDistanceM) return;
   if (waiting.length >= MAX_WAITING) tell(ctx, waiting, soc);
   waiting.push({
     start: s.start,

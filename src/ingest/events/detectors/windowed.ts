@@ -1,3 +1,5 @@
+import { Ring } from './ring.js';
+
 /**
  * The highest (or lowest) of the readings within a window of time before the newest: what a slow fall
  * or rise is measured from (charge draining while parked, `drain.ts`; fuel drops and refuels, `fuel.ts`).
@@ -15,59 +17,52 @@
  * later extreme lower (a fall smaller): the queue may tell a fall late, never one that was not.
  */
 export class WindowedExtreme {
-  times: number[] = [];
-  values: number[] = [];
+  /** The readings held, (time, value) oldest first: a ring in the `'list'` layout (`ring.ts`), as the drain stores it. */
+  readonly held: Ring;
 
   constructor(
     readonly kind: 'highest' | 'lowest',
     readonly capacity: number,
-  ) {}
+  ) {
+    this.held = new Ring(capacity, 2, 'list');
+  }
 
   get length(): number {
-    return this.times.length;
+    return this.held.length;
   }
 
   /** Drops the readings before `from` (the window's start). */
   expire(from: number): void {
+    const h = this.held;
     let k = 0;
-    while (k < this.times.length && this.times[k]! < from) k++;
-    if (k > 0) {
-      this.times.splice(0, k);
-      this.values.splice(0, k);
-    }
+    while (k < h.length && h.at(k, 0) < from) k++;
+    h.dropOldest(k);
   }
 
   /** The extreme's value and time, of the readings held (undefined when none). */
   get value(): number | undefined {
-    return this.values[0];
+    return this.held.length > 0 ? this.held.at(0, 1) : undefined;
   }
 
   get time(): number | undefined {
-    return this.times[0];
+    return this.held.length > 0 ? this.held.at(0, 0) : undefined;
   }
 
   /** Adds a reading, newer than every one held. */
   push(time: number, value: number): void {
-    const beyond = this.kind === 'highest' ? (a: number, b: number) => a > b : (a: number, b: number) => a < b;
-    while (this.values.length > 0 && !beyond(this.values[this.values.length - 1]!, value)) {
-      this.values.pop();
-      this.times.pop();
-    }
-    if (this.values.length >= this.capacity) {
-      this.values.splice(this.values.length - 1, 1);
-      this.times.splice(this.times.length - 1, 1);
-    }
-    this.times.push(time);
-    this.values.push(value);
+    const h = this.held;
+    const highest = this.kind === 'highest';
+    while (h.length > 0 && !(highest ? h.newest(0, 1) > value : h.newest(0, 1) < value)) h.dropNewest();
+    if (h.full) h.dropNewest();
+    h.push(time, value);
   }
 
   clear(): void {
-    this.times = [];
-    this.values = [];
+    this.held.clear();
   }
 
   /** The readings held, oldest first, as [time, value]. */
   entries(): Array<[number, number]> {
-    return this.times.map((t, i) => [t, this.values[i]!]);
+    return Array.from({ length: this.held.length }, (_, i): [number, number] => [this.held.at(i, 0), this.held.at(i, 1)]);
   }
 }
