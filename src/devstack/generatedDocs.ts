@@ -50,6 +50,7 @@ export function runOrderTable(detectors: readonly Detector[] = DETECTORS): strin
   const why = (d: Detector): string =>
     [
       ...d.reads.map((k) => `reads \`${k}\``),
+      ...d.readsBefore.map((k) => `reads \`${k}\` as the records before left it`),
       ...d.amends.map((k) => `amends \`${k}\``),
       ...d.after.map((k) => `after \`${k}\``),
       ...d.writesInto.map((k) => `writes into \`${k}\``),

@@ -143,7 +143,7 @@ const COMMITTING: StreamRecord = emptyRecord(0, 0);
 const RELEASING: StreamRecord = emptyRecord(0, 0);
 
 /** The call's context, reused (calls never nest): only its outputs are new. */
-const CTX: Context = { vehicleno: '', opts: DEFAULT_DERIVE_OPTIONS, out: emptyDerived(), late: SLICES.late.fresh(), cutBefore: NaN };
+const CTX: Context = { vehicleno: '', opts: DEFAULT_DERIVE_OPTIONS, out: emptyDerived(), late: SLICES.late.fresh(), cutBefore: NaN, previousTime: -Infinity };
 
 /**
  * A call begins: its context, and, for a state whose corrections have not begun (a new vehicle, or one a
@@ -264,6 +264,7 @@ function commitDue(ctx: Context, s: VehicleState, nowMs: number, idle: boolean):
     const plan = ORDER[next]!;
     const stream = s.streams[plan.streamId]!;
     const r = stream.pending.read(DONE[next]!++, COMMITTING);
+    ctx.previousTime = stream.watermark;
     committed(stream, r.time);
     apply(ctx, s, plan, r);
   }

@@ -47,14 +47,16 @@ describe('the detectors’ list (kinds.ts)', () => {
     const at = (k: string): number => order.indexOf(k);
     for (const d of DETECTORS) {
       for (const k of [...d.reads, ...d.amends, ...d.after]) expect(at(d.key), `${d.key} after ${k}`).toBeGreaterThan(at(k));
-      for (const k of [...d.writesInto, ...d.before]) expect(at(d.key), `${d.key} before ${k}`).toBeLessThan(at(k));
+      for (const k of [...d.readsBefore, ...d.writesInto, ...d.before]) expect(at(d.key), `${d.key} before ${k}`).toBeLessThan(at(k));
     }
     // What users meet of it: idling's and overspeed's time counts in the trip a record ends; towing's parked place is the settled fix.
     expect(at('idle')).toBeLessThan(at('trips'));
     expect(at('overspeed')).toBeLessThan(at('trips'));
     expect(at('towing')).toBeGreaterThan(at('trips'));
     // Nothing else asked: the list's order (the track and the soc first, as kinds were added).
-    expect(order.slice(0, 4)).toEqual(['track', 'soc', 'alarms', 'ignition']);
+    expect(order.slice(0, 4)).toEqual(['track', 'soc', 'alarms', 'charging']);
+    // Idling and stops read the ignition as the records before left it: the ignition's own update comes after them.
+    expect(at('ignition')).toBeGreaterThan(Math.max(at('idle'), at('stops')));
     expect(runOrderTable()).toContain('| `gap` | `idle` → `overspeed` → `trips` |');
   });
 
@@ -120,11 +122,13 @@ describe('the detectors’ list (kinds.ts)', () => {
     for (const p of PHASES) if (p !== 'position') expect(runOrderTable(list)).not.toMatch(new RegExp(`\\| \`${p}\` \\|.*hail`));
     const phases = compilePhases(list);
     const s = { ...newState(), hail: HAIL.slice.fresh() };
-    const ctx: Context = { vehicleno: 'V', opts: DEFAULT_DERIVE_OPTIONS, out: emptyDerived(), late: s.late, cutBefore: NaN };
+    const ctx: Context = { vehicleno: 'V', opts: DEFAULT_DERIVE_OPTIONS, out: emptyDerived(), late: s.late, cutBefore: NaN, previousTime: -Infinity };
     const plan = STREAMS.get('gps')!;
     const steps: Step[] = [];
     for (let k = 0; k < 5; k++) {
       const r = recordOf(inputOf('gps', 1_767_600_000_000 + k * 1000, { lat: 12.97 + k * 1e-4, lng: 77.59, speed: 40, ignstatus: 1 }), plan)!;
+      // As derive.ts commits a record: the time of the one before it in its stream.
+      ctx.previousTime = k === 0 ? -Infinity : r.time - 1000;
       phases.gap(ctx, s, r, plan, steps);
       phases.position(ctx, s, r, plan, steps);
     }

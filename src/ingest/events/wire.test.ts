@@ -52,6 +52,23 @@ describe('a state in Redis', () => {
     expect(roundTrip(odd).streams.map((st) => st?.pending.records())).toEqual(odd.streams.map((st) => st?.pending.records()));
   });
 
+  it('stores the copies the release before reads of the facts kept once: the GPS stream’s last record time, the last ignition', () => {
+    const s = newState();
+    ingest(V, s, drive(0, 110), T0 + 110_000);
+    ingest(V, s, [inputOf('gps', T0 + 200_000, { lat: 12.9, lng: 77.6, speed: 0, ignstatus: 0 })], T0 + 260_000);
+    flush(V, s, T0 + 900_000);
+    const gps = s.streams[STREAMS.get('gps')!.streamId]!.watermark;
+    expect(gps).toBe(T0 + 200_000);
+    const stored = committedSections(writeCommitted(s));
+    // Each slice's layout (its flatSlice keys): trips' lastTime 9th; idling's and stops' ignition and lastTime 6th and 7th; overspeed's lastTime 10th.
+    expect(stored.get('slice 4')![9]).toBe(gps);
+    for (const id of [7, 8]) expect(stored.get(`slice ${id}`)!.slice(5, 7), `slice ${id}`).toEqual([0, gps]);
+    expect(stored.get('slice 9')![9]).toBe(gps);
+    // A fresh state: no ignition seen (NaN), no GPS record (-Infinity), as the release before wrote them.
+    const fresh = committedSections(writeCommitted(newState()));
+    expect(fresh.get('slice 8')!.slice(5, 7)).toEqual([NaN, -Infinity]);
+  });
+
   it('refuses bytes that are not a state or a pending record', () => {
     const s = newState();
     ingest(V, s, drive(0, 50), T0 + 50_000);

@@ -70,7 +70,7 @@ export function prepareCommitted(s: VehicleState, head = '', rings = true): numb
   for (const k of SLICE_KEYS) {
     const slice = SLICES[k] as Slice<unknown>;
     const from = at;
-    at = slice.save(s[k], gathered, at);
+    at = slice.save(s[k], gathered, at, s);
     if (at - from > 255) throw new Error(`vehicle events: slice ${slice.name} saves more than 255 doubles`);
     sectionHead[2 * sectionCount] = slice.id;
     sectionHead[2 * sectionCount + 1] = at - from;

@@ -2,6 +2,7 @@ import type { GeofenceLookup } from '../../geofences/lookup.js';
 import type { LateState } from '../corrections/state.js';
 import type { SpeedLimits } from '../../speedLimits/registry.js';
 import { SETTING_DEFAULTS, type Settings } from '../../../config/index.js';
+import { TRACK_STREAM } from '../inputs.js';
 
 /**
  * What every detector shares: the outputs a derivation call collects, the options, and the way a
@@ -219,7 +220,16 @@ export interface Context {
   late: LateState;
   /** The last record time the vehicle's streams had committed as the call began (NaN: not read yet). */
   cutBefore: number;
+  /**
+   * The time of the record before the one being taken, in its stream (-Infinity: none): the stream's
+   * watermark as it was (derive.ts). For a GPS record (the phases `gap` and `position`) it is the one fact
+   * every detector measures a gap from, kept once, in the stream.
+   */
+  previousTime: number;
 }
+
+/** A slice's stored copy of the GPS stream's last record time (what `Context.previousTime` is read from), for the release before: its watermark. */
+export const gpsLastTimeCopy = (state: { streams: ReadonlyArray<{ watermark: number } | undefined> }): number => state.streams[TRACK_STREAM]!.watermark;
 
 // Most calls derive nothing: their outputs share these empty lists, and a list is made at its first output.
 const NONE: readonly never[] = Object.freeze([]);

@@ -23,6 +23,8 @@ export interface Detector<K extends string = string, S = unknown, V = unknown> {
   readonly input: string;
   /** Other detectors' slices it reads, by key (it does not change them): it runs after each of them. */
   readonly reads: readonly string[];
+  /** Other detectors' slices it reads as the records before left them (it does not change them): it runs before each. */
+  readonly readsBefore: readonly string[];
   /** Other detectors' slices it adds to before their detector takes the record (the time of an idle to the open trip): it runs before each. */
   readonly writesInto: readonly string[];
   /** Other detectors' slices it changes after their detector took the record (the trips settle the track at a trip's end): it runs after each. */
@@ -87,17 +89,18 @@ type Slices = Readonly<Record<string, Pick<Slice<unknown>, 'id' | 'fresh'>>>;
 type StatesOf<M> = { [k in keyof M]: M[k] extends Slice<infer T> ? T : never };
 
 /** The slices a detector's hooks are handed: its own under its key, the others' it declared under theirs (those it reads, read-only). */
-export type ViewOf<K extends string, S, R, W, A> = { [k in K]: S } & { readonly [k in keyof R]: Readonly<StatesOf<R>[k]> } & StatesOf<W> & StatesOf<A>;
+export type ViewOf<K extends string, S, R, W, A, B = {}> = { [k in K]: S } & { readonly [k in keyof R | keyof B]: Readonly<StatesOf<R & B>[k]> } & StatesOf<W> & StatesOf<A>;
 
 /** A detector as its module declares it: the slices it reads, writes into and amends given as slices (so its hooks' view is typed from them). */
-export interface Declaration<K extends string, S, R extends Slices, W extends Slices, A extends Slices>
-  extends Omit<Detector<K, S, ViewOf<K, S, R, W, A>>, 'reads' | 'writesInto' | 'amends' | 'after' | 'before' | 'on'> {
+export interface Declaration<K extends string, S, R extends Slices, W extends Slices, A extends Slices, B extends Slices>
+  extends Omit<Detector<K, S, ViewOf<K, S, R, W, A, B>>, 'reads' | 'readsBefore' | 'writesInto' | 'amends' | 'after' | 'before' | 'on'> {
   readonly reads?: R;
+  readonly readsBefore?: B;
   readonly writesInto?: W;
   readonly amends?: A;
   readonly after?: readonly string[];
   readonly before?: readonly string[];
-  readonly on?: Hooks<ViewOf<K, S, R, W, A>>;
+  readonly on?: Hooks<ViewOf<K, S, R, W, A, B>>;
 }
 
 /**
@@ -130,11 +133,11 @@ export const influxName = (name: string): string => name.replace(/[A-Z]/g, (c) =
 export const fieldsOf = (output: Output, event?: string): OutputField[] => output.fields.filter((f) => event === undefined || f.on === undefined || f.on.includes(event));
 
 /** A declaration, its key kept as a literal type (so the vehicle state's type is derived from the list). */
-export function detector<const K extends string, S, const R extends Slices = {}, const W extends Slices = {}, const A extends Slices = {}>(
-  d: Declaration<K, S, R, W, A>,
-): Detector<K, S, ViewOf<K, S, R, W, A>> {
+export function detector<const K extends string, S, const R extends Slices = {}, const W extends Slices = {}, const A extends Slices = {}, const B extends Slices = {}>(
+  d: Declaration<K, S, R, W, A, B>,
+): Detector<K, S, ViewOf<K, S, R, W, A, B>> {
   // A relation names the other detector by its key (a slice's name is how it is logged, not how the state keys it).
-  return { ...d, reads: Object.keys(d.reads ?? {}), writesInto: Object.keys(d.writesInto ?? {}), amends: Object.keys(d.amends ?? {}), after: d.after ?? [], before: d.before ?? [], on: d.on ?? {} };
+  return { ...d, reads: Object.keys(d.reads ?? {}), readsBefore: Object.keys(d.readsBefore ?? {}), writesInto: Object.keys(d.writesInto ?? {}), amends: Object.keys(d.amends ?? {}), after: d.after ?? [], before: d.before ?? [], on: d.on ?? {} };
 }
 
 /** The event names of outputs, in order. */
@@ -142,7 +145,7 @@ export const eventNamesOf = (outputs: readonly Output[]): string[] => outputs.fl
 
 /**
  * The order the detectors run in, derived from what each declares: after those it reads, amends or names in
- * `after`, before those it writes into or names in `before`; otherwise in the list's order (the order kinds were added). Throws,
+ * `after`, before those it reads as the records before left them, writes into or names in `before`; otherwise in the list's order (the order kinds were added). Throws,
  * naming them, where the declarations ask for a circle.
  */
 export function runOrder<D extends Detector>(list: readonly D[]): D[] {
@@ -155,7 +158,7 @@ export function runOrder<D extends Detector>(list: readonly D[]): D[] {
   };
   list.forEach((d, i) => {
     for (const k of [...d.reads, ...d.amends, ...d.after]) before[i]!.add(at(k, d.key));
-    for (const k of [...d.writesInto, ...d.before]) before[at(k, d.key)]!.add(i);
+    for (const k of [...d.readsBefore, ...d.writesInto, ...d.before]) before[at(k, d.key)]!.add(i);
   });
   const order: D[] = [];
   const done = new Set<number>();

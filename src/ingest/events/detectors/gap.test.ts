@@ -3,7 +3,7 @@ import { gapBefore, gapFrom } from './gap.js';
 import { emptyDerived, type Context } from './context.js';
 import { OPTS } from '../events.testkit.js';
 
-const ctx = (maxGapMs: number): Context => ({ vehicleno: 'V', opts: { ...OPTS, maxGapMs }, out: emptyDerived(), late: undefined as never, cutBefore: NaN });
+const ctx = (maxGapMs: number): Context => ({ vehicleno: 'V', opts: { ...OPTS, maxGapMs }, out: emptyDerived(), late: undefined as never, cutBefore: NaN, previousTime: -Infinity });
 
 describe('the gap rule (EVENTS_MAX_GAP)', () => {
   it('is a gap only past the maximum: records exactly EVENTS_MAX_GAP apart are none', () => {

@@ -1,6 +1,7 @@
 import { VEHICLE_EVENTS } from '../../../telemetry/derivedMeasurements.js';
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
-import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
+import { emitEvent, flatSlice, gpsLastTimeCopy, type Context, type Slice } from './context.js';
+import { IGNITION_SLICE, lastIgnition, lastIgnitionCopy } from './ignition.js';
 import { stepMoving, TRACK_SLICE, type Step, type TrackState } from './track.js';
 import { tripAddTime, TRIPS_SLICE, type TripsState } from './trips.js';
 import { detector } from './detector.js';
@@ -23,16 +24,14 @@ export interface IdleState {
   told: number;
   lat: number;
   lng: number;
-  /** 1 when the last confirmed fix stood still; the last ignition seen (NaN: none). */
+  /** 1 when the last confirmed fix stood still. */
   standing: number;
-  ignition: number;
-  lastTime: number;
 }
 
 /** Before a GPS record, and before the trips see its gap (so the idle counts in the trip the gap ends): a gap longer than EVENTS_MAX_GAP ends the idle at the last record before it. */
 export function idleGap(ctx: Context, s: IdleState, trips: TripsState, time: number): void {
-  if (!gapBefore(ctx, s.lastTime, time)) return;
-  if (s.since === s.since) end(ctx, s, trips, s.lastTime);
+  if (!gapBefore(ctx, ctx.previousTime, time)) return;
+  if (s.since === s.since) end(ctx, s, trips, ctx.previousTime);
   s.standing = 0; // not known across the gap until a fix says so
 }
 
@@ -40,9 +39,8 @@ export function idleGap(ctx: Context, s: IdleState, trips: TripsState, time: num
  * A GPS record, in order, after the track took its fix; before the trips see it (an idle its
  * ignition-off ends counts in the trip). A fix from before a gap that the record confirmed is skipped.
  */
-export function idleRecord(ctx: Context, s: IdleState, trips: TripsState, track: TrackState, r: StreamRecord, plan: StreamPlan, steps: readonly Step[]): void {
-  const beforeGap = gapFrom(ctx, s.lastTime, r.time);
-  s.lastTime = r.time;
+export function idleRecord(ctx: Context, s: IdleState, trips: TripsState, track: TrackState, ignitionBefore: number, r: StreamRecord, plan: StreamPlan, steps: readonly Step[]): void {
+  const beforeGap = gapFrom(ctx, ctx.previousTime, r.time);
   for (const step of steps) {
     if (step.fix.time <= beforeGap) continue;
     if (stepMoving(step, ctx.opts)) {
@@ -50,14 +48,13 @@ export function idleRecord(ctx: Context, s: IdleState, trips: TripsState, track:
       if (s.since === s.since) end(ctx, s, trips, Math.max(step.fix.time, s.since));
     } else {
       s.standing = 1;
-      if (s.ignition === 1) begin(s, step.fix.time, step.fix.lat, step.fix.lng);
+      if (ignitionBefore === 1) begin(s, step.fix.time, step.fix.lat, step.fix.lng);
     }
   }
   const ign = valueOf(r, plan.ignitionAt);
   if (ign === 0) {
     if (s.since === s.since) end(ctx, s, trips, Math.max(r.time, s.since));
-  } else if (ign === 1 && s.ignition !== 1 && s.standing === 1 && track.anchor !== undefined) begin(s, r.time, track.anchor.lat, track.anchor.lng);
-  if (ign === 0 || ign === 1) s.ignition = ign;
+  } else if (ign === 1 && ignitionBefore !== 1 && s.standing === 1 && track.anchor !== undefined) begin(s, r.time, track.anchor.lat, track.anchor.lng);
   if (spellDue(s, r.time, ctx.opts.idleMinDurationMs)) emitEvent(ctx, 'idle_started', s.since, 1, { lat: s.lat, lng: s.lng });
 }
 
@@ -81,7 +78,9 @@ export const IDLE_SLICE: Slice<IdleState> = flatSlice(
   8,
   'idle',
   ['since', 'told', 'lat', 'lng', 'standing', 'ignition', 'lastTime'],
-  () => ({ since: NaN, told: 0, lat: NaN, lng: NaN, standing: 0, ignition: NaN, lastTime: -Infinity }),
+  () => ({ since: NaN, told: 0, lat: NaN, lng: NaN, standing: 0 }),
+  // The last ignition and the GPS stream's last record time, each kept once (the ignition's slice, the stream); stored here too, for the release before.
+  { ignition: lastIgnitionCopy, lastTime: gpsLastTimeCopy },
 );
 
 /** The idle detector, declared once (detector.ts); ../kinds.ts lists it. */
@@ -92,9 +91,11 @@ export const IDLE_DETECTOR = detector({
   reads: { track: TRACK_SLICE },
   // Before the trips take the record: an idle that a gap or an ignition-off ends counts in the trip it ends.
   writesInto: { trips: TRIPS_SLICE },
+  // The ignition as the records before left it (an idle starts when it was on before this record).
+  readsBefore: { ignition: IGNITION_SLICE },
   on: {
     gap: (ctx, s, time) => idleGap(ctx, s.idle, s.trips, time),
-    position: (ctx, s, r, plan, steps) => idleRecord(ctx, s.idle, s.trips, s.track, r, plan, steps),
+    position: (ctx, s, r, plan, steps) => idleRecord(ctx, s.idle, s.trips, s.track, lastIgnition(s.ignition), r, plan, steps),
   },
   input: "the track, GPS `ignstatus`",
   settings: ["IDLE_MIN_DURATION"],

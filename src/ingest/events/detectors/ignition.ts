@@ -19,6 +19,12 @@ export interface IgnitionState {
 
 export const FLIP_RING = 8;
 
+/** The last ignition seen (1 on, 0 off, NaN: none yet): the one fact idling and stops read it from. */
+export const lastIgnition = (s: IgnitionState): number => (s.flips.length === 0 ? NaN : s.on);
+
+/** A slice's stored copy of the last ignition (`lastIgnition`), for the release before. */
+export const lastIgnitionCopy = (state: { ignition: IgnitionState }): number => lastIgnition(state.ignition);
+
 export function ignitionRecord(ctx: Context, s: IgnitionState, r: StreamRecord, plan: StreamPlan): void {
   const ign = valueOf(r, plan.ignitionAt);
   if (ign !== 0 && ign !== 1) return;

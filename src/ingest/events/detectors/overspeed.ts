@@ -1,6 +1,6 @@
 import { VEHICLE_EVENTS } from '../../../telemetry/derivedMeasurements.js';
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
-import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
+import { emitEvent, flatSlice, gpsLastTimeCopy, type Context, type Slice } from './context.js';
 import { TRACK_SLICE, type Step } from './track.js';
 import { tripAddTime, TRIPS_SLICE, type TripsState } from './trips.js';
 import { detector } from './detector.js';
@@ -31,14 +31,13 @@ export interface OverspeedState {
   lat: number;
   lng: number;
   startSpeed: number;
-  /** The last confirmed fix's time while over, and the last GPS record's (a gap is measured from it). */
+  /** The last confirmed fix's time while over. */
   lastOver: number;
-  lastTime: number;
 }
 
 /** Before a GPS record, and before the trips see its gap: a gap longer than EVENTS_MAX_GAP ends an overspeed at its last fix over the limit. */
 export function overspeedGap(ctx: Context, s: OverspeedState, trips: TripsState, time: number): void {
-  if (s.since === s.since && gapBefore(ctx, s.lastTime, time)) end(ctx, s, trips, s.lastOver);
+  if (s.since === s.since && gapBefore(ctx, ctx.previousTime, time)) end(ctx, s, trips, s.lastOver);
 }
 
 /**
@@ -46,8 +45,7 @@ export function overspeedGap(ctx: Context, s: OverspeedState, trips: TripsState,
  * ignition-off ends counts in the trip). A fix from before a gap that the record confirmed is skipped.
  */
 export function overspeedRecord(ctx: Context, s: OverspeedState, trips: TripsState, r: StreamRecord, plan: StreamPlan, steps: readonly Step[]): void {
-  const beforeGap = gapFrom(ctx, s.lastTime, r.time);
-  s.lastTime = r.time;
+  const beforeGap = gapFrom(ctx, ctx.previousTime, r.time);
   for (const step of steps) {
     const f = step.fix;
     if (f.time <= beforeGap) continue;
@@ -103,7 +101,9 @@ export const OVERSPEED_SLICE: Slice<OverspeedState> = flatSlice(
   9,
   'overspeed',
   ['since', 'told', 'limit', 'maxSpeed', 'distanceM', 'lat', 'lng', 'startSpeed', 'lastOver', 'lastTime'],
-  () => ({ since: NaN, told: 0, limit: NaN, maxSpeed: NaN, distanceM: 0, lat: NaN, lng: NaN, startSpeed: NaN, lastOver: NaN, lastTime: -Infinity }),
+  () => ({ since: NaN, told: 0, limit: NaN, maxSpeed: NaN, distanceM: 0, lat: NaN, lng: NaN, startSpeed: NaN, lastOver: NaN }),
+  // The GPS stream's last record time, kept once in the stream (`Context.previousTime`); stored here too, for the release before.
+  { lastTime: gpsLastTimeCopy },
 );
 
 /** The overspeed detector, declared once (detector.ts); ../kinds.ts lists it. */

@@ -1,6 +1,7 @@
 import { STOPS } from '../../../telemetry/derivedMeasurements.js';
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
-import { emitStop, flatSlice, type Context, type Slice, type Stop } from './context.js';
+import { emitStop, flatSlice, gpsLastTimeCopy, type Context, type Slice, type Stop } from './context.js';
+import { IGNITION_SLICE, lastIgnition, lastIgnitionCopy } from './ignition.js';
 import { geofenceNamesAt } from './geofences.js';
 import { stepMoving, TRACK_SLICE, type Step } from './track.js';
 import { detector } from './detector.js';
@@ -27,19 +28,15 @@ export interface StopsState {
   /** Ignition-on time within the stop so far, and since when it is on (NaN: off). */
   ignitionOnMs: number;
   ignitionOnAt: number;
-  /** The last ignition seen (NaN: none yet), and the last GPS record's time (a gap is measured from it). */
-  ignition: number;
-  lastTime: number;
 }
 
 /**
  * A GPS record, in order, after the track took its fix (`steps`: the fixes that confirmed). After a gap,
  * a fix from before it that the record confirmed is the gap's side the stop already ended on: skipped.
  */
-export function stopsRecord(ctx: Context, s: StopsState, r: StreamRecord, plan: StreamPlan, steps: readonly Step[]): void {
-  const beforeGap = gapFrom(ctx, s.lastTime, r.time);
-  if (beforeGap !== -Infinity && s.since === s.since) end(ctx, s, s.lastTime);
-  s.lastTime = r.time;
+export function stopsRecord(ctx: Context, s: StopsState, ignitionBefore: number, r: StreamRecord, plan: StreamPlan, steps: readonly Step[]): void {
+  const beforeGap = gapFrom(ctx, ctx.previousTime, r.time);
+  if (beforeGap !== -Infinity && s.since === s.since) end(ctx, s, ctx.previousTime);
   for (const step of steps) {
     if (step.fix.time <= beforeGap) continue;
     if (stepMoving(step, ctx.opts)) {
@@ -49,17 +46,16 @@ export function stopsRecord(ctx: Context, s: StopsState, r: StreamRecord, plan: 
       s.lat = step.fix.lat;
       s.lng = step.fix.lng;
       s.ignitionOnMs = 0;
-      s.ignitionOnAt = s.ignition === 1 ? s.since : NaN;
+      s.ignitionOnAt = ignitionBefore === 1 ? s.since : NaN;
     }
   }
   const ign = valueOf(r, plan.ignitionAt);
-  if (ign === 1 && s.ignition !== 1) {
+  if (ign === 1 && ignitionBefore !== 1) {
     if (s.since === s.since) s.ignitionOnAt = Math.max(r.time, s.since);
-  } else if (ign === 0 && s.ignition === 1 && s.ignitionOnAt === s.ignitionOnAt) {
+  } else if (ign === 0 && ignitionBefore === 1 && s.ignitionOnAt === s.ignitionOnAt) {
     s.ignitionOnMs += Math.max(0, r.time - s.ignitionOnAt);
     s.ignitionOnAt = NaN;
   }
-  if (ign === 0 || ign === 1) s.ignition = ign;
 }
 
 function end(ctx: Context, s: StopsState, at: number): void {
@@ -79,7 +75,9 @@ export const STOPS_SLICE: Slice<StopsState> = flatSlice(
   7,
   'stops',
   ['since', 'lat', 'lng', 'ignitionOnMs', 'ignitionOnAt', 'ignition', 'lastTime'],
-  () => ({ since: NaN, lat: NaN, lng: NaN, ignitionOnMs: 0, ignitionOnAt: NaN, ignition: NaN, lastTime: -Infinity }),
+  () => ({ since: NaN, lat: NaN, lng: NaN, ignitionOnMs: 0, ignitionOnAt: NaN }),
+  // The last ignition and the GPS stream's last record time, each kept once (the ignition's slice, the stream); stored here too, for the release before.
+  { ignition: lastIgnitionCopy, lastTime: gpsLastTimeCopy },
 );
 
 /** The stops detector, declared once (detector.ts); ../kinds.ts lists it. */
@@ -90,7 +88,9 @@ export const STOPS_DETECTOR = detector({
   reads: { track: TRACK_SLICE },
   // The fixes as the trips leave them: at a trip's end the trips settle the track's last fix, and its confirmation takes the place of the first of `steps` (track.ts reuses its two Step objects).
   after: ['trips'],
-  on: { position: (ctx, s, r, plan, steps) => stopsRecord(ctx, s.stops, r, plan, steps) },
+  // The ignition as the records before left it (how long it was on during a stop).
+  readsBefore: { ignition: IGNITION_SLICE },
+  on: { position: (ctx, s, r, plan, steps) => stopsRecord(ctx, s.stops, lastIgnition(s.ignition), r, plan, steps) },
   input: "the track, GPS `ignstatus`",
   settings: ["STOP_MIN_DURATION", "EVENTS_MAX_GAP"],
   derives: "`stops`",

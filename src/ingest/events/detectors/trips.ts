@@ -1,6 +1,6 @@
 import { TRIPS } from '../../../telemetry/derivedMeasurements.js';
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
-import { emitTrip, flatSlice, type Context, type Slice, type Trip } from './context.js';
+import { emitTrip, flatSlice, gpsLastTimeCopy, type Context, type Slice, type Trip } from './context.js';
 import { SOC_SLICE, socAtOrBefore, socCovers, socFirstAfter, type SocState } from './soc.js';
 import { correctFrom, notePremature } from '../corrections/state.js';
 import { settleTrack, TRACK_SLICE, type Step, type TrackState } from './track.js';
@@ -36,8 +36,6 @@ import { lasted } from './spell.js';
 export interface TripsState extends TripSoFar {
   /** 1 while a trip is open. */
   open: number;
-  /** The time of the last GPS record committed (-Infinity before any): a gap is measured from it. */
-  lastTime: number;
 }
 
 /** A trip as measured so far (NaN where unknown). */
@@ -77,15 +75,14 @@ const FINISHED_KEYS: ReadonlyArray<keyof Finished> = ['start', 'end', 'startLat'
 
 /** Before a GPS record: a gap since the last one longer than EVENTS_MAX_GAP ends the open trip at that last record. */
 export function tripGap(ctx: Context, s: TripsState, waiting: FinishedTrips, track: TrackState, soc: SocState, time: number): void {
-  if (s.open !== 1 || !gapBefore(ctx, s.lastTime, time)) return;
+  if (s.open !== 1 || !gapBefore(ctx, ctx.previousTime, time)) return;
   const settled = settleTrack(track, ctx.opts);
   if (settled !== undefined) tripStep(s, settled);
-  end(ctx, s, waiting, s.lastTime, soc, true);
+  end(ctx, s, waiting, ctx.previousTime, soc, true);
 }
 
 /** A GPS record, in order, after the track took its fix (`steps`: the fixes that confirmed). */
 export function tripRecord(ctx: Context, s: TripsState, waiting: FinishedTrips, track: TrackState, soc: SocState, r: StreamRecord, plan: StreamPlan, steps: readonly Step[]): void {
-  s.lastTime = r.time;
   while (waiting.length > 0 && r.time >= waiting[0]!.end + ctx.opts.maxSkewMs) tell(ctx, waiting, soc);
   for (const step of steps) tripStep(s, step);
   const ign = valueOf(r, plan.ignitionAt);
@@ -220,11 +217,13 @@ function tell(ctx: Context, waiting: FinishedTrips, soc: SocState): void {
   emitTrip(ctx, t);
 }
 
+// `lastTime`: the GPS stream's last record time, kept once in the stream (`Context.previousTime`); stored here too, for the release before.
 export const TRIPS_SLICE: Slice<TripsState> = flatSlice(
   4,
   'trips',
   ['open', 'start', 'startLat', 'startLng', 'endLat', 'endLng', 'distanceM', 'maxSpeed', 'socStart', 'lastTime', 'socStartAt', 'idleMs', 'overspeedMs'],
-  () => ({ open: 0, start: NaN, startLat: NaN, startLng: NaN, endLat: NaN, endLng: NaN, distanceM: 0, maxSpeed: 0, socStart: NaN, socStartAt: NaN, lastTime: -Infinity, idleMs: 0, overspeedMs: 0 }),
+  () => ({ open: 0, start: NaN, startLat: NaN, startLng: NaN, endLat: NaN, endLng: NaN, distanceM: 0, maxSpeed: 0, socStart: NaN, socStartAt: NaN, idleMs: 0, overspeedMs: 0 }),
+  { lastTime: gpsLastTimeCopy },
 );
 
 /**
