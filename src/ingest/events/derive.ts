@@ -34,7 +34,7 @@ import { immobilisedRecord } from './detectors/immobilised.js';
  * judged each fix.
  */
 
-export { DEFAULT_DERIVE_OPTIONS, type ChargingSession, type Derived, type DeriveOptions, type DerivedEvent, type Stop, type Trip } from './detectors/context.js';
+export { DEFAULT_DERIVE_OPTIONS, type AddedStreamTimePairs, type ChargingSession, type Derived, type DeriveOptions, type DerivedEvent, type Stop, type Trip } from './detectors/context.js';
 export { DERIVE_FIELDS, DERIVE_PICK, inputOf, type EventInput } from './inputs.js';
 
 type Detectors = (typeof DETECTORS)[number];
@@ -89,26 +89,13 @@ export function pendingSince(s: VehicleState, opts: DeriveOptions = DEFAULT_DERI
 }
 
 /**
- * The records a call put in streams' pending buffers, or merged another into (the one stored at its
- * time is then replaced), as pairs laid flat: `[streamId, time, streamId, time, …]` (numbers, not an
- * object per record). A store writes those alone. Listed again each time one merges into it.
- */
-export type AddedStreamTimePairs = number[];
-
-/**
  * Adds one delivery of a vehicle's records (any order, any repetition, any types), then commits what each
  * stream's window has passed. `nowMs` (wall time) is remembered for `flush` and judges records ahead.
+ * What it derived lists the records it put in pending buffers (`added`), for a store to write.
  */
-export function ingest(
-  vehicleno: string,
-  s: VehicleState,
-  inputs: readonly EventInput[],
-  nowMs: number,
-  opts: DeriveOptions = DEFAULT_DERIVE_OPTIONS,
-  /** Given, told the records this call put in pending buffers. */
-  into?: AddedStreamTimePairs,
-): Derived {
+export function ingest(vehicleno: string, s: VehicleState, inputs: readonly EventInput[], nowMs: number, opts: DeriveOptions = DEFAULT_DERIVE_OPTIONS): Derived {
   const ctx = begin(vehicleno, s, opts);
+  const added: number[] = [];
   for (const input of inputs) {
     const plan = STREAMS.get(input.type);
     // Times are integer epoch ms (validation makes them so); the store scores records by them exactly.
@@ -116,12 +103,14 @@ export function ingest(
     const r = recordOf(input, plan, ARRIVING);
     if (r === undefined) continue; // carries nothing derivation reads
     const taken = addRecord(s.streams[plan.streamId]!, r, nowMs, opts);
-    if (taken === 'added' || taken === 'merged') into?.push(plan.streamId, r.time);
+    if (taken === 'added' || taken === 'merged') added.push(plan.streamId, r.time);
     else if (taken === 'duplicate') ctx.out.duplicates++;
     else late(ctx, s, plan, r.time);
   }
   commitDue(ctx, s, nowMs, false);
-  return end(ctx, s);
+  const d = end(ctx, s);
+  d.added = added;
+  return d;
 }
 
 /**

@@ -1,8 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { COMMIT_BODY, COMMIT_HEAD, luaTokens, readCommit, unpackTokens } from './commit.js';
+import { pickedValues } from '../../../telemetry/record.js';
+import { DEFAULT_DERIVE_OPTIONS, DERIVE_FIELDS, DERIVE_PICK, ingest, newState } from '../derive.js';
+import { STREAMS, valueAt } from '../inputs.js';
+import { restore } from '../wire.js';
+import { COMMIT_BODY, COMMIT_HEAD, CommitArgs, luaTokens, readCommit, readCommitArgs, unpackTokens } from './commit.js';
 
-const SCRIPT = readFileSync(new URL('../redis/scripts/events-commit.lua', import.meta.url), 'utf8');
+const SCRIPT = readFileSync(new URL('../../../redis/scripts/events-commit.lua', import.meta.url), 'utf8');
+const T0 = Date.UTC(2026, 0, 5, 8, 0, 0);
 
 describe('the events’ commit, one field list', () => {
   it('is what the script unpacks, item by item and in order', () => {
@@ -38,5 +43,26 @@ describe('the events’ commit, one field list', () => {
     expect(b.lates).toEqual([{ vehicle: 0, reset: 0, correctFrom: 3, checkpoints: [{ epoch: 2, cut: -Infinity, committed: Buffer.from('c') }], told: [{ field: Buffer.from('t2:x'), lines: Buffer.from('{}') }] }]);
     expect(() => readCommit([head, Buffer.concat([body, Buffer.from([0])])], 1)).toThrow(/after the last item/);
     expect(() => readCommit([head, body.subarray(0, body.length - 1)], 1)).toThrow(RangeError);
+  });
+
+  it('packs a commit past its first size and reads back what it packed', () => {
+    const args = new CommitArgs(0);
+    const plates = Array.from({ length: 40 }, (_, i) => `Ünïcødé ${i}`);
+    const can = STREAMS.get('can')!;
+    plates.forEach((v, i) => {
+      const state = newState();
+      const values = pickedValues(DERIVE_PICK, 1);
+      values[DERIVE_FIELDS.indexOf('soc')] = 60;
+      const d = ingest(v, state, [{ type: 'can', time: T0 + i, values, at: 0 }], T0 + 1_000, DEFAULT_DERIVE_OPTIONS);
+      args.vehicle(v, i, state, d, DEFAULT_DERIVE_OPTIONS);
+    });
+    const read = readCommitArgs(args.finish(['{"kind":"event"}', 'ü']));
+    expect(read.vehicles.map((v) => [v.vehicleno, v.version, v.written.version, v.since, v.streams.map((st) => st.adds.length)])).toEqual(plates.map((v, i) => [v, i === 0 ? '' : String(i), i + 1, T0 + 1_000, [0, 1, 0]]));
+    const back = read.vehicles.map((v) => {
+      const st = v.streams.find((x) => x.streamId === can.streamId)!;
+      return restore(v.written.committed, [{ streamId: can.streamId, members: st.adds.map((a) => a[1]) }]).streams[can.streamId]!.pending.records();
+    });
+    expect(back.map((p) => p.map((r) => [r.time, valueAt(r, can.socAt)]))).toEqual(plates.map((_, i) => [[T0 + i, 60]]));
+    expect(read.entries).toEqual(['{"kind":"event"}', 'ü']);
   });
 });
