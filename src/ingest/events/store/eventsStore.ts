@@ -3,7 +3,7 @@ import { defineScript } from '../../../redis/scripts.js';
 import type { WrittenRecord } from '../../../telemetry/record.js';
 import { cutOf, flush, ingest, pendingSince, type Derived, type DeriveOptions, type EventInput, type VehicleState } from '../derive.js';
 import { restore, writeCheckpoint, type StoredPending } from '../wire.js';
-import { chooseCheckpoint, correction, readCorrections, recordsFor, replayFrom, replayUntil, requestField, type VehicleCorrections } from '../corrections/correct.js';
+import { chooseCheckpoint, correction, readCorrections, recordsFor, replayFrom, replayUntil, isRequestField, requestField, type VehicleCorrections } from '../corrections/correct.js';
 import { partitionOf } from '../../queue/keys.js';
 import type { RecordSource } from '../corrections/records.js';
 import { correctionsBegun } from '../corrections/state.js';
@@ -245,7 +245,7 @@ export class EventsStore {
     if (conflict !== '') return false;
     this.cached.set(vehicleno, { version: version + 1, state });
     // A correction asked for while this one ran (requestCorrection) stays due: the script took the vehicle off the due set.
-    if (state.late.correctFrom === Infinity && (await this.redis.hkeys(keys.late(vehicleno))).some((f) => f.startsWith('r'))) await this.redis.zadd(keys.corrections, 'NX', now + this.correctionDelayMs, vehicleno);
+    if (state.late.correctFrom === Infinity && (await this.redis.hkeys(keys.late(vehicleno))).some(isRequestField)) await this.redis.zadd(keys.corrections, 'NX', now + this.correctionDelayMs, vehicleno);
     return true;
   }
 
