@@ -1,5 +1,4 @@
-import type { Derived, DeriveOptions, VehicleState } from '../derive.js';
-import { pendingSince } from '../derive.js';
+import { pendingSince, type Derived, type DeriveOptions, type VehicleState } from '../derive.js';
 import { emptyRecord } from '../inputs.js';
 import { pendingMax, prepareCommitted, writeCheckpoint, writeCommitted, writePending, writePendingAt, writePrepared } from '../wire.js';
 import { toldField, toldLine, toldOf } from '../corrections/ledger.js';
