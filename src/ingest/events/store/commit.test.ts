@@ -65,4 +65,22 @@ describe('the events’ commit, one field list', () => {
     expect(back.map((p) => p.map((r) => [r.time, valueAt(r, can.socAt)]))).toEqual(plates.map((_, i) => [[T0 + i, 60]]));
     expect(read.entries).toEqual(['{"kind":"event"}', 'ü']);
   });
+  it('writes only the records a call added: one merged into is replaced, a duplicate not written again', () => {
+    const can = STREAMS.get('can')!;
+    const rec = (time: number, soc: number) => {
+      const values = pickedValues(DERIVE_PICK, 1);
+      values[DERIVE_FIELDS.indexOf('soc')] = soc;
+      return { type: 'can', time, values, at: 0 };
+    };
+    const state = newState();
+    const commit = (records: ReturnType<typeof rec>[], version: number) => {
+      const args = new CommitArgs(1);
+      args.vehicle('KA01', version, state, ingest('KA01', state, records, T0 + 5_000, DEFAULT_DERIVE_OPTIONS), DEFAULT_DERIVE_OPTIONS);
+      const st = readCommitArgs(args.finish([])).vehicles[0]!.streams.find((x) => x.streamId === can.streamId)!;
+      return { replaces: st.replaces, adds: st.adds.map(([time]) => time) };
+    };
+    expect(commit([rec(T0, 50), rec(T0 + 1_000, 51), rec(T0 + 2_000, 52)], 0)).toEqual({ replaces: [], adds: [T0, T0 + 1_000, T0 + 2_000] });
+    // Within the window: nothing committed, the first three still pending.
+    expect(commit([rec(T0, 50), rec(T0 + 1_000, 60), rec(T0 + 3_000, 53)], 1)).toEqual({ replaces: [T0 + 1_000], adds: [T0 + 1_000, T0 + 3_000] });
+  });
 });
