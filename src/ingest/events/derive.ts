@@ -89,13 +89,21 @@ export function pendingSince(s: VehicleState, opts: DeriveOptions = DEFAULT_DERI
 }
 
 /**
+ * The records a call added, as it goes (reused: calls never nest); what it derived gets a copy of its
+ * size. (Measured, test/bench/eventsAb.ts: a list made afresh each call, grown record by record, cost
+ * derivation 1 to 4 %.)
+ */
+const ADDED: number[] = [];
+
+/**
  * Adds one delivery of a vehicle's records (any order, any repetition, any types), then commits what each
  * stream's window has passed. `nowMs` (wall time) is remembered for `flush` and judges records ahead.
  * What it derived lists the records it put in pending buffers (`added`), for a store to write.
  */
 export function ingest(vehicleno: string, s: VehicleState, inputs: readonly EventInput[], nowMs: number, opts: DeriveOptions = DEFAULT_DERIVE_OPTIONS): Derived {
   const ctx = begin(vehicleno, s, opts);
-  const added: number[] = [];
+  const added = ADDED;
+  while (added.length > 0) added.pop(); // (`length = 0` is a call into the runtime)
   for (const input of inputs) {
     const plan = STREAMS.get(input.type);
     // Times are integer epoch ms (validation makes them so); the store scores records by them exactly.
@@ -109,7 +117,7 @@ export function ingest(vehicleno: string, s: VehicleState, inputs: readonly Even
   }
   commitDue(ctx, s, nowMs, false);
   const d = end(ctx, s);
-  d.added = added;
+  if (added.length > 0) d.added = added.slice();
   return d;
 }
 
