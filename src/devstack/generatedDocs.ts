@@ -5,7 +5,7 @@ import { plausibilityTable } from '../ingest/plausibility/table.js';
 import { openApiJson } from '../ingest/receive/openapi.js';
 import { pushRecordSchema } from '../telemetry/schema.js';
 import { derivedTables, fieldTables, unitsTable } from '../telemetry/tables.js';
-import { commitTable } from '../formats/commit.js';
+import { commitTable } from '../ingest/events/store/commit.js';
 import { DETECTORS, EVENTS_OUTPUTS } from '../ingest/events/kinds.js';
 import { FUEL_ROW } from '../ingest/events/detectors/fuel.js';
 import { fieldsOf, influxName, OUTPUT_COMMON_FIELDS, PHASES, runOrder, type Detector, type Output, type OutputField } from '../ingest/events/detectors/detector.js';

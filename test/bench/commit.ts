@@ -11,7 +11,7 @@ import { startRedis } from '../../src/devstack/redis.js';
 import { validateRecord } from '../../src/ingest/validate/record.js';
 import { readRows, rowsOf } from '../../src/ingest/flatten/points.js';
 import { DEFAULT_DERIVE_OPTIONS, DERIVE_PICK } from '../../src/ingest/events/derive.js';
-import { EventsStore } from '../../src/ingest/events/store.js';
+import { EventsStore } from '../../src/ingest/events/store/eventsStore.js';
 import { StateUpdateBatches } from '../../src/ingest/worker/batches.js';
 import { BenchData } from './data.js';
 import { FLATTEN } from './options.js';

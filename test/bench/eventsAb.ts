@@ -8,6 +8,7 @@
  * What each build derives is its own code on its own reading of the same job bytes (state cached, as
  * `stages.ts`'s "derive + write" row).
  */
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { median, refTree, ROOT } from './ab.js';
@@ -30,7 +31,12 @@ async function build(dir: string): Promise<Build & { pushes: number }> {
   const { encodePointsJob, jobRows } = await load('src/ingest/queue/codec.ts');
   const { readRows, rowsOf } = await load('src/ingest/flatten/points.ts');
   const { DEFAULT_DERIVE_OPTIONS, DERIVE_PICK, ingest, newState } = await load('src/ingest/events/derive.ts');
-  const store = await load('src/ingest/events/store.ts');
+  // Before the store was split by concern (issue #48), one module, whose caller gave derivation a list to
+  // report the records it added into; since, derivation returns them (`Derived.added`).
+  const split = existsSync(join(dir, 'src/ingest/events/store/commit.ts'));
+  const joined = split ? undefined : await load('src/ingest/events/store.ts');
+  const { CommitArgs } = joined ?? (await load('src/ingest/events/store/commit.ts'));
+  const { inputsByVehicle } = joined ?? (await load('src/ingest/events/store/eventsStore.ts'));
   const { FLATTEN } = await load('test/bench/options.ts');
   void plausibilityFor(loadConfig({ PUSH_AUTH: 'none' }));
   const data = new BenchData(500);
@@ -50,15 +56,17 @@ async function build(dir: string): Promise<Build & { pushes: number }> {
     pushes: PUSHES,
     job(i: number) {
       if (i === 0) cache = new Map();
-      const byVehicle = store.inputsByVehicle(written[i]);
-      const args = new store.CommitArgs(byVehicle.size);
+      const byVehicle = inputsByVehicle(written[i]);
+      const args = new CommitArgs(byVehicle.size);
       for (const [v, inputs] of byVehicle as Map<string, unknown[]>) {
         const state = cache.get(v) ?? newState();
-        // (Releases before ebc26dd took the state too.)
-        const a = store.addedFor(added, state);
-        const d = ingest(v, state, inputs, now, DEFAULT_DERIVE_OPTIONS, a);
-        // (Releases before 45's corrections took neither what was derived nor the options.)
-        args.vehicle(v, 1, state, a, d, DEFAULT_DERIVE_OPTIONS);
+        if (joined !== undefined) {
+          // (Releases before ebc26dd took the state too.)
+          const a = joined.addedFor(added, state);
+          const d = ingest(v, state, inputs, now, DEFAULT_DERIVE_OPTIONS, a);
+          // (Releases before 45's corrections took neither what was derived nor the options.)
+          args.vehicle(v, 1, state, a, d, DEFAULT_DERIVE_OPTIONS);
+        } else args.vehicle(v, 1, state, ingest(v, state, inputs, now, DEFAULT_DERIVE_OPTIONS), DEFAULT_DERIVE_OPTIONS);
         cache.set(v, state);
       }
       args.finish([]);

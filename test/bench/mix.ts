@@ -16,6 +16,7 @@ import { Redis } from 'ioredis';
 import { redisKeys } from '../../src/ingest/queue/keys.js';
 import { committedSections, restore, sectionsLost, writeCommitted } from '../../src/ingest/events/wire.js';
 import { nextSliceId } from '../../src/ingest/events/kinds.js';
+import { readStateValue } from '../../src/ingest/events/store/commit.js';
 
 const ref = process.argv[2] ?? '34fba96';
 const here = buildForBench();
@@ -51,7 +52,7 @@ let exact = 0;
 let byRef = 0;
 const lost: string[] = [];
 for (const [vehicleno, b] of Object.entries(states)) {
-  const stored = b.subarray(b.indexOf(0x20) + 1);
+  const stored = readStateValue(b).committed;
   if (!committedSections(stored).has(`slice ${nextSliceId() - 1}`)) byRef++;
   const missing = sectionsLost(stored, writeCommitted(restore(stored, [])));
   if (missing.length === 0) exact++;

@@ -12,11 +12,12 @@ import { readRows, rowsOf } from '../../src/ingest/flatten/points.js';
 import { RecordSorter } from '../../src/ingest/receive/sort.js';
 import { scanPush } from '../../src/ingest/scan/scan.js';
 import { BenchData } from './data.js';
-import { DEFAULT_DERIVE_OPTIONS, DERIVE_PICK, ingest, newState, type AddedStreamTimePairs, type DeriveOptions, type VehicleState } from '../../src/ingest/events/derive.js';
+import { DEFAULT_DERIVE_OPTIONS, DERIVE_PICK, ingest, newState, type DeriveOptions, type VehicleState } from '../../src/ingest/events/derive.js';
 import { GeofenceLookup } from '../../src/ingest/geofences/lookup.js';
 import type { Geofence } from '../../src/ingest/geofences/geofence.js';
 import { restore } from '../../src/ingest/events/wire.js';
-import { addedFor, CommitArgs, inputsByVehicle, readCommitArgs } from '../../src/ingest/events/store.js';
+import { CommitArgs, readCommitArgs } from '../../src/ingest/events/store/commit.js';
+import { inputsByVehicle } from '../../src/ingest/events/store/eventsStore.js';
 import type { WrittenRecord } from '../../src/telemetry/record.js';
 import { FLATTEN } from './options.js';
 import { history, HISTORY_OPTS } from '../../src/ingest/events/events.testkit.js';
@@ -104,7 +105,7 @@ const textJobs = measure('job as text (no backlog)', rows, (r) => encodePointsJo
 measure('job rows from text', textJobs, (j) => jobRows(j)!, deflateRows);
 const bytes = measure('worker: job rows (inflate)', jobs, (j) => jobRows(j)!, rows_);
 measure('worker: request body from rows (bytes)', bytes, (b) => readRows(b).lines.bytes, rows_);
-// Vehicle events (EVENTS=on): what store.ts does around its Redis round trip, per job and vehicle (its
+// Vehicle events (EVENTS=on): what the store (events/store/) does around its Redis round trip, per job and vehicle (its
 // own functions): the job's inputs by vehicle, each state (cached in the process, or restored from what
 // Redis holds: its committed part and its pending records' texts), its records derived, and the
 // arguments of the commit script (the committed part, each new pending record's score and text). States
@@ -114,7 +115,6 @@ measure('worker: request body from rows (bytes)', bytes, (b) => readRows(b).line
   /** By vehicle, as Redis holds them: the committed part, and each stream's pending records sorted by time (Redis sorts them). */
   let stored = new Map<string, { committed: Buffer; pending: Map<number, Array<[number, Buffer]>> }>();
   let cache = new Map<string, VehicleState>();
-const ADDED: AddedStreamTimePairs = [];
   let pushIndex = 0;
   const deriveJob = (writtenRecords: readonly WrittenRecord[], cached: boolean, opts: DeriveOptions = DEFAULT_DERIVE_OPTIONS) => {
     if (pushIndex++ % PUSHES === 0) {
@@ -129,9 +129,8 @@ const ADDED: AddedStreamTimePairs = [];
       const kept = hit === undefined ? stored.get(v) : undefined;
       const state =
         hit ?? (kept === undefined ? newState() : restore(kept.committed, [...kept.pending].map(([streamId, list]) => ({ streamId, members: list.map((e) => e[1]) }))));
-      const added = addedFor(ADDED);
-      const d = ingest(v, state, inputs, now, opts, added);
-      args.vehicle(v, 1, state, added, d, opts);
+      const d = ingest(v, state, inputs, now, opts);
+      args.vehicle(v, 1, state, d, opts);
       states.push(state);
     }
     const packed = args.finish([]);
@@ -140,7 +139,7 @@ const ADDED: AddedStreamTimePairs = [];
       // As the script does: the committed part, the new pending records, those at or below the watermark removed.
       for (const a of readCommitArgs(packed).vehicles) {
         const k = stored.get(a.vehicleno) ?? { committed: Buffer.alloc(0), pending: new Map<number, Array<[number, Buffer]>>() };
-        k.committed = Buffer.from(a.committed.subarray(a.committed.indexOf(0x20) + 1));
+        k.committed = Buffer.from(a.written.committed);
         for (const st of a.streams) {
           const wm = st.watermark ?? -Infinity;
           const list = (k.pending.get(st.streamId) ?? []).filter((e) => e[0] > wm && !st.replaces.includes(e[0]));

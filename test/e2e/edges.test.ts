@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { expireVehicles } from '../../src/ingest/fleet/expire.js';
-import { RECORD_SETS } from '../../src/ingest/events/store.js';
+import { RECORD_SETS } from '../../src/ingest/events/store/partition.js';
 import { startTestService, waitUntil, type TestService } from '../harness/service.js';
 import { redisKeys } from '../../src/ingest/queue/keys.js';
 import { encodePointsJob } from '../../src/ingest/queue/codec.js';

@@ -112,7 +112,7 @@ function deliver(records: readonly EventInput[], seed: number, opts: DeriveOptio
     j += n;
     now = Math.max(now, batch.at(-1)!.at);
     parts.push(ingest(V, s, batch.map((a) => a.r), now, opts));
-    // Round trips through the bytes store.ts keeps (the committed part and each pending record).
+    // Round trips through the bytes the store keeps (store/: the committed part and each pending record).
     if (rnd() < 0.1) s = roundTrip(s);
   }
   parts.push(flush(V, s, now + quiet(opts), opts));

@@ -23,7 +23,7 @@ export const can = (time: number, fields: Record<string, number>): Named => name
 /** Metres north as degrees of latitude (on the mean sphere, as haversine measures). */
 export const north = (m: number): number => m / 111_195.08;
 
-/** A state as Redis keeps it, read back (store.ts). */
+/** A state as Redis keeps it, read back (store/). */
 export function roundTrip(s: VehicleState): VehicleState {
   return restore(
     writeCommitted(s),

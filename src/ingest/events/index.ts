@@ -12,7 +12,7 @@ import { DEFAULT_DERIVE_OPTIONS, DERIVE_PICK, type Derived, type DeriveOptions, 
 import { deriveOptions, emptyDerived } from './detectors/context.js';
 import { webhookPayloadOf, pointOf, startDispatch, type OutboxEntry } from './outbox.js';
 import { Lines } from '../write/lines.js';
-import { EventsStore, type CorrectionOutcome } from './store.js';
+import { EventsStore, type CorrectionOutcome } from './store/eventsStore.js';
 import { InfluxRecordSource } from './corrections/records.js';
 import { influxTargetOf } from '../read/influxql.js';
 import { GeofenceRegistry, GeofenceWatch, parseGeofencesFile } from '../geofences/registry.js';

@@ -12,7 +12,7 @@ import { quarantineEntry, type NewQuarantineEntry } from '../queue/quarantine.js
 
 /**
  * The outbox of derived events, trips, charging sessions and stops (a stream per partition, written by
- * `store.ts` in the same script as the states they came from), delivered at least once: each entry is
+ * `store/` in the same script as the states they came from), delivered at least once: each entry is
  * written to InfluxDB (`vehicle_events`, `trips`, `charging`, `stops`: a point is the same however often it is
  * written) and handed to the webhook (`webhook.ts`, which drops a repeat by the event's id), and only
  * then acknowledged and deleted. An entry a dispatcher took and never acknowledged (it died) is taken

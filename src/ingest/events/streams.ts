@@ -52,7 +52,7 @@ export interface Stream {
 
 /**
  * A stream's records held for charging (`Stream.held`) are stored as the pending records of a set of their
- * own (wire.ts, store.ts), `heldSetId` (HELD above the stream's id): a release that does not know it skips
+ * own (wire.ts, store/commit.ts), `heldSetId` (HELD above the stream's id): a release that does not know it skips
  * it. (Stream ids stay below HELD.)
  */
 export const HELD = 128;

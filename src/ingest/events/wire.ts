@@ -5,7 +5,7 @@ import { PendingRecords } from './pending.js';
 import type { Slice } from './detectors/context.js';
 
 /**
- * A vehicle's derivation state as Redis keeps it (store.ts), in two parts: the committed part, rewritten
+ * A vehicle's derivation state as Redis keeps it (store/), in two parts: the committed part, rewritten
  * by each job of the vehicle, and each pending record on its own, in its stream's sorted set, written
  * once when it arrives. Binary and exact: every number its eight-byte double, as the process holds it
  * (no number is printed and parsed: that was two thirds of a job's derivation cost).

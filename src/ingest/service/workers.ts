@@ -14,7 +14,7 @@ import { keysOf } from '../queue/keys.js';
 import { fleetStateFor } from '../fleet/state.js';
 import { writeStatusChanges } from '../fleet/changes.js';
 import { expireVehicles } from '../fleet/expire.js';
-import { RECORD_SETS } from '../events/store.js';
+import { RECORD_SETS } from '../events/store/partition.js';
 import { scheduleRuns } from './schedule.js';
 import { startEvents } from '../events/index.js';
 import { startCommands } from '../commands/index.js';

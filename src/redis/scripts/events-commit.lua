@@ -1,6 +1,6 @@
 --[[
-  The vehicle events' commit (src/ingest/events/store.ts, CommitArgs packs its arguments, laid out by one
-  field list, src/formats/commit.ts, which this script's unpacking is tested against): a job's
+  The vehicle events' commit (src/ingest/events/store/commit.ts: CommitArgs packs its arguments, laid out
+  by one field list there, which this script's unpacking is tested against): a job's
   vehicle states, their pending and held records, what they derived, and what their corrections keep
   (checkpoints, the ledger of what was told), written together or not at all, and only if no other job
   changed those vehicles meanwhile.

@@ -1,5 +1,5 @@
 --[[
-  A vehicle's correction (src/ingest/events/store.ts, `correct`; src/ingest/events/corrections/): its
+  A vehicle's correction (src/ingest/events/store/: `correctionCall` in commit.ts; corrections/): its
   replayed state, its pending and held records whole, its corrections hash's changed fields, and what the
   correction tells, written together or not at all, and only if no job changed the vehicle since its
   state was read (else the correction runs again on the fresh state).

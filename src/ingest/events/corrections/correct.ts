@@ -25,6 +25,10 @@ export interface VehicleCorrections {
 
 /** A correction asked for from `time` on (the store's `requestCorrection`): its field. */
 export const requestField = (time: number): string => `r${time}`;
+/** A field `requestField` made, its time captured. */
+const REQUEST_FIELD = /^r(\d{1,16})$/;
+/** Whether a field of the corrections hash asks for a correction (`requestField`). */
+export const isRequestField = (field: string): boolean => REQUEST_FIELD.test(field);
 
 /** A checkpoint's field: `c<epoch>:<cut>` (`-` for a cut before any record). */
 export const checkpointField = (c: Pick<Checkpoint, 'epoch' | 'cut'>): string => `c${c.epoch}:${c.cut === -Infinity ? '-' : String(c.cut)}`;
@@ -41,7 +45,7 @@ export function readCorrections(vehicleno: string, hash: Readonly<Record<string,
       out.checkpoints.push({ field, epoch: Number(c[1]), cut: c[2] === '-' ? -Infinity : Number(c[2]), committed: inflateRawSync(value) });
       continue;
     }
-    const r = /^r(\d{1,16})$/.exec(field);
+    const r = REQUEST_FIELD.exec(field);
     if (r) {
       out.requested.push(field);
       out.requestedFrom = Math.min(out.requestedFrom, Number(r[1]));

@@ -7,7 +7,7 @@ import { checkpointField, chooseCheckpoint, correction, packCheckpoint, prunedBe
 
 /**
  * The service's corrections for one vehicle, in memory, as the store and the corrector do them in Redis
- * and InfluxDB (store.ts, events-commit.lua): every record delivered is kept as InfluxDB keeps it (a
+ * and InfluxDB (store/, events-commit.lua): every record delivered is kept as InfluxDB keeps it (a
  * record of one type and time merged field by field, the later winning); each delivery is derived live;
  * the vehicle's corrections hash (checkpoints, the ledger of what was emitted) is kept as the commit script
  * keeps it; a correction is planned by `correct.ts` over the kept records. `told` is what a consumer

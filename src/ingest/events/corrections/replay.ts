@@ -3,6 +3,7 @@ import { SOC_STREAM, STREAMS, type EventInput } from '../inputs.js';
 import type { DeriveOptions } from '../detectors/context.js';
 import { outputsOf, type OutboxEntry } from '../outbox.js';
 import { restore, writeCheckpoint } from '../wire.js';
+import { correctionsBegun } from './state.js';
 
 /** A kept checkpoint (README.md beside this file): the epoch it begins, its cut, its committed part. */
 export interface Checkpoint {
@@ -30,7 +31,7 @@ export function replayFrom(from: Checkpoint, opts: DeriveOptions): Map<number, n
 
 function stateOf(from: Checkpoint, opts: DeriveOptions): VehicleState {
   const s = restore(from.committed, []);
-  if (s.late.epoch !== s.late.epoch) {
+  if (!correctionsBegun(s.late)) {
     // Epoch 0 of a state whose corrections began afresh (derive.ts `begin`): as that call began them.
     s.late.firstCut = from.cut;
     s.late.bucket = Math.floor(from.cut / opts.checkpointIntervalMs);

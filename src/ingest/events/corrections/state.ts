@@ -38,6 +38,12 @@ export function freshLate(): LateState {
   return { epoch: NaN, bucket: -Infinity, firstCut: -Infinity, correctFrom: Infinity, track: freshAwaited(), soc: freshAwaited(), chargingThrough: -Infinity };
 }
 
+/**
+ * Whether a state's corrections have begun (its `epoch` a number). A derivation of a state whose have not
+ * begins them (derive.ts `begin`): the state as it was before that call is epoch 0's checkpoint.
+ */
+export const correctionsBegun = (s: LateState): boolean => s.epoch === s.epoch;
+
 /** A correction is due from `time` (the earliest asked for wins). */
 export function correctFrom(s: LateState, time: number): void {
   if (time < s.correctFrom) s.correctFrom = time;

@@ -109,7 +109,16 @@ export interface Derived {
    * store drops what it kept for the vehicle's corrections before.
    */
   reset: boolean;
+  /** The records the call put in its streams' pending buffers (`ingest`'s; none for `flush`): a store writes those alone. */
+  added: AddedStreamTimePairs;
 }
+
+/**
+ * Records as pairs laid flat, `[streamId, time, streamId, time, …]` (numbers, not an object per record):
+ * those a call added, or merged another into (the one stored at its time is then replaced), listed again
+ * each time one merges into it.
+ */
+export type AddedStreamTimePairs = readonly number[];
 
 export interface DeriveOptions {
   /** W, the reorder window in record time, per stream: a record is committed once its stream's newest record is W past it. */
@@ -234,7 +243,7 @@ export const gpsLastTimeCopy = (state: { streams: ReadonlyArray<{ watermark: num
 // Most calls derive nothing: their outputs share these empty lists, and a list is made at its first output.
 const NONE: readonly never[] = Object.freeze([]);
 // Every field present from the start: one shape for every call's outputs.
-export const emptyDerived = (): Derived => ({ events: NONE, trips: NONE, chargingSessions: NONE, stops: NONE, late: 0, tooLate: 0, tooLateFirst: undefined, duplicates: 0, forced: 0, epoch: NaN, checkpoint: undefined, reset: false });
+export const emptyDerived = (): Derived => ({ events: NONE, trips: NONE, chargingSessions: NONE, stops: NONE, late: 0, tooLate: 0, tooLateFirst: undefined, duplicates: 0, forced: 0, epoch: NaN, checkpoint: undefined, reset: false, added: NONE });
 /** `list` to add to: the call's own, made at its first output (the shared empty one is never written). */
 const own = <T>(list: readonly T[]): T[] => (list === NONE ? [] : (list as T[]));
 

@@ -1,14 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, inject, vi } from 'vitest';
-import { pickedValues, type WrittenRecord } from '../../telemetry/record.js';
-import { DEFAULT_DERIVE_OPTIONS, DERIVE_FIELDS, DERIVE_PICK, ingest, newState, type AddedStreamTimePairs, type Derived, type EventInput } from './derive.js';
-import { STREAMS, valueAt } from './inputs.js';
-import { CommitArgs, readCommitArgs, EventsStore, type CorrectionOutcome, type PartitionKeys } from './store.js';
-import type { RecordSource } from './corrections/records.js';
-import { restore } from './wire.js';
-import { StateUpdateBatches } from '../worker/batches.js';
+import { pickedValues, type WrittenRecord } from '../../../telemetry/record.js';
+import { DEFAULT_DERIVE_OPTIONS, DERIVE_FIELDS, DERIVE_PICK, type Derived, type EventInput } from '../derive.js';
+import { STREAMS } from '../inputs.js';
+import { EventsStore, type CorrectionOutcome } from './eventsStore.js';
+import type { PartitionKeys } from './partition.js';
+import type { RecordSource } from '../corrections/records.js';
+import { StateUpdateBatches } from '../../worker/batches.js';
 
 let redis: Redis;
 beforeAll(() => {
@@ -145,28 +144,6 @@ describe('vehicle events in Redis', () => {
     expect(members.length / 2).toBe(DEFAULT_DERIVE_OPTIONS.maxPending);
     const scores = members.filter((_, i) => i % 2 === 1).map(Number);
     expect(scores).toEqual(Array.from({ length: scores.length }, (_, i) => T0 + (n - scores.length + i) * 100));
-  });
-
-  it('packs a commit past its first size and reads back what it packed', () => {
-    const args = new CommitArgs(0);
-    const plates = Array.from({ length: 40 }, (_, i) => `Ünïcødé ${i}`);
-    const can = STREAMS.get('can')!;
-    plates.forEach((v, i) => {
-      const state = newState();
-      const added: AddedStreamTimePairs = [];
-      const values = pickedValues(DERIVE_PICK, 1);
-      values[DERIVE_FIELDS.indexOf('soc')] = 60;
-      const d = ingest(v, state, [{ type: 'can', time: T0 + i, values, at: 0 }], T0 + 1_000, DEFAULT_DERIVE_OPTIONS, added);
-      args.vehicle(v, i, state, added, d, DEFAULT_DERIVE_OPTIONS);
-    });
-    const read = readCommitArgs(args.finish(['{"kind":"event"}', 'ü']));
-    expect(read.vehicles.map((v) => [v.vehicleno, v.version, v.since, v.streams.map((st) => st.adds.length)])).toEqual(plates.map((v, i) => [v, i === 0 ? '' : String(i), T0 + 1_000, [0, 1, 0]]));
-    const back = read.vehicles.map((v) => {
-      const st = v.streams.find((x) => x.streamId === can.streamId)!;
-      return restore(v.committed.subarray(v.committed.indexOf(0x20) + 1), [{ streamId: can.streamId, members: st.adds.map((a) => a[1]) }]).streams[can.streamId]!.pending.records();
-    });
-    expect(back.map((p) => p.map((r) => [r.time, valueAt(r, can.socAt)]))).toEqual(plates.map((_, i) => [[T0 + i, 60]]));
-    expect(read.entries).toEqual(['{"kind":"event"}', 'ü']);
   });
 
   it('a record of the same instant in a later job merges into the stored one, which it replaces', async () => {
