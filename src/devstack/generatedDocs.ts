@@ -99,7 +99,7 @@ export function webhookDataTable(outputs: readonly Output[] = [...EVENTS_OUTPUTS
     const unit = isTag(o, f) ? 'text' : unitOf(o, f);
     return `\`${f.name}\`${unit === undefined ? '' : ` (${unit})`}: ${cell(f.meaning)}${f.on === undefined ? '' : ` (${eventsShown(f.on)})`}`;
   };
-  const type = (o: Output): string => (o.kind === undefined ? o.shown.replace(/`([^`]+)`/g, '`vehicle.$1`') : `\`vehicle.${o.kind}\` (${o.shown})`);
+  const type = (o: Output): string => (o.kind === undefined ? o.shown.replace(/\u0060([^\u0060]+)\u0060/g, '`vehicle.$1`') : `\`vehicle.${o.kind}\` (${o.shown})`);
   const rows = outputs.map((o) => `| ${type(o)} | ${o.fields.map((f) => field(o, f)).join('; ')} |`);
   const { event, row, marks } = OUTPUT_COMMON_FIELDS;
   return [

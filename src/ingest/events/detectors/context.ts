@@ -10,6 +10,21 @@ import { TRACK_STREAM } from '../inputs.js';
  * Traccar has one handler per kind) is handed the committed records of the streams it reads, in order.
  */
 
+/** A GPS fix as the track judges it (track.ts). */
+export interface Fix {
+  time: number;
+  lat: number;
+  lng: number;
+  /** NaN when the fix reported none. */
+  speed: number;
+}
+
+/** A fix the track confirmed, and the distance its step adds (0: jitter, a re-anchoring, or the first fix): what the track hands every position hook; read at once, not kept. */
+export interface Step {
+  fix: Fix;
+  distanceM: number;
+}
+
 export interface DerivedEvent {
   vehicleno: string;
   /** The event's name (each detector's, in the README's table: `${alarm}_raised`, `ignition_on`, `idle_started`, …). */

@@ -1,8 +1,7 @@
 import type { FieldAt, StreamPlan, StreamRecord } from '../inputs.js';
-import type { Context } from './context.js';
+import type { Context, Step } from './context.js';
 import type { DerivedMeasurement } from '../../../telemetry/derivedMeasurements.js';
 import type { Slice } from './slice.js';
-import type { Step } from './track.js';
 
 /**
  * A detector's declaration (one a module of this folder, as Traccar has one handler a kind of event):

@@ -1,6 +1,6 @@
 import { haversineM } from '../../../telemetry/geo.js';
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
-import { orNaN, type DeriveOptions, type Slice } from './context.js';
+import { orNaN, type DeriveOptions, type Fix, type Slice, type Step } from './context.js';
 import { Ring } from './ring.js';
 import { detector } from './detector.js';
 
@@ -26,13 +26,8 @@ import { detector } from './detector.js';
  *   that time, else its latest state.
  */
 
-export interface Fix {
-  time: number;
-  lat: number;
-  lng: number;
-  /** NaN when the fix reported none. */
-  speed: number;
-}
+/** A fix and a confirmed step (`Fix`, `Step`) are declared in context.ts, as every position hook takes them. */
+export type { Fix, Step } from './context.js';
 
 export interface TrackState {
   /** The last confirmed fix: distance is measured from it. */
@@ -52,12 +47,6 @@ export interface TrackState {
 export const MOTION_RING = 8;
 /** Stops remembered (`standingAt`): enough for a CAN stream minutes behind the GPS stream. */
 export const STOOD_RING = 4;
-
-/** A fix confirmed, and the distance its step adds (0: jitter, a re-anchoring, or the first fix); read at once, not kept. */
-export interface Step {
-  fix: Fix;
-  distanceM: number;
-}
 
 /** The fix a record carries, written into one of the track's spare fixes (`spareFix`), or undefined. */
 export function fixOf(r: StreamRecord, plan: StreamPlan, s: TrackState): Fix | undefined {
