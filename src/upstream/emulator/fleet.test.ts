@@ -73,6 +73,21 @@ describe('fleet trajectories', () => {
     expect(drains).toBeGreaterThan(0);
   });
 
+  it('never takes a pack below 0 % (a drain, then the driving after it within one cycle): 1,000 vehicles over 30 days', () => {
+    // The soc only falls within a cycle until its charging segment: its lowest is just before that segment.
+    const big = Fleet.create({ seed: 3, size: 1_000 });
+    let lowest = Infinity;
+    for (const v of big.vehicles) {
+      const n = v.cycleSegments * 30 * 60_000;
+      for (let c = Math.floor((NOW - v.cycleOffsetMs) / n); v.cycleOffsetMs + c * n < NOW + 30 * DAY; c++) {
+        const charging = v.cycleOffsetMs + (c + 1) * n - 30 * 60_000;
+        expect(big.activityAt(v, charging)).toBe('charging');
+        lowest = Math.min(lowest, big.canStateAt(v, charging - 1).soc!);
+      }
+    }
+    expect(lowest).toBeGreaterThanOrEqual(0);
+  });
+
   it('moves plausibly: under 75 km/h, ignition on exactly while driving (idling included), moving with it off only when towed', () => {
     for (const v of fleet.vehicles.slice(0, 3)) {
       let prev = fleet.gpsAt(v, NOW);

@@ -55,6 +55,11 @@ const THEFT_SHARE = 0.02;
 const THEFT_PERCENT = 15;
 const DRAIN_SHARE = 0.02;
 const DRAIN_POINTS = 8;
+/**
+ * Percentage points of charge a drive takes per percent of the tank it burns. Fuel never goes below
+ * RESERVE_PERCENT and a cycle starts at least 90 % charged, so driving alone leaves a pack above 19 %.
+ */
+const SOC_PER_FUEL = 0.8;
 
 /**
  * A third of the fleet runs on swapped packs (a leased-battery scheme): such a vehicle gets another pack
@@ -559,12 +564,14 @@ function buildPlan(seed: number, v: VehicleProfile, cycle: number): CyclePlan {
     }
     const km = activity === 'driving' ? distanceKm(pos, to) : 0;
     let fuelEnd = fuel - km * percentPerKm;
-    let socEnd = soc - 0.8 * km * percentPerKm;
+    let socEnd = soc - SOC_PER_FUEL * km * percentPerKm;
     // Parked, neither next to a refuel nor towed: now and then fuel is siphoned, or the pack drains (a fault).
     if (activity === 'parked' && k > 1 && k < n - 2 && unitAt(seed, v.index, segStart, SALT_TOW) >= TOW_SHARE) {
       const u = unitAt(seed, v.index, cycle, k, SALT_THEFT);
       if (u < THEFT_SHARE && fuel - THEFT_PERCENT >= RESERVE_PERCENT) fuelEnd = fuel - THEFT_PERCENT;
-      else if (u >= 1 - DRAIN_SHARE && soc - DRAIN_POINTS >= 20) socEnd = soc - DRAIN_POINTS;
+      // A drain only where the pack still holds what the rest of the cycle's driving may take: the fuel
+      // left above the reserve, at SOC_PER_FUEL (a drain taken regardless sent soc -2 and worse).
+      else if (u >= 1 - DRAIN_SHARE && soc - DRAIN_POINTS >= 20 && soc - DRAIN_POINTS - SOC_PER_FUEL * (fuel - RESERVE_PERCENT) >= 0) socEnd = soc - DRAIN_POINTS;
     }
     if (activity === 'charging') socEnd = socFullAt(seed, v, cycle + 1);
     packed.set([ACTIVITIES.indexOf(activity), pos.lat, pos.lng, to.lat, to.lng, km, fuel, fuelEnd, soc, socEnd], k * SEGMENT_STRIDE);
