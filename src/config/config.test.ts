@@ -18,7 +18,7 @@ describe('loadConfig', () => {
       BODY_LIMIT: 10 * 1_048_576,
       WRITE_BATCH_LINES: 5_000,
       RETRY_SPAN: 6 * 3_600_000,
-      CAN_TEMP_SENTINELS: [-40],
+      CAN_TEMP_SENTINELS: [-40, -80, -273.15],
       PUSH_TOKENS: [TOKEN],
     });
   });

@@ -191,12 +191,14 @@ export const CAN_PACK: DerivedMeasurement = {
     { name: 'cell_voltage_max', unit: 'V', description: 'the highest' },
     { name: 'cell_voltage_mean', unit: 'V', description: 'their mean' },
     { name: 'cell_voltage_spread', unit: 'V', description: 'max − min' },
-    { name: 'cells_reported', unit: 'count', description: 'cell voltages counted (up to `no_of_cells`)' },
+    { name: 'cells_reported', unit: 'count', description: 'cell voltages counted (up to `no_of_cells`, none reading 0 V)' },
     { name: 'cell_temperature_min', unit: '°C', description: 'the lowest sensor in use' },
     { name: 'cell_temperature_max', unit: '°C', description: 'the highest' },
     { name: 'cell_temperature_spread', unit: '°C', description: 'max − min' },
     { name: 'temperature_sensors_reported', unit: 'count', description: 'sensors in use counted' },
     { name: 'alerts_raised', unit: 'count', description: '`alert_*` flags at 1' },
+    { name: 'cells_unused', unit: 'count', description: 'cell voltages left out as unused slots: numbered beyond `no_of_cells`, or reading 0 V; absent: none' },
+    { name: 'temperature_sensors_unused', unit: 'count', description: 'temperatures left out as unused sensors: numbered beyond `no_of_temperature_sensors`, or a sentinel (`CAN_TEMP_SENTINELS`); absent: none' },
   ],
 };
 

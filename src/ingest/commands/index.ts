@@ -26,7 +26,7 @@ export function commandLedgerFor(cfg: Config, redis: RedisClient): CommandLedger
 /** Each vehicle's latest values, beside the fleet state of each partition. */
 export function latestValuesFor(cfg: Config, redis: RedisClient): LatestValuesStore {
   const keys = keysOf(cfg);
-  return new LatestValuesStore(redis, keys.partitions.map((_, i) => keys.fleet(i)), { motionSpeedKmh: cfg.MOTION_SPEED, chargingCurrentSign: cfg.CHARGING_CURRENT_SIGN, chargingMinCurrentA: cfg.CHARGING_MIN_CURRENT });
+  return new LatestValuesStore(redis, keys.partitions.map((_, i) => keys.fleet(i)), { motionSpeedKmh: cfg.MOTION_SPEED, currentSign: { from: cfg.CURRENT_SIGN_FROM, charging: cfg.CHARGING_CURRENT_SIGN }, chargingMinCurrentA: cfg.CHARGING_MIN_CURRENT });
 }
 
 /** How often a worker reads the immobilisations again (when they changed): at most 2 s, and half the events' window and correction delay. */

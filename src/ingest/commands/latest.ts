@@ -2,6 +2,7 @@ import type { RedisClient } from '../../redis/connect.js';
 import { defineScript } from '../../redis/scripts.js';
 import { fieldPick, type FieldPick, type WrittenRecord } from '../../telemetry/record.js';
 import { DERIVE_FIELDS } from '../events/inputs.js';
+import { chargingCurrent, type CurrentSign } from '../../telemetry/current.js';
 import { partitionOf, type FleetKeys } from '../queue/keys.js';
 import { LATEST_FIELDS, type LatestField, type LatestValues, type Timed } from './model.js';
 
@@ -26,8 +27,8 @@ export const COMMANDS_PICK: FieldPick = fieldPick([...new Set([...DERIVE_FIELDS,
 export interface ActivityRules {
   /** MOTION_SPEED, km/h. */
   motionSpeedKmh: number;
-  /** CHARGING_CURRENT_SIGN. */
-  chargingCurrentSign: 'positive' | 'negative';
+  /** CURRENT_SIGN_FROM, CHARGING_CURRENT_SIGN. */
+  currentSign: CurrentSign;
   /** CHARGING_MIN_CURRENT, A. */
   chargingMinCurrentA: number;
 }
@@ -53,8 +54,7 @@ export class LatestValuesStore {
   /** Merges what a batch of partition `partition`'s written records says (records read with `pick`). */
   async record(partition: number, records: readonly WrittenRecord[]): Promise<void> {
     const byVehicle = new Map<string, Update>();
-    const { motionSpeedKmh, chargingCurrentSign, chargingMinCurrentA } = this.rules;
-    const sign = chargingCurrentSign === 'positive' ? 1 : -1;
+    const { motionSpeedKmh, currentSign, chargingMinCurrentA } = this.rules;
     for (const r of records) {
       if (!r.values || r.at === undefined) continue;
       let u = byVehicle.get(r.vehicleno);
@@ -78,8 +78,10 @@ export class LatestValuesStore {
       }
       const load = value('load_status');
       const current = value('current');
-      const charging = load === 2 || (Number.isNaN(load) && current * sign >= chargingMinCurrentA);
-      const discharging = load === 1 || (Number.isNaN(load) && -current * sign >= chargingMinCurrentA);
+      // Where load_status is sent it decides; else the current's direction, when it tells one (NaN compares false).
+      const signed = Number.isNaN(load) ? chargingCurrent(current, undefined, currentSign) : NaN;
+      const charging = load === 2 || signed >= chargingMinCurrentA;
+      const discharging = load === 1 || -signed >= chargingMinCurrentA;
       if (charging && (u.ch === undefined || r.time > u.ch)) u.ch = r.time;
       if (discharging && (u.dis === undefined || r.time > u.dis)) u.dis = r.time;
     }

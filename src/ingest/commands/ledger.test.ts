@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { pickedValues, type WrittenRecord } from '../../telemetry/record.js';
 import { WIRE_ID } from '../../telemetry/fields.js';
+import { SIGNED_POSITIVE_CHARGING } from '../../telemetry/current.js';
 import { DERIVE_FIELDS, DERIVE_PICK } from '../events/inputs.js';
 import { commandKeys, fleetKeys } from '../queue/keys.js';
 import { IMMOBILISATIONS_KEPT, parseImmobilisations } from './immobilisations.js';
@@ -140,7 +141,7 @@ describe('the command ledger (Redis)', () => {
 });
 
 describe('latest values (Redis)', () => {
-  const rules = { motionSpeedKmh: 3, chargingCurrentSign: 'positive' as const, chargingMinCurrentA: 0.5 };
+  const rules = { motionSpeedKmh: 3, currentSign: SIGNED_POSITIVE_CHARGING, chargingMinCurrentA: 0.5 };
   const written = (type: string, time: number, fields: Record<string, number>): WrittenRecord => {
     const values = pickedValues(COMMANDS_PICK, 1);
     COMMANDS_PICK.names.forEach((n, i) => {

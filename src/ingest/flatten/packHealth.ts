@@ -16,8 +16,15 @@ export const PACK_MEASUREMENT = CAN_PACK.name;
 export const PACK_NAMES = [
   'cell_voltage_min', 'cell_voltage_max', 'cell_voltage_mean', 'cell_voltage_spread', 'cells_reported',
   'cell_temperature_min', 'cell_temperature_max', 'cell_temperature_spread', 'temperature_sensors_reported',
-  'alerts_raised',
+  'alerts_raised', 'cells_unused', 'temperature_sensors_unused',
 ] as const;
+
+/**
+ * How many of PACK_NAMES a `p` row names by its mask: the releases before the unused counts read no more
+ * (a mask bit beyond their list is a malformed row to them), so the names from here on are written after
+ * `;` by name, which every reader copies into the line as it is (points.ts, src/formats/README.md).
+ */
+export const PACK_NAMES_BY_MASK = 10;
 
 /*
  * The battery rule computes from named fields (the schema's battery parameters, src/telemetry/vehicleData.ts):
@@ -55,27 +62,30 @@ export function packKind(field: string): number {
 
 /**
  * One record's pack health, accumulated field by field in the record's order (`add`, with the name's
- * `packKind`): plain numbers, no object per value, since this runs for every CAN record. Cells count
- * when numbered within `no_of_cells` (when sent); temperatures after the unused-sensor rule (numbered
- * within `no_of_temperature_sensors`, and not a sentinel value).
+ * `packKind`): plain numbers, no object per value, since this runs for every CAN record. Slots a pack
+ * does not use never enter it, and are counted instead: cells numbered beyond `no_of_cells` (when sent)
+ * or reading exactly 0 V (an empty slot: no cell reads 0 V and still works); temperatures numbered beyond
+ * `no_of_temperature_sensors` or equal to a sentinel (CAN_TEMP_SENTINELS: "no reading").
  */
 export class PackHealth {
   private cells = 0; private cellMin = 0; private cellMax = 0; private cellSum = 0;
   private temps = 0; private tempMin = 0; private tempMax = 0;
   private alertFlags = 0; private alertsRaised = 0;
+  private cellsUnused = 0; private tempsUnused = 0;
   private cellCount: number | undefined;
   private sensorCount: number | undefined;
   private sentinels: readonly number[] = [];
 
   /** No point: `values` gives none until `start`. */
   clear(): void {
-    this.cells = this.temps = this.alertFlags = 0;
+    this.cells = this.temps = this.alertFlags = this.cellsUnused = this.tempsUnused = 0;
   }
 
   start(cellCount: number | undefined, sensorCount: number | undefined, sentinels: readonly number[]): this {
     this.cells = this.cellMin = this.cellMax = this.cellSum = 0;
     this.temps = this.tempMin = this.tempMax = 0;
     this.alertFlags = this.alertsRaised = 0;
+    this.cellsUnused = this.tempsUnused = 0;
     this.cellCount = cellCount;
     this.sensorCount = sensorCount;
     this.sentinels = sentinels;
@@ -88,14 +98,20 @@ export class PackHealth {
       this.alertFlags++;
       if (v !== 0) this.alertsRaised++;
     } else if (k >= 0) {
-      if (this.cellCount !== undefined && k > this.cellCount) return;
+      if ((this.cellCount !== undefined && k > this.cellCount) || v === 0) {
+        this.cellsUnused++;
+        return;
+      }
       this.cellMin = this.cells === 0 ? v : Math.min(this.cellMin, v);
       this.cellMax = this.cells === 0 ? v : Math.max(this.cellMax, v);
       this.cellSum += v;
       this.cells++;
     } else {
       const sensor = -1 - k;
-      if ((this.sensorCount !== undefined && sensor > this.sensorCount) || this.sentinels.includes(v)) return;
+      if ((this.sensorCount !== undefined && sensor > this.sensorCount) || this.sentinels.includes(v)) {
+        this.tempsUnused++;
+        return;
+      }
       this.tempMin = this.temps === 0 ? v : Math.min(this.tempMin, v);
       this.tempMax = this.temps === 0 ? v : Math.max(this.tempMax, v);
       this.temps++;
@@ -104,7 +120,8 @@ export class PackHealth {
 
   /**
    * The point's fields: `out[i]` is the value of PACK_NAMES[i]; returns the bit mask of those it has
-   * (0: the record carried none of the inputs, and gets no point).
+   * (0: the record carried none of the inputs, and gets no point). A record whose every slot was unused
+   * has a point of its counts alone.
    */
   values(out: Float64Array): number {
     let mask = 0;
@@ -126,6 +143,15 @@ export class PackHealth {
     if (this.alertFlags > 0) {
       out[9] = this.alertsRaised;
       mask |= 1 << 9;
+    }
+    // The unused counts only where there were some: most packs use every slot they report, and these go by name.
+    if (this.cellsUnused > 0) {
+      out[10] = this.cellsUnused;
+      mask |= 1 << 10;
+    }
+    if (this.tempsUnused > 0) {
+      out[11] = this.tempsUnused;
+      mask |= 1 << 11;
     }
     return mask;
   }

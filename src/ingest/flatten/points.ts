@@ -5,7 +5,7 @@ import { decimalAt } from '../../telemetry/numbers.js';
 import { flattenDraft, remembered, type FlattenOptions } from './flatten.js';
 import { RowDraft } from './draft.js';
 import { DICTIONARY_SIZE, NAMES } from './names.js';
-import { PACK_MEASUREMENT, PACK_NAMES, PackHealth } from './packHealth.js';
+import { PACK_MEASUREMENT, PACK_NAMES, PACK_NAMES_BY_MASK, PackHealth } from './packHealth.js';
 import { Lines } from '../write/lines.js';
 
 /**
@@ -202,18 +202,30 @@ function copy(from: Uint8Array, a: number, b: number, to: Uint8Array, w: number)
   return w + (b - a);
 }
 
+/** The pack fields a `p` row's mask names (PACK_NAMES_BY_MASK); the rest follow `;` by name. */
+const PACK_MASKED = (1 << PACK_NAMES_BY_MASK) - 1;
+
 /** The `p` row of a record's pack health (none when the record had none of its inputs). */
 export function writePack(rows: PointRows, acc: PackHealth): void {
   const mask = acc.values(packValues);
   if (mask === 0) return;
   rows.byte(ROW_PACK);
-  for (let rest = mask; rest !== 0; rest >>= 6) rows.byte(MASK_CODE[rest & 63]!);
+  for (let rest = mask & PACK_MASKED; rest !== 0; rest >>= 6) rows.byte(MASK_CODE[rest & 63]!);
   rows.byte(COLON);
   let first = true;
-  for (let i = 0; i < PACK_NAMES.length; i++) {
+  for (let i = 0; i < PACK_NAMES_BY_MASK; i++) {
     if ((mask & (1 << i)) === 0) continue;
     if (!first) rows.byte(COMMA);
     first = false;
+    rows.latin1(formatFloat(packValues[i]!));
+  }
+  first = true;
+  for (let i = PACK_NAMES_BY_MASK; i < PACK_NAMES.length; i++) {
+    if ((mask & (1 << i)) === 0) continue;
+    rows.byte(first ? SEMI : COMMA);
+    first = false;
+    rows.latin1(PACK_NAMES[i]!);
+    rows.byte(EQUALS);
     rows.latin1(formatFloat(packValues[i]!));
   }
   rows.byte(NL);

@@ -1,5 +1,6 @@
 import { TYPES, VEHICLE_TAG, type RangeSpec } from '../../telemetry/fields.js';
 import type { RangeOverride } from '../../config/index.js';
+import { sensorNumber } from '../flatten/packHealth.js';
 
 /**
  * What a vehicle can truly have measured: the bounds a well-formed record is judged by (validate/ has
@@ -23,6 +24,8 @@ export interface RangeRule {
   integer?: boolean;
   unit: string;
   why: string;
+  /** Values let through whatever the bound: a sensor's "no reading" (CAN_TEMP_SENTINELS), which flatten/ leaves out. */
+  accepts?: readonly number[];
   /** A verdict that may change (a name refused while the bound is full here, admitted by another receiver): looked up again, never cached. */
   recheck?: boolean;
 }
@@ -57,9 +60,10 @@ export const TAG_KEYS: readonly string[] = [VEHICLE_TAG];
 
 /**
  * The table with the operator's overrides: a rule name sets that rule's bounds (or switches it off);
- * any other name is a field, which then gets a rule of its own (unit unknown, reason "operator").
+ * any other name is a field, which then gets a rule of its own (unit unknown, reason "operator"). The
+ * rules bounding temperature sensors let `temperatureSentinels` (CAN_TEMP_SENTINELS) through.
  */
-export function rangeRules(overrides: readonly RangeOverride[]): { rules: RangeRule[]; zeroPosition: boolean } {
+export function rangeRules(overrides: readonly RangeOverride[], temperatureSentinels: readonly number[] = []): { rules: RangeRule[]; zeroPosition: boolean } {
   let rules = RANGE_RULES.map((r) => ({ ...r }));
   let zeroPosition = true;
   for (const o of overrides) {
@@ -80,12 +84,14 @@ export function rangeRules(overrides: readonly RangeOverride[]): { rules: RangeR
       rules.unshift({ rule: o.name, fields: [o.name], min: o.min, max: o.max, unit: '', why: 'operator (PLAUSIBLE_RANGES)' });
     }
   }
+  // A sensor's sentinel is "no reading", not a temperature out of range: flatten/ leaves it out, uncounted here.
+  if (temperatureSentinels.length > 0) for (const r of rules) if (r.fields.some((f) => sensorNumber(f) >= 0)) r.accepts = temperatureSentinels;
   return { rules, zeroPosition };
 }
 
 /** Whether `value` is within `rule` (its range, and whole when the rule says so). */
 export function withinRule(value: number, rule: RangeRule): boolean {
-  return value >= rule.min && value <= rule.max && (!rule.integer || Number.isInteger(value));
+  return (value >= rule.min && value <= rule.max && (!rule.integer || Number.isInteger(value))) || (rule.accepts !== undefined && rule.accepts.includes(value));
 }
 
 /** The rule bounding `field` of a `type` record, or undefined when no row names it. */

@@ -155,9 +155,9 @@ export function pointSink(cfg: Config, metrics?: Metrics): PointSink {
   return new CoalescingSink(new IsolatingSink(influx, cfg.WRITE_CONCURRENCY), { maxLines: cfg.WRITE_BATCH_LINES, maxBytes: cfg.WRITE_MAX_BYTES, maxInFlight: cfg.WRITE_CONCURRENCY, lingerMs: cfg.WRITE_LINGER });
 }
 
-/** The plausibility rules with the operator's settings (TIME_MAX_AHEAD, TIME_MAX_AGE, PLAUSIBLE_RANGES). */
+/** The plausibility rules with the operator's settings (TIME_MAX_AHEAD, TIME_MAX_AGE, PLAUSIBLE_RANGES, CAN_TEMP_SENTINELS). */
 export function plausibilityFor(cfg: Config): Plausibility {
-  const { rules, zeroPosition } = rangeRules(cfg.PLAUSIBLE_RANGES);
+  const { rules, zeroPosition } = rangeRules(cfg.PLAUSIBLE_RANGES, cfg.CAN_TEMP_SENTINELS);
   return new Plausibility({ maxAheadMs: cfg.TIME_MAX_AHEAD, maxAgeMs: cfg.TIME_MAX_AGE, rules, zeroPosition, extraFields: new ExtraFieldNames(cfg.EXTRA_FIELDS_MAX) });
 }
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { fieldNames } from '../../telemetry/fields.js';
 import { UNUSED_SENSOR_SENTINEL, canRecordData } from './can.js';
 import { distanceKm } from './geo.js';
-import { Fleet, READING_INTERVAL_MS } from './fleet.js';
+import { CAPACITY_FADE_PER_CYCLE, DRIFT_SHARE, DRIFT_V_PER_CYCLE, Fleet, HEAT_FAST_C_PER_MIN, HEAT_FAST_SHARE, OVER_TEMP_ALARM_C, READING_INTERVAL_MS, SOH_STUCK_SHARE } from './fleet.js';
 import { Rng } from './prng.js';
 const CAN_FIELDS = fieldNames('can');
 const CELL_TEMPERATURE_FIELDS = fieldNames('can').filter((f) => f.startsWith('cell_temperature_'));
@@ -71,6 +71,21 @@ describe('fleet trajectories', () => {
     }
     expect(thefts).toBeGreaterThan(0);
     expect(drains).toBeGreaterThan(0);
+  });
+
+  it('never takes a pack below 0 % (a drain, then the driving after it within one cycle): 1,000 vehicles over 30 days', () => {
+    // The soc only falls within a cycle until its charging segment: its lowest is just before that segment.
+    const big = Fleet.create({ seed: 3, size: 1_000 });
+    let lowest = Infinity;
+    for (const v of big.vehicles) {
+      const n = v.cycleSegments * 30 * 60_000;
+      for (let c = Math.floor((NOW - v.cycleOffsetMs) / n); v.cycleOffsetMs + c * n < NOW + 30 * DAY; c++) {
+        const charging = v.cycleOffsetMs + (c + 1) * n - 30 * 60_000;
+        expect(big.activityAt(v, charging)).toBe('charging');
+        lowest = Math.min(lowest, big.canStateAt(v, charging - 1).soc!);
+      }
+    }
+    expect(lowest).toBeGreaterThanOrEqual(0);
   });
 
   it('moves plausibly: under 75 km/h, ignition on exactly while driving (idling included), moving with it off only when towed', () => {
@@ -170,6 +185,115 @@ describe('what an analyst should find in the fleet', () => {
     // The others keep their small, steady spread.
     const other = Array.from({ length: 50 }, (_, k) => spread(fleet.vehicles[1]!, 1_763_700_000_000 + k * 900_000).spread);
     expect(Math.max(...other)).toBeLessThan(0.045);
+  });
+
+  const SEG = 30 * 60_000;
+  const aged = Fleet.create({ seed: 11, size: 1_000 });
+  /** Every charging segment's start of `v` within [from, to). */
+  const chargings = (v: (typeof aged.vehicles)[number], from: number, to: number) => {
+    const n = v.cycleSegments * SEG;
+    const out: number[] = [];
+    for (let c = Math.floor((from - v.cycleOffsetMs) / n); v.cycleOffsetMs + c * n < to; c++) out.push(v.cycleOffsetMs + (c + 1) * n - SEG);
+    return out;
+  };
+  const cellsOf = (s: Record<string, number>) => Object.entries(s).filter(([k]) => k.startsWith('cell_voltage_')).sort().map(([, x]) => x);
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+  it('packs lose capacity with their cycles; charging, Ah counted against the soc moved measure it; the BMS soh follows it, or is stuck at 100', () => {
+    let stuck = 0;
+    for (const v of aged.vehicles.slice(0, 200)) {
+      const [a, b] = [aged.trueCapacityAh(v, NOW), aged.trueCapacityAh(v, NOW + 60 * DAY)];
+      const cycles = aged.chargeCyclesAt(v, NOW + 60 * DAY) - aged.chargeCyclesAt(v, NOW);
+      expect(cycles).toBeGreaterThan(10);
+      expect(a - b).toBeCloseTo(cycles * CAPACITY_FADE_PER_CYCLE * v.battery.capacityAh, 6);
+      const soh = aged.canStateAt(v, NOW).soh!;
+      if (aged.sohStuck(v)) {
+        stuck++;
+        expect(soh).toBe(100);
+      } else expect(soh).toBe(Math.round((100 * a) / v.battery.capacityAh));
+    }
+    expect(stuck).toBeGreaterThan(200 * SOH_STUCK_SHARE * 0.4);
+    expect(stuck).toBeLessThan(200 * SOH_STUCK_SHARE * 2);
+    // One vehicle's deep charges: the Ah a record a minute counts, over the soc points they moved, within 5 % of the truth.
+    for (const v of aged.vehicles.slice(0, 20)) {
+      for (const start of chargings(v, NOW, NOW + 10 * DAY)) {
+        const first = aged.canStateAt(v, start);
+        const last = aged.canStateAt(v, start + SEG - 1);
+        if (last.soc! - first.soc! < 30) continue;
+        let ah = 0;
+        for (let m = 0; m < 30; m++) ah += aged.canStateAt(v, start + m * 60_000 + 30_000).current! / 60;
+        const estimate = ah / ((last.soc! - first.soc!) / 100);
+        expect(Math.abs(estimate / aged.trueCapacityAh(v, start) - 1)).toBeLessThan(0.05);
+      }
+    }
+  });
+
+  it('one pack in fifty has a drifting cell: below the others at rest, above them as a charge ends, further each cycle; the rest do not', () => {
+    const drifting = aged.vehicles.filter((v) => aged.driftingCell(v) !== undefined);
+    expect(drifting.length).toBeGreaterThan(aged.vehicles.length * DRIFT_SHARE * 0.4);
+    expect(drifting.length).toBeLessThan(aged.vehicles.length * DRIFT_SHARE * 2);
+    for (const v of drifting) {
+      const n = aged.driftingCell(v)!;
+      const starts = chargings(v, NOW, NOW + 12 * DAY);
+      const atRest: Array<[drift: number, away: number]> = [];
+      for (const start of starts) {
+        // At rest: the middle of the cycle's first segment (parked at the depot); as the charge ends: its last minute.
+        const rest = aged.canStateAt(v, start - (v.cycleSegments - 1) * SEG + SEG / 2);
+        const end = aged.canStateAt(v, start + SEG - 60_000);
+        const away = (s: Record<string, number>) => s[`cell_voltage_${String(n).padStart(2, '0')}`]! - median(cellsOf(s));
+        const drift = aged.cellDriftV(v, start);
+        atRest.push([drift, away(rest)]);
+        if (drift > 0.05) {
+          expect(away(rest)).toBeLessThan(-drift + 0.03);
+          expect(away(end)).toBeGreaterThan(drift * 0.8 - 0.03);
+        }
+      }
+      // Growing each cycle, but for a service's rebalancing (one in DRIFT_CYCLES), and the cell's distance at rest with it
+      // (apart from the noise of a reading: its fixed offset from the others cancels).
+      let rebalanced = 0;
+      for (let i = 1; i < atRest.length; i++) {
+        const [d0, a0] = atRest[i - 1]!;
+        const [d1, a1] = atRest[i]!;
+        if (d1 < d0) rebalanced++;
+        else {
+          expect(d1 - d0).toBeGreaterThanOrEqual(DRIFT_V_PER_CYCLE - 1e-9);
+          expect(Math.abs(a1 - a0 + (d1 - d0))).toBeLessThan(0.015);
+        }
+      }
+      expect(rebalanced).toBeLessThanOrEqual(1);
+    }
+    // A healthy pack's last cell stays with the others.
+    for (const v of aged.vehicles.slice(0, 100).filter((v) => aged.driftingCell(v) === undefined && v.battery.cells > 1)) {
+      for (const t of [NOW, NOW + 3 * DAY, NOW + 9 * DAY]) {
+        const s = aged.canStateAt(v, t);
+        expect(Math.abs(s[`cell_voltage_${String(v.battery.cells).padStart(2, '0')}`]! - median(cellsOf(s)))).toBeLessThan(0.04);
+      }
+    }
+  });
+
+  it('one pack in two hundred heats fast under load, its temperature rising well ahead of its own thermal alarm; the others warm slowly', () => {
+    const big = Fleet.create({ seed: 11, size: 4_000 });
+    const fast = big.vehicles.filter((v) => big.heatsFast(v));
+    expect(fast.length).toBeGreaterThan(big.vehicles.length * HEAT_FAST_SHARE * 0.4);
+    expect(fast.length).toBeLessThan(big.vehicles.length * HEAT_FAST_SHARE * 2);
+    const hottest = (s: Record<string, number>) => Math.max(...Object.entries(s).filter(([k]) => k.startsWith('cell_temperature_')).map(([, x]) => x));
+    for (const v of fast) {
+      const start = chargings(v, NOW, NOW + 3 * DAY)[0]!;
+      const minutes = Array.from({ length: 30 }, (_, m) => big.canStateAt(v, start + m * 60_000));
+      const alarm = minutes.findIndex((s) => s.alert_over_temp === 1);
+      expect(alarm).toBeGreaterThan(5);
+      expect(hottest(minutes[alarm]!)).toBeGreaterThanOrEqual(OVER_TEMP_ALARM_C);
+      // Five minutes before the alarm it was already rising faster than HEAT_FAST_C_PER_MIN less the others' warming.
+      expect((hottest(minutes[alarm - 1]!) - hottest(minutes[alarm - 6]!)) / 5).toBeGreaterThan(HEAT_FAST_C_PER_MIN * 0.8);
+    }
+    for (const v of big.vehicles.slice(0, 100).filter((v) => !big.heatsFast(v))) {
+      for (const start of chargings(v, NOW, NOW + 3 * DAY)) {
+        const a = hottest(big.canStateAt(v, start));
+        const b = hottest(big.canStateAt(v, start + 5 * 60_000));
+        expect((b - a) / 5).toBeLessThan(1);
+        expect(big.canStateAt(v, start + 20 * 60_000).alert_over_temp === 1 && hottest(big.canStateAt(v, start + 20 * 60_000)) >= OVER_TEMP_ALARM_C).toBe(false);
+      }
+    }
   });
 
   it('a vehicle that goes silent sends nothing from then on', () => {

@@ -45,6 +45,9 @@ const SALT_IDLE = 11;
 const SALT_TOW = 12;
 const SALT_SWAP = 13;
 const SALT_THEFT = 14;
+const SALT_DRIFT = 15;
+const SALT_HEAT = 16;
+const SALT_SOH = 17;
 
 /**
  * One parked segment in fifty has THEFT_PERCENT of the tank siphoned over its half hour (a fuel_drop),
@@ -55,6 +58,11 @@ const THEFT_SHARE = 0.02;
 const THEFT_PERCENT = 15;
 const DRAIN_SHARE = 0.02;
 const DRAIN_POINTS = 8;
+/**
+ * Percentage points of charge a drive takes per percent of the tank it burns. Fuel never goes below
+ * RESERVE_PERCENT and a cycle starts at least 90 % charged, so driving alone leaves a pack above 19 %.
+ */
+const SOC_PER_FUEL = 0.8;
 
 /**
  * A third of the fleet runs on swapped packs (a leased-battery scheme): such a vehicle gets another pack
@@ -191,6 +199,35 @@ export interface FleetOptions {
   silent?: { index: number; fromMs: number };
 }
 
+/**
+ * The packs age (README "Ageing packs"): what the service's pack health should find, with the truth
+ * asked of the fleet (`trueCapacityAh`, `driftingCell`, `cellDriftV`, `heatsFast`, `sohStuck`).
+ * - Capacity fades CAPACITY_FADE_PER_CYCLE of the rated capacity (`battery_capacity`) a charge cycle
+ *   (`charge_cycle`), from the profile's soh at CHARGE_COUNT_EPOCH_MS; the charging current is what
+ *   moves the soc of that true capacity over the charging segment, so Ah counted against the soc moved
+ *   measure it.
+ * - The BMS reports `soh` as the true capacity over the rated, but SOH_STUCK_SHARE of packs report 100
+ *   all along.
+ * - DRIFT_SHARE of packs have a drifting cell (their last): its distance from the others grows by
+ *   DRIFT_V_PER_CYCLE a cycle, below them at rest and on the road, above them at the end of a charge
+ *   (a weak cell fills first); after DRIFT_CYCLES cycles the pack is rebalanced at a service (0 again),
+ *   so any window of a few cycles sees it grow.
+ * - HEAT_FAST_SHARE of packs heat fast: under load (driving, charging) their sensors rise HEAT_FAST_C_PER_MIN
+ *   a minute on top of the others' warming, until the BMS raises `alert_over_temp` at OVER_TEMP_ALARM_C.
+ */
+export const CAPACITY_FADE_PER_CYCLE = 0.0002;
+export const SOH_STUCK_SHARE = 0.1;
+export const DRIFT_SHARE = 1 / 50;
+export const DRIFT_V_PER_CYCLE = 0.003;
+export const DRIFT_CYCLES = 60;
+export const HEAT_FAST_SHARE = 1 / 200;
+export const HEAT_FAST_C_PER_MIN = 1.5;
+export const OVER_TEMP_ALARM_C = 60;
+/** The heat a pack gains under load approaches its level with this time constant (no step from one record to the next). */
+const HEAT_TAU_MS = 10 * 60_000;
+/** Above the others' heat, a fast-heating pack gains at most this much. */
+const HEAT_FAST_MAX_C = 35;
+
 /** One vehicle in WEAK_CELL_EVERY has a weak first cell, which sags as its pack discharges: imbalance develops over each day. */
 const WEAK_CELL_EVERY = 7;
 /** How far the weak cell sags below the others at 0 % state of charge, in volts. */
@@ -261,6 +298,40 @@ export class Fleet {
   /** False once a vehicle has gone silent (FleetOptions.silent): it sends nothing from then on. */
   reportsAt(v: VehicleProfile, t: number): boolean {
     return !(this.silent && v.index === this.silent.index && t >= this.silent.fromMs);
+  }
+
+  /** The pack's charge cycles at `t` (`charge_cycle`). */
+  chargeCyclesAt(v: VehicleProfile, t: number): number {
+    return v.battery.baseChargeCycles + Math.max(0, this.cycleIndex(v, t) - this.cycleIndex(v, CHARGE_COUNT_EPOCH_MS));
+  }
+
+  /** The truth of the pack's capacity at `t`, Ah: what the service's estimate from charging should find. */
+  trueCapacityAh(v: VehicleProfile, t: number): number {
+    const b = v.battery;
+    const faded = Math.max(0, this.cycleIndex(v, t) - this.cycleIndex(v, CHARGE_COUNT_EPOCH_MS)) * CAPACITY_FADE_PER_CYCLE;
+    return b.capacityAh * Math.max(0.5, b.soh / 100 - faded);
+  }
+
+  /** Whether the pack's BMS reports `soh` 100 whatever its capacity. */
+  sohStuck(v: VehicleProfile): boolean {
+    return unitAt(this.seed, v.index, SALT_SOH) < SOH_STUCK_SHARE;
+  }
+
+  /** The drifting cell's number (as in `cell_voltage_NN`), or undefined for a pack without one. */
+  driftingCell(v: VehicleProfile): number | undefined {
+    return unitAt(this.seed, v.index, SALT_DRIFT) < DRIFT_SHARE ? v.battery.cells : undefined;
+  }
+
+  /** How far (V) the drifting cell is from the others at `t` before the sign of the moment (below at rest, above at the end of a charge); 0 without one. */
+  cellDriftV(v: VehicleProfile, t: number): number {
+    if (this.driftingCell(v) === undefined) return 0;
+    const phase = Math.floor(unitAt(this.seed, v.index, SALT_DRIFT, 1) * DRIFT_CYCLES);
+    return DRIFT_V_PER_CYCLE * ((((this.cycleIndex(v, t) + phase) % DRIFT_CYCLES) + DRIFT_CYCLES) % DRIFT_CYCLES);
+  }
+
+  /** Whether the pack heats fast under load. */
+  heatsFast(v: VehicleProfile): boolean {
+    return unitAt(this.seed, v.index, SALT_HEAT) < HEAT_FAST_SHARE;
   }
 
   vehicle(vehicleno: string): VehicleProfile | undefined {
@@ -412,11 +483,15 @@ export class Fleet {
     const socInt = Math.round(soc);
     const load = activity === 'driving' ? -0.03 : activity === 'charging' ? 0.05 : 0;
     const cells: number[] = [];
+    const drift = this.cellDriftV(v, t);
     for (let i = 0; i < b.cells; i++) {
       const noise = (unitAt(this.seed, v.index, t, SALT_CELL, i) - 0.5) * 0.008;
       const sag = i === 0 && v.index % WEAK_CELL_EVERY === 0 ? -WEAK_CELL_SAG * (1 - soc / 100) : 0;
       const cv = 3.2 + (0.4 * soc) / 100 + load + (b.cellOffsets[i] ?? 0) + sag + noise;
-      cells.push(round(Math.min(3.65, Math.max(3.0, cv)), 3));
+      const healthy = Math.min(3.65, Math.max(3.0, cv));
+      // The drifting cell (the last): below the others, but above them as a charge ends, and beyond the healthy bounds.
+      const drifted = drift > 0 && i === b.cells - 1 ? healthy + (activity === 'charging' ? drift * (2 * frac - 1) : -drift) : healthy;
+      cells.push(round(Math.min(3.9, Math.max(2.5, drifted)), 3));
     }
     const voltage = round(
       cells.reduce((s, c) => s + c, 0),
@@ -425,11 +500,17 @@ export class Fleet {
     const u = unitAt(this.seed, v.index, t, SALT_CURRENT);
     let current = -0.4;
     if (activity === 'driving') current = -(8 + this.speedKmh(v, segment, t) * 0.6) * (0.9 + 0.2 * u);
-    if (activity === 'charging') current = 0.3 * b.capacityAh * (0.95 + 0.1 * u);
+    // Charging moves the soc of the true capacity over the segment (at least a point's worth: a segment may end below where it began).
+    const capacity = this.trueCapacityAh(v, t);
+    if (activity === 'charging') current = ((Math.max(1, segment.socEnd - segment.socStart) / 100) * capacity * (HOUR_MS / SEGMENT_MS)) * (0.95 + 0.1 * u);
     current = round(current, 2);
     const hour = hourOfDayIst(t);
     const ambient = 27 + 5 * Math.sin((2 * Math.PI * (hour - 9)) / 24);
-    const heat = activity === 'driving' ? 6 : activity === 'charging' ? 9 : 0;
+    // Heat approaches its level under the segment's load from the one before (HEAT_TAU_MS).
+    const into = t - segment.startMs;
+    const before = segmentOf(plan, Math.round((segment.startMs - plan.startMs) / SEGMENT_MS) - 1)?.activity ?? 'charging';
+    const heat = heatOf(activity) + (heatOf(before) - heatOf(activity)) * Math.exp(-into / HEAT_TAU_MS);
+    const fast = activity !== 'parked' && this.heatsFast(v) ? Math.min(HEAT_FAST_MAX_C, (HEAT_FAST_C_PER_MIN * into) / 60_000) : 0;
 
     const state: CanState = {
       time: t,
@@ -439,9 +520,9 @@ export class Fleet {
       current,
       power: Math.round(voltage * current),
       soc: socInt,
-      soh: b.soh,
+      soh: this.sohStuck(v) ? 100 : Math.round((100 * capacity) / b.capacityAh),
       battery_capacity: b.capacityAh,
-      charge_cycle: b.baseChargeCycles + Math.max(0, plan.cycle - this.cycleIndex(v, CHARGE_COUNT_EPOCH_MS)),
+      charge_cycle: this.chargeCyclesAt(v, t),
       chemistry: b.chemistry,
       load_status: activity === 'driving' ? 1 : activity === 'charging' ? 2 : 0,
       bms_id: this.packOf(v, plan.cycle, segment, b.bmsId),
@@ -454,16 +535,20 @@ export class Fleet {
     cells.forEach((c, i) => {
       state[`cell_voltage_${two(i + 1)}`] = c;
     });
+    let hottest = -Infinity;
     for (let i = 0; i < b.temperatureSensors; i++) {
       const noise = (unitAt(this.seed, v.index, t, SALT_TEMP, i) - 0.5) * 1;
-      state[`cell_temperature_${two(i + 1)}`] = round(ambient + heat + (b.sensorOffsets[i] ?? 0) + noise, 1);
+      const c = round(ambient + heat + fast + (b.sensorOffsets[i] ?? 0) + noise, 1);
+      state[`cell_temperature_${two(i + 1)}`] = c;
+      hottest = Math.max(hottest, c);
     }
-    // Rarely, one alert flag is raised; the summary `alert` is 1 then.
+    // Rarely, one alert flag is raised; the summary `alert` is 1 then. A pack too hot raises its thermal alarm.
     const alerting = unitAt(this.seed, v.index, t, SALT_ALERT) < 0.02;
     const raised = Math.floor(unitAt(this.seed, v.index, t, SALT_ALERT_FLAG) * ALERT_FLAGS.length);
-    state.alert = alerting ? 1 : 0;
+    const tooHot = hottest >= OVER_TEMP_ALARM_C;
+    state.alert = alerting || tooHot ? 1 : 0;
     ALERT_FLAGS.forEach((flag, i) => {
-      state[flag] = alerting && i === raised ? 1 : 0;
+      state[flag] = (alerting && i === raised) || (tooHot && flag === 'alert_over_temp') ? 1 : 0;
     });
     return this.obeyed(v, t, state);
   }
@@ -559,12 +644,14 @@ function buildPlan(seed: number, v: VehicleProfile, cycle: number): CyclePlan {
     }
     const km = activity === 'driving' ? distanceKm(pos, to) : 0;
     let fuelEnd = fuel - km * percentPerKm;
-    let socEnd = soc - 0.8 * km * percentPerKm;
+    let socEnd = soc - SOC_PER_FUEL * km * percentPerKm;
     // Parked, neither next to a refuel nor towed: now and then fuel is siphoned, or the pack drains (a fault).
     if (activity === 'parked' && k > 1 && k < n - 2 && unitAt(seed, v.index, segStart, SALT_TOW) >= TOW_SHARE) {
       const u = unitAt(seed, v.index, cycle, k, SALT_THEFT);
       if (u < THEFT_SHARE && fuel - THEFT_PERCENT >= RESERVE_PERCENT) fuelEnd = fuel - THEFT_PERCENT;
-      else if (u >= 1 - DRAIN_SHARE && soc - DRAIN_POINTS >= 20) socEnd = soc - DRAIN_POINTS;
+      // A drain only where the pack still holds what the rest of the cycle's driving may take: the fuel
+      // left above the reserve, at SOC_PER_FUEL (a drain taken regardless sent soc -2 and worse).
+      else if (u >= 1 - DRAIN_SHARE && soc - DRAIN_POINTS >= 20 && soc - DRAIN_POINTS - SOC_PER_FUEL * (fuel - RESERVE_PERCENT) >= 0) socEnd = soc - DRAIN_POINTS;
     }
     if (activity === 'charging') socEnd = socFullAt(seed, v, cycle + 1);
     packed.set([ACTIVITIES.indexOf(activity), pos.lat, pos.lng, to.lat, to.lng, km, fuel, fuelEnd, soc, socEnd], k * SEGMENT_STRIDE);
@@ -573,6 +660,11 @@ function buildPlan(seed: number, v: VehicleProfile, cycle: number): CyclePlan {
     soc = socEnd;
   }
   return { startMs, cycle, packed };
+}
+
+/** The heat (°C over ambient) a pack settles at under an activity's load. */
+function heatOf(activity: Activity): number {
+  return activity === 'driving' ? 6 : activity === 'charging' ? 9 : 0;
 }
 
 /** The state of charge a cycle starts with, charged at the depot: 90 to 100 %. */

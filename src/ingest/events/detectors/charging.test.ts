@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { can, eventTimes, gps, OPTS, runOrdered, sorted, T0 } from '../events.testkit.js';
+import { can, eventTimes, gps, OPTS, runOrdered, sorted, T0, type Named } from '../events.testkit.js';
 import type { EventInput } from '../derive.js';
 
 /** Idle at 40 %, then 600 s of charging at 50 V with the current rising 20 → 40 A (1000 → 2000 W), then idle. */
-function charge(extra: Partial<{ sign: number; withLoad: boolean }> = {}): EventInput[] {
+function charge(extra: Partial<{ sign: number; withLoad: boolean }> = {}): Named[] {
   const sign = extra.sign ?? 1;
   const withLoad = extra.withLoad ?? true;
-  const rs: EventInput[] = [can(T0, { soc: 40, current: -0.4 * sign, ...(withLoad ? { load_status: 0 } : {}) })];
+  const rs: Named[] = [can(T0, { soc: 40, current: -0.4 * sign, ...(withLoad ? { load_status: 0 } : {}) })];
   for (let j = 0; j <= 60; j++) {
     const t = T0 + 10_000 + j * 10_000;
     const f: Record<string, number> = { soc: 40 + Math.floor(j / 3), battery_voltage: 50, current: sign * (20 + j / 3) };
@@ -47,7 +47,7 @@ describe('charging', () => {
       ['charging_stopped', T0 + 620_000],
     ]);
     expect(runOrdered(charge({ withLoad: false, sign: -1 })).chargingSessions).toEqual([]);
-    const negative = { ...OPTS, chargingCurrentSign: 'negative' as const };
+    const negative = { ...OPTS, currentSign: { from: 'signed' as const, charging: 'negative' as const } };
     expect(runOrdered(charge({ withLoad: false }), negative).chargingSessions).toEqual([]);
     expect(runOrdered(charge({ withLoad: false, sign: -1 }), negative).chargingSessions[0]!.energyWh).toBeCloseTo(250, 9);
     // load_status wins over the current's sign.
@@ -55,6 +55,20 @@ describe('charging', () => {
     // Below the minimum current: idle, not charging.
     const trickle = [can(T0, { current: 0.3 }), can(T0 + 100_000, { current: 0.4 }), can(T0 + 200_000, { current: -1 })];
     expect(runOrdered(trickle).events).toEqual([]);
+  });
+
+  it('a pack sending the current unsigned (CURRENT_SIGN_FROM=load_status): load_status tells charging, the current alone nothing', () => {
+    const unsigned = { ...OPTS, currentSign: { from: 'load_status' as const, charging: 'positive' as const } };
+    const magnitudes = (rs: Named[]) => rs.map((r) => (r.type === 'can' && typeof r.fields.current === 'number' ? can(r.time, { ...r.fields, current: Math.abs(r.fields.current) }) : r));
+    // Signed, a magnitude of 0.4 A idling and 20–40 A charging reads as charging throughout when load_status is missing...
+    expect(runOrdered(magnitudes(charge({ withLoad: false, sign: -1 }))).chargingSessions).toHaveLength(1);
+    // ...from load_status, it says nothing: no session without load_status, and the same session as signed with it.
+    expect(runOrdered(magnitudes(charge({ withLoad: false, sign: -1 })), unsigned).events).toEqual([]);
+    const withLoad = runOrdered(magnitudes(charge({ sign: -1 })), unsigned);
+    expect(withLoad.chargingSessions).toEqual(runOrdered(charge()).chargingSessions);
+    // A record without load_status amid a session neither stops nor extends it.
+    const gap = charge().map((r) => (r.time === T0 + 300_000 ? can(r.time, { current: 25 }) : r));
+    expect(runOrdered(magnitudes(gap), unsigned).chargingSessions).toEqual(runOrdered(charge()).chargingSessions);
   });
 
   it('regenerative braking is not charging: +5 A bursts while driving, without load_status, start no session', () => {

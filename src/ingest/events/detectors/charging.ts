@@ -8,6 +8,7 @@ import { geofenceNamesAt } from './geofences.js';
 import { detector } from './detector.js';
 import { gapBefore } from './gap.js';
 import { lasted } from './spell.js';
+import { chargingCurrent } from '../../../telemetry/current.js';
 
 /**
  * Charging sessions, from the CAN stream: `charging_started` / `charging_stopped` and, at the stop, the
@@ -15,7 +16,8 @@ import { lasted } from './spell.js';
  *
  * - A record with `load_status` decides: 2 charging, anything else not.
  * - Without it (the spec omits what a vehicle does not send), the current decides, and only for a
- *   vehicle standing still: charging when it has the charging sign (CHARGING_CURRENT_SIGN) and at least
+ *   vehicle standing still: charging when it has the charging sign (CHARGING_CURRENT_SIGN; with
+ *   CURRENT_SIGN_FROM=load_status a current is a magnitude, and without load_status says nothing) and at least
  *   CHARGING_MIN_CURRENT, the GPS track says the vehicle was not moving at the record's time (`movingAt`:
  *   its records wait until the GPS stream has passed that time, derive.ts "waits"), and it has
  *   lasted CHARGING_MIN_DURATION: regenerative braking's bursts of positive current while driving are
@@ -79,7 +81,9 @@ export function chargingRecord(ctx: Context, s: ChargingState, r: StreamRecord, 
   let charging: boolean;
   if (load !== undefined) charging = load === 2;
   else if (current !== undefined) {
-    const signed = o.chargingCurrentSign === 'positive' ? current : -current;
+    const signed = chargingCurrent(current, undefined, o.currentSign);
+    // A magnitude without its load_status (CURRENT_SIGN_FROM=load_status) says nothing, as a record of neither.
+    if (signed !== signed) return;
     charging = signed > 0 && signed >= o.chargingMinCurrentA && !movingAt(track, r.time);
   } else return;
   if (!charging) {
@@ -198,9 +202,9 @@ export const CHARGING_DETECTOR = detector({
   // Taken by derive.ts's waits once the track has passed a record's time, not by a phase (no `on`).
   reads: { track: TRACK_SLICE },
   input: "CAN `load_status`, `current`, `battery_voltage`, `soc`; the track's motion",
-  settings: ["CHARGING_CURRENT_SIGN", "CHARGING_MIN_CURRENT", "CHARGING_MIN_DURATION", "EVENTS_MAX_GAP"],
+  settings: ["CHARGING_CURRENT_SIGN", "CURRENT_SIGN_FROM", "CHARGING_MIN_CURRENT", "CHARGING_MIN_DURATION", "EVENTS_MAX_GAP"],
   derives: "`charging_started` / `_stopped`, `charging` sessions; when a session was under way (its last 4 changes, for the drain)",
-  rules: "`load_status` decides where sent (2 charging); without it, `current` of `CHARGING_CURRENT_SIGN` and at least `CHARGING_MIN_CURRENT`, the vehicle standing (the track's motion at the record's time, read once the track has passed it: such a record waits for it, \"Waits\" below), lasting `CHARGING_MIN_DURATION` before it is emitted, stamped at its first record (regenerative braking is no session, however far GPS lags); a gap over `EVENTS_MAX_GAP` ends the session at its last record, never integrated across; energy ∫ V × \\|I\\| dt by trapezoids",
+  rules: "`load_status` decides where sent (2 charging); without it, `current` of `CHARGING_CURRENT_SIGN` (`CURRENT_SIGN_FROM=load_status`: nothing) and at least `CHARGING_MIN_CURRENT`, the vehicle standing (the track's motion at the record's time, read once the track has passed it: such a record waits for it, \"Waits\" below), lasting `CHARGING_MIN_DURATION` before it is emitted, stamped at its first record (regenerative braking is no session, however far GPS lags); a gap over `EVENTS_MAX_GAP` ends the session at its last record, never integrated across; energy ∫ V × \\|I\\| dt by trapezoids",
   outputs: [
     { events: ['charging_started', 'charging_stopped'], shown: "`charging_started` / `charging_stopped`", measurement: VEHICLE_EVENTS, fields: [{ name: 'soc', meaning: "the state of charge: at the first charging record, at the stop" }, { name: 'battery_voltage', meaning: "the record’s pack voltage (the first charging record’s; the stopping record’s)" }, { name: 'current', meaning: "the record’s pack current (the same records)" }, { name: 'durationS', meaning: "how long it charged", on: ['charging_stopped'] }, { name: 'energyWh', meaning: "the energy charged, when two records carried voltage and current", on: ['charging_stopped'] }], what: "a CAN record with `load_status` 2 (charging); without `load_status`, `current` of the charging sign (`CHARGING_CURRENT_SIGN`, default positive, as the emulator charges; at least `CHARGING_MIN_CURRENT`) while the vehicle stands still, told once it has lasted `CHARGING_MIN_DURATION` and stamped at its first record (regenerative braking is no session); then the first record that is not" },
     { events: [], shown: "a charging session", kind: 'charging', measurement: CHARGING_SESSIONS, fields: [{ name: 'end', meaning: "the first record not charging, or the last charging record before a gap" }, { name: 'durationS', meaning: "end − start" }, { name: 'socStart', meaning: "the soc as it started" }, { name: 'socEnd', meaning: "the soc as it stopped" }, { name: 'energyWh', meaning: "∫ voltage × |current| dt between charging records carrying both" }, { name: 'geofence', meaning: "the geofences the vehicle stood in as it started" }], what: "start to stop (or the last charging record before a gap of `EVENTS_MAX_GAP`); energy is ∫ voltage × \\|current\\| dt between charging records carrying both, never across a gap; shorter than `CHARGING_MIN_DURATION` is not a session" },

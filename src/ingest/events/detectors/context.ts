@@ -2,6 +2,7 @@ import type { GeofenceLookup } from '../../geofences/lookup.js';
 import type { LateState } from '../corrections/state.js';
 import type { SpeedLimits } from '../../speedLimits/registry.js';
 import { SETTING_DEFAULTS, type Settings } from '../../../config/index.js';
+import type { CurrentSign } from '../../../telemetry/current.js';
 import { TRACK_STREAM } from '../inputs.js';
 
 /**
@@ -151,8 +152,8 @@ export interface DeriveOptions {
   gpsMinErrorM: number;
   /** A fix at or below this speed (km/h), or without one, reports no movement. */
   motionSpeedKmh: number;
-  /** The sign `current` has while charging (the schema: negative while discharging; the emulator charges positive). */
-  chargingCurrentSign: 'positive' | 'negative';
+  /** How `current` tells its direction (CURRENT_SIGN_FROM, CHARGING_CURRENT_SIGN; the schema: negative while discharging; the emulator charges positive). */
+  currentSign: CurrentSign;
   /** Without `load_status`, a record charges when its current has the charging sign and at least this magnitude, and the vehicle stands still. */
   chargingMinCurrentA: number;
   /** A session is kept when at least this long; one emitted by current alone starts only once its charging has lasted this long. */
@@ -209,7 +210,7 @@ export function deriveOptions(cfg: Settings): DeriveOptions {
     maxJumpSpeedKmh: cfg.TRIP_MAX_JUMP_SPEED,
     gpsMinErrorM: cfg.GPS_MIN_ERROR,
     motionSpeedKmh: cfg.MOTION_SPEED,
-    chargingCurrentSign: cfg.CHARGING_CURRENT_SIGN,
+    currentSign: { from: cfg.CURRENT_SIGN_FROM, charging: cfg.CHARGING_CURRENT_SIGN },
     chargingMinCurrentA: cfg.CHARGING_MIN_CURRENT,
     chargingMinDurationMs: cfg.CHARGING_MIN_DURATION,
     stopMinDurationMs: cfg.STOP_MIN_DURATION,
