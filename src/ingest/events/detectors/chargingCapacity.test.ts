@@ -96,6 +96,13 @@ describe('capacity from charging sessions', () => {
     const a = packCycles(pack({ cycles: 2, soh: () => 100 }));
     const b = packCycles(pack({ cycles: 2, soh: () => 100, bmsId: 733_019 }), a.records.at(-1)!.time + MIN);
     expect(bmsEvents(runOrdered([...a.records, ...b.records]))).toEqual([]);
+    // Ids that change within one deep charge: no pack, no estimate (the charge is of neither).
+    const one = packCycles(pack({ cycles: 1 }));
+    const half = (one.charges[0]!.start + one.charges[0]!.end) / 2;
+    const [mixed] = sessions(runOrdered(one.records.map((r) => (r.time > half ? can(r.time, { ...r.fields, bms_id: 733_019 }) : r))));
+    expect(mixed!.socMoved).toBeGreaterThan(60);
+    expect(mixed!.pack).toBeUndefined();
+    expect(mixed!.capacityAhEstimate).toBeUndefined();
     // Half a deep charge derived, the state stored by a release without the charge's doubles, then the rest.
     const { records, charges } = packCycles(pack({ cycles: 1 }));
     const mid = (charges[0]!.start + charges[0]!.end) / 2;
