@@ -7,7 +7,7 @@
 
 export interface DerivedField {
   readonly name: string;
-  /** As vehicleData.ts writes units: `ms`, `s`, `m`, `km/h`, `%`, `Wh`, `°`, `0/1`, `count`; none for a code. */
+  /** As vehicleData.ts writes units: `ms`, `s`, `m`, `km/h`, `%`, `Wh`, `Ah`, `°`, `0/1`, `count`; none for a code. */
   readonly unit?: string;
   readonly description: string;
 }
@@ -42,26 +42,27 @@ const corrections: readonly DerivedField[] = [
 export const VEHICLE_EVENTS: DerivedMeasurement = {
   name: 'vehicle_events',
   writer: 'src/ingest/events (detectors), src/ingest/fleet (silent, back), src/ingest/sync (fuel_drop, fuel_refuel)',
-  description: 'one point a transition: an alarm raised or cleared, ignition on or off, charging started or stopped, idling, overspeed, moved while off, a battery low, swapped or drained, fuel dropped or refuelled, a vehicle silent or back',
+  description: 'one point a transition: an alarm raised or cleared, ignition on or off, charging started or stopped, idling, overspeed, moved while off, a battery low, swapped or drained, a BMS’s health figure disagreeing or stuck, fuel dropped or refuelled, a vehicle silent or back',
   time: 'the record time of the transition',
   tags: [
     vehicleno,
     {
       name: 'event',
       description:
-        '`alert_<flag>_raised` / `_cleared`, `ignition_on` / `_off`, `charging_started` / `_stopped`, `idle_started` / `_ended`, `overspeed_started` / `_ended`, `moved_while_off`, `moved_while_immobilised`, `geofence_entered` / `_exited`, `soc_low` / `soc_recovered`, `battery_swapped`, `soc_drain_while_parked`, `fuel_drop` / `fuel_refuel`, `silent`, `back`',
+        '`alert_<flag>_raised` / `_cleared`, `ignition_on` / `_off`, `charging_started` / `_stopped`, `idle_started` / `_ended`, `overspeed_started` / `_ended`, `moved_while_off`, `moved_while_immobilised`, `geofence_entered` / `_exited`, `soc_low` / `soc_recovered`, `battery_swapped`, `soc_drain_while_parked`, `bms_soh_disagrees`, `bms_soh_stuck`, `fuel_drop` / `fuel_refuel`, `silent`, `back`',
     },
     { name: 'geofence', description: 'geofence events: the geofence’s name' },
     { name: 'geofence_kind', description: 'geofence events: its kind (depot, charging, customer, restricted, other)' },
     { name: 'unit', description: '`fuel_drop` / `fuel_refuel`: the unit of the fuel history judged (litres, percent), as in measurement fuel' },
     { name: 'command_type', description: '`moved_while_immobilised`: the immobilise type the vehicle was under (docs/commands.md)' },
+    { name: 'pack', description: '`bms_soh_disagrees`, `bms_soh_stuck`: the pack (`bms_id`, else `bat_id_1`)' },
   ],
   fields: [
     { name: 'value', unit: '0/1', description: '1 raised, on, started, silent; 0 cleared, off, stopped, back; -1 retracted' },
     { name: 'soc', unit: '%', description: 'alarms, charging, `soc_low` / `soc_recovered`: the state of charge then' },
     { name: 'battery_voltage', unit: 'V', description: 'alarms, charging, soc low: the record’s pack voltage' },
     { name: 'current', unit: 'A', description: 'alarms and charging: the record’s pack current' },
-    { name: 'since', unit: 'ms', description: 'an alarm’s raise told once it held ALARM_MIN_DURATION: when it was raised' },
+    { name: 'since', unit: 'ms', description: 'an alarm’s raise told once it held ALARM_MIN_DURATION: when it was raised; `bms_soh_stuck`: the start of the first session estimated with that soh' },
     { name: 'lat', unit: '°', description: 'ignition: the fix’s latitude; idling, `overspeed_started`: where it began; `moved_while_off`, `moved_while_immobilised`: where it was seen' },
     { name: 'lng', unit: '°', description: 'the same, longitude' },
     { name: 'speed', unit: 'km/h', description: 'ignition: the fix’s speed; `overspeed_started`: the first fix over the limit; `moved_while_immobilised`: the fix’s' },
@@ -85,6 +86,12 @@ export const VEHICLE_EVENTS: DerivedMeasurement = {
     { name: 'fuel_amount', unit: 'l or %', description: '`fuel_drop` / `fuel_refuel`: how much, in `unit`' },
     { name: 'crossed', unit: '0/1', description: 'geofence events: 1 when a step between two fixes passed through it (neither fix inside)' },
     { name: 'energy_wh', unit: 'Wh', description: '`charging_stopped`: the energy charged' },
+    { name: 'soh', unit: '%', description: '`bms_soh_disagrees`, `bms_soh_stuck`: the BMS’s state of health as the session ended' },
+    { name: 'bms_capacity_ah', unit: 'Ah', description: '`bms_soh_disagrees`, `bms_soh_stuck`: what the BMS says the pack holds, battery_capacity × soh / 100' },
+    { name: 'capacity_ah_estimate', unit: 'Ah', description: '`bms_soh_disagrees`, `bms_soh_stuck`: the session’s capacity estimate (as on its `charging` row)' },
+    { name: 'capacity_uncertainty_pct', unit: '%', description: '`bms_soh_disagrees`, `bms_soh_stuck`: the bound of the estimate’s relative error' },
+    { name: 'capacity_ah_before', unit: 'Ah', description: '`bms_soh_stuck`: the highest lower bound of the estimates with the same soh, which this one’s upper bound fell below' },
+    { name: 'sessions', unit: 'count', description: '`bms_soh_disagrees`: estimates in a row the BMS’s figure lay outside; `bms_soh_stuck`: estimates with the same soh' },
     { name: 'after_s', unit: 's', description: '`silent` / `back`: the SILENT_AFTER threshold crossed' },
     { name: 'last_seen', unit: 'ms', description: '`silent` / `back`: the last record’s time, or the one that ended the silence' },
     ...corrections,
@@ -143,13 +150,22 @@ export const CHARGING_SESSIONS: DerivedMeasurement = {
   writer: 'src/ingest/events/detectors/charging.ts',
   description: 'one point a charging session, written once it has stopped',
   time: 'the session’s first charging record',
-  tags: [vehicleno, { name: 'geofence', description: 'the geofences the vehicle stood in as it started (where it came to stand, by the GPS track), when any' }],
+  tags: [
+    vehicleno,
+    { name: 'geofence', description: 'the geofences the vehicle stood in as it started (where it came to stand, by the GPS track), when any' },
+    { name: 'pack', description: 'the pack charged (`bms_id`, else `bat_id_1`), when the records told it and it stayed one pack' },
+  ],
   fields: [
     { name: 'end', unit: 'ms', description: 'the first record not charging, or the last charging record before a gap' },
     durationS,
     soc('start'),
     soc('end'),
     { name: 'energy_wh', unit: 'Wh', description: '∫ voltage × |current| dt between charging records carrying both' },
+    { name: 'charge_ah', unit: 'Ah', description: '∫ |current| dt between charging records carrying a current (trapezoids, never across a gap)' },
+    { name: 'soc_moved', unit: 'percentage points', description: 'the soc’s rise from the first to the last of those records' },
+    { name: 'capacity_ah_estimate', unit: 'Ah', description: 'charge_ah ÷ (soc_moved / 100), when soc_moved is at least CAPACITY_MIN_SOC_MOVED' },
+    { name: 'capacity_uncertainty_pct', unit: '%', description: 'the bound of the estimate’s relative error (the soc a whole percent: ±1 point each end; the current monotonic between records)' },
+    { name: 'bms_capacity_ah', unit: 'Ah', description: 'what the BMS says the pack holds: battery_capacity × soh / 100 as the session ended' },
     ...corrections,
   ],
   standing: '"duration_s" >= 0',

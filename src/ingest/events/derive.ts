@@ -8,7 +8,7 @@ import { motionChanged, motionCovers, motionSettledThrough, movingAt, type Step 
 import { socChanged, socCovers } from './detectors/soc.js';
 import { ignitionAt, ignitionChanged, ignitionCovers } from './detectors/ignition.js';
 import { tripSocIdle } from './detectors/trips.js';
-import { chargingGap, chargingKnownAt, chargingRecord, chargingSoc } from './detectors/charging.js';
+import { chargingGap, chargingKnownAt, chargingNote, chargingRecord } from './detectors/charging.js';
 import { awaitPassed, correctFrom, correctionsBegun, notePremature } from './corrections/state.js';
 import { drainReading } from './detectors/drain.js';
 
@@ -374,7 +374,7 @@ function chargingTake(ctx: Context, s: VehicleState, plan: StreamPlan, r: Stream
   if (chargingReadsTrack(plan, r)) readTrack(s, r.time, premature);
   const charges = has(r, plan.loadAt) || has(r, plan.currentAt);
   if (charges) chargingGap(ctx, s.charging, r.time);
-  chargingSoc(s.charging, r, plan);
+  chargingNote(s.charging, r, plan);
   if (charges) chargingRecord(ctx, s.charging, r, plan, s.track);
 }
 

@@ -207,3 +207,51 @@ export const HISTORY_OPTS = {
   geofences: { current: new GeofenceLookup(HISTORY_GEOFENCES) },
 };
 
+
+// ---- a pack's charges ---------------------------------------------------------------------------
+
+/** A pack driven down and charged back, cycle after cycle (`packCycles`). */
+export interface PackCycles {
+  cycles: number;
+  /** Its true capacity (Ah) and what its BMS says (soh %), at each cycle (0 first). */
+  capacityAh: (cycle: number) => number;
+  soh: (cycle: number) => number;
+  ratedAh: number;
+  bmsId: number;
+  /** Driven down to `low` % and charged to `high` % (the true soc; reported as a whole percent). */
+  low: number;
+  high: number;
+}
+
+/**
+ * A CAN feed of a pack's cycles, the way a BMS reports them: driven down at 0.5 C (a record a minute,
+ * `load_status` 1), idle 10 minutes, charged (a record each 30 s, `load_status` 2) at a current tapering
+ * from 0.5 C to 0.2 C as it fills, idle again. The true soc is integrated a second at a time from the
+ * true current; each record reports it rounded to a whole percent, with the pack's `bms_id`, `soh` and
+ * `battery_capacity`. Returns the records and each charge's span.
+ */
+export function packCycles(p: PackCycles, t0 = T0): { records: Named[]; charges: Array<{ start: number; end: number }> } {
+  const records: Named[] = [];
+  const charges: Array<{ start: number; end: number }> = [];
+  let t = t0;
+  let soc = p.high;
+  for (let c = 0; c < p.cycles; c++) {
+    const cap = p.capacityAh(c);
+    const bms = { bms_id: p.bmsId, soh: p.soh(c), battery_capacity: p.ratedAh };
+    const report = (load: number, current: number) => records.push(can(t, { ...bms, soc: Math.round(soc), battery_voltage: 48 + soc / 10, current: Math.round(current * 100) / 100, load_status: load }));
+    const run = (load: number, everyS: number, amps: () => number, done: () => boolean) => {
+      for (let j = 0; !done(); j++, t += 1000) {
+        const a = amps();
+        if (j % everyS === 0) report(load, a);
+        soc += (a / 3600 / cap) * 100;
+      }
+    };
+    run(1, 60, () => -0.5 * cap, () => soc <= p.low);
+    run(0, 60, () => -0.3, (() => { const end = t + 600_000; return () => t >= end; })());
+    const start = t;
+    run(2, 30, () => cap * (0.5 - (0.3 * (soc - p.low)) / (p.high - p.low)), () => soc >= p.high);
+    charges.push({ start, end: t });
+    run(0, 60, () => -0.3, (() => { const end = t + 600_000; return () => t >= end; })());
+  }
+  return { records, charges };
+}

@@ -9,8 +9,12 @@ import { fieldPick, pickedValues, type FieldPick } from '../../telemetry/record.
  * keeps of a record only the fields its type declares (`StreamPlan`).
  */
 
-/** The most values a stream's record keeps besides its alarms (StreamRecord's v0…v5). */
-export const MAX_VALUES = 6;
+/**
+ * The most values a stream's record keeps besides its alarms (StreamRecord's v0…v7). A bound in memory
+ * only: a stored pending record names each value by its wire id (wire.ts), and a release that reads
+ * fewer fields leaves out those it does not know.
+ */
+export const MAX_VALUES = 8;
 
 /**
  * The record fields the detectors compute from, each under the name of its place in a stream's record
@@ -28,6 +32,9 @@ export const NAMED_FIELDS = {
   /** The pack's identity (battery_swapped): its BMS's id, and its first battery's. */
   bmsIdAt: 'bms_id',
   batteryIdAt: 'bat_id_1',
+  /** What the BMS says of the pack's health (charging's capacity estimate is compared with rated × soh). */
+  sohAt: 'soh',
+  ratedCapacityAt: 'battery_capacity',
 } as const;
 /** A named field by its place (`socAt`), or a type's position (`latAt`, `lngAt`). */
 export type FieldAt = keyof typeof NAMED_FIELDS | 'latAt' | 'lngAt';
@@ -40,6 +47,8 @@ export const CURRENT = NAMED_FIELDS.currentAt;
 export const LOAD = NAMED_FIELDS.loadAt;
 export const BMS_ID = NAMED_FIELDS.bmsIdAt;
 export const BATTERY_ID = NAMED_FIELDS.batteryIdAt;
+export const SOH = NAMED_FIELDS.sohAt;
+export const RATED_CAPACITY = NAMED_FIELDS.ratedCapacityAt;
 const NAMED: ReadonlyArray<readonly [keyof typeof NAMED_FIELDS, string]> = Object.entries(NAMED_FIELDS) as Array<[keyof typeof NAMED_FIELDS, string]>;
 
 /** What derivation reads of a schema: its fields (a job's picked values come in these slots) and each type's stream. */
@@ -195,6 +204,8 @@ export interface StreamRecord {
   v3: number;
   v4: number;
   v5: number;
+  v6: number;
+  v7: number;
   alarmMask: number;
   alarmValues: number;
   /** A record of the same instant merged into it since it was stored (the store replaces it). */
@@ -203,7 +214,7 @@ export interface StreamRecord {
 
 /** Value `i` of a record (NaN where absent). */
 export function valueAt(r: StreamRecord, i: number): number {
-  return i === 0 ? r.v0 : i === 1 ? r.v1 : i === 2 ? r.v2 : i === 3 ? r.v3 : i === 4 ? r.v4 : i === 5 ? r.v5 : NaN;
+  return i === 0 ? r.v0 : i === 1 ? r.v1 : i === 2 ? r.v2 : i === 3 ? r.v3 : i === 4 ? r.v4 : i === 5 ? r.v5 : i === 6 ? r.v6 : i === 7 ? r.v7 : NaN;
 }
 
 export function setValue(r: StreamRecord, i: number, x: number): void {
@@ -213,15 +224,17 @@ export function setValue(r: StreamRecord, i: number, x: number): void {
   else if (i === 3) r.v3 = x;
   else if (i === 4) r.v4 = x;
   else if (i === 5) r.v5 = x;
+  else if (i === 6) r.v6 = x;
+  else if (i === 7) r.v7 = x;
   else throw new RangeError(`a stream's record keeps ${MAX_VALUES} values`);
 }
 
 /** A record of stream `streamId` at `time` with no value yet. */
 export function emptyRecord(streamId: number, time: number): StreamRecord {
   // Fractions first, so each value is a double field from the start (a record reused keeps its boxes).
-  const r = { stream: streamId, time: 0.5, v0: 0.5, v1: 0.5, v2: 0.5, v3: 0.5, v4: 0.5, v5: 0.5, alarmMask: 0, alarmValues: 0, merged: false };
+  const r = { stream: streamId, time: 0.5, v0: 0.5, v1: 0.5, v2: 0.5, v3: 0.5, v4: 0.5, v5: 0.5, v6: 0.5, v7: 0.5, alarmMask: 0, alarmValues: 0, merged: false };
   r.time = time;
-  r.v0 = r.v1 = r.v2 = r.v3 = r.v4 = r.v5 = NaN;
+  r.v0 = r.v1 = r.v2 = r.v3 = r.v4 = r.v5 = r.v6 = r.v7 = NaN;
   return r;
 }
 
@@ -240,7 +253,9 @@ export function recordOf(input: EventInput, plan: StreamPlan, into?: StreamRecor
   const v3 = n > 3 ? src[base + slots[3]!]! : NaN;
   const v4 = n > 4 ? src[base + slots[4]!]! : NaN;
   const v5 = n > 5 ? src[base + slots[5]!]! : NaN;
-  const any = v0 === v0 || v1 === v1 || v2 === v2 || v3 === v3 || v4 === v4 || v5 === v5;
+  const v6 = n > 6 ? src[base + slots[6]!]! : NaN;
+  const v7 = n > 7 ? src[base + slots[7]!]! : NaN;
+  const any = v0 === v0 || v1 === v1 || v2 === v2 || v3 === v3 || v4 === v4 || v5 === v5 || v6 === v6 || v7 === v7;
   let alarmMask = 0;
   let alarmValues = 0;
   const alarmSlots = plan.alarmSlots;
@@ -262,6 +277,8 @@ export function recordOf(input: EventInput, plan: StreamPlan, into?: StreamRecor
   r.v3 = v3;
   r.v4 = v4;
   r.v5 = v5;
+  r.v6 = v6;
+  r.v7 = v7;
   r.alarmMask = alarmMask;
   r.alarmValues = alarmValues;
   r.merged = false;

@@ -8,12 +8,12 @@ const times = (p: PendingRecords) => p.records().map((r) => r.time);
 describe('a stream’s pending records as columns', () => {
   it('keep every field of a record, in the order inserted at, and read into one reused object', () => {
     const p = new PendingRecords(1);
-    p.insert(0, { ...rec(30, 1.5, 0b11, 0b01), v1: 2, v2: -0, v3: 1e300, v4: 123_456, v5: -7 });
+    p.insert(0, { ...rec(30, 1.5, 0b11, 0b01), v1: 2, v2: -0, v3: 1e300, v4: 123_456, v5: -7, v6: 0.25, v7: 9 });
     p.insert(0, rec(10, 7));
     p.insert(1, rec(20));
     expect(times(p)).toEqual([10, 20, 30]);
     const into = emptyRecord(0, 0);
-    expect(p.read(2, into)).toEqual({ stream: 1, time: 30, v0: 1.5, v1: 2, v2: -0, v3: 1e300, v4: 123_456, v5: -7, alarmMask: 3, alarmValues: 1, merged: false });
+    expect(p.read(2, into)).toEqual({ stream: 1, time: 30, v0: 1.5, v1: 2, v2: -0, v3: 1e300, v4: 123_456, v5: -7, v6: 0.25, v7: 9, alarmMask: 3, alarmValues: 1, merged: false });
     expect(p.read(0, into)).toBe(into);
     expect(into.v0).toBe(7);
     expect(Number.isNaN(p.read(1, into).v0)).toBe(true);

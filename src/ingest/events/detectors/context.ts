@@ -94,6 +94,17 @@ export interface ChargingSession {
   energyWh?: number;
   /** The geofences the vehicle stood in as the session started (where it came to stand, by the GPS track), when any. */
   geofence?: string;
+  /** ∫ |current| dt in Ah (the same trapezoids, between charging records carrying a current); absent without two. */
+  chargeAh?: number;
+  /** The soc's rise over those records (at the last − at the first), when both are known. */
+  socMoved?: number;
+  /** Ah ÷ (socMoved / 100) when socMoved is at least CAPACITY_MIN_SOC_MOVED, and the bound of its relative error (%). */
+  capacityAhEstimate?: number;
+  capacityUncertaintyPct?: number;
+  /** What the BMS says it holds: `battery_capacity` × `soh` / 100 at the session's end, when both are known. */
+  bmsCapacityAh?: number;
+  /** The pack charged (`packIdOf`, decimal), when the records told it and it stayed one pack (a tag). */
+  pack?: string;
 }
 
 /** What one call derived. Its lists are read-only: calls that derive nothing share empty ones. */
@@ -158,6 +169,10 @@ export interface DeriveOptions {
   chargingMinCurrentA: number;
   /** A session is kept when at least this long; one emitted by current alone starts only once its charging has lasted this long. */
   chargingMinDurationMs: number;
+  /** A session whose soc rose at least this many points yields a capacity estimate (CAPACITY_MIN_SOC_MOVED). */
+  capacityMinSocMoved: number;
+  /** The BMS's figure outside the estimate's uncertainty at this many estimating sessions in a row: `bms_soh_disagrees`. */
+  capacitySohSessions: number;
   /** A stop is emitted when the vehicle stood still at least this long (Traccar's minimalParkingDuration). */
   stopMinDurationMs: number;
   /** Idling is emitted when the ignition was on and the vehicle stood still at least this long. */
@@ -213,6 +228,8 @@ export function deriveOptions(cfg: Settings): DeriveOptions {
     currentSign: { from: cfg.CURRENT_SIGN_FROM, charging: cfg.CHARGING_CURRENT_SIGN },
     chargingMinCurrentA: cfg.CHARGING_MIN_CURRENT,
     chargingMinDurationMs: cfg.CHARGING_MIN_DURATION,
+    capacityMinSocMoved: cfg.CAPACITY_MIN_SOC_MOVED,
+    capacitySohSessions: cfg.CAPACITY_SOH_SESSIONS,
     stopMinDurationMs: cfg.STOP_MIN_DURATION,
     idleMinDurationMs: cfg.IDLE_MIN_DURATION,
     speedLimitKmh: cfg.SPEED_LIMIT,
