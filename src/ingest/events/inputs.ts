@@ -34,7 +34,7 @@ export const NAMED_FIELDS = {
   batteryIdAt: 'bat_id_1',
   /** What the BMS says of the pack's health (charging's capacity estimate is compared with rated × soh). */
   sohAt: 'soh',
-  ratedCapacityAt: 'battery_capacity',
+  capacityAt: 'battery_capacity',
 } as const;
 /** A named field by its place (`socAt`), or a type's position (`latAt`, `lngAt`). */
 export type FieldAt = keyof typeof NAMED_FIELDS | 'latAt' | 'lngAt';
@@ -48,7 +48,7 @@ export const LOAD = NAMED_FIELDS.loadAt;
 export const BMS_ID = NAMED_FIELDS.bmsIdAt;
 export const BATTERY_ID = NAMED_FIELDS.batteryIdAt;
 export const SOH = NAMED_FIELDS.sohAt;
-export const RATED_CAPACITY = NAMED_FIELDS.ratedCapacityAt;
+export const CAPACITY = NAMED_FIELDS.capacityAt;
 const NAMED: ReadonlyArray<readonly [keyof typeof NAMED_FIELDS, string]> = Object.entries(NAMED_FIELDS) as Array<[keyof typeof NAMED_FIELDS, string]>;
 
 /** What derivation reads of a schema: its fields (a job's picked values come in these slots) and each type's stream. */

@@ -119,7 +119,7 @@ export function chargingNote(s: ChargingState, r: StreamRecord, plan: StreamPlan
   }
   const soh = valueOf(r, plan.sohAt);
   if (soh !== undefined) s.soh = soh;
-  const rated = valueOf(r, plan.ratedCapacityAt);
+  const rated = valueOf(r, plan.capacityAt);
   if (rated !== undefined) s.ratedAh = rated;
   const soc = valueOf(r, plan.socAt);
   if (soc === undefined) return;
@@ -394,7 +394,7 @@ export const CHARGING_SLICE: Slice<ChargingState> = {
 export const CHARGING_DETECTOR = detector({
   key: 'charging',
   slice: CHARGING_SLICE,
-  fields: ['loadAt', 'currentAt', 'voltageAt', 'socAt', 'bmsIdAt', 'batteryIdAt', 'sohAt', 'ratedCapacityAt'],
+  fields: ['loadAt', 'currentAt', 'voltageAt', 'socAt', 'bmsIdAt', 'batteryIdAt', 'sohAt', 'capacityAt'],
   // Taken by derive.ts's waits once the track has passed a record's time, not by a phase (no `on`).
   reads: { track: TRACK_SLICE },
   input: "CAN `load_status`, `current`, `battery_voltage`, `soc`, the pack's `bms_id`, `bat_id_1`, `soh`, `battery_capacity`; the track's motion",
