@@ -59,12 +59,14 @@ const theirs = await run(other);
 let calls = 0;
 let reordered = 0;
 const differ: string[] = [];
+// Counted apart: a release that adds a slice stores other bytes while every output stays the same.
+let bytesDiffer = 0;
 const key = (e: unknown): string => JSON.stringify(e);
 for (let i = 0; i < Math.max(mine.length, theirs.length); i++) {
   const m = mine[i];
   const t = theirs[i];
   if (typeof m === 'string' || typeof t === 'string') {
-    if (m !== t) differ.push(`call ${calls}: committed bytes`);
+    if (m !== t) bytesDiffer++;
     continue;
   }
   calls++;
@@ -76,6 +78,6 @@ for (let i = 0; i < Math.max(mine.length, theirs.length); i++) {
     else differ.push(`call ${calls}: ${k}`);
   }
 }
-console.log(`this tree against ${ref} (${sha.slice(0, 12)}), ${days} days in order and in shuffled batches: ${calls} calls; outputs or bytes differing in ${differ.length}; events reordered within ${reordered} calls`);
+console.log(`this tree against ${ref} (${sha.slice(0, 12)}), ${days} days in order and in shuffled batches: ${calls} calls; outputs differing in ${differ.length}; committed bytes differing after ${bytesDiffer}; events reordered within ${reordered} calls`);
 for (const d of differ.slice(0, 20)) console.log(`  ${d}`);
-process.exit(differ.length > 0 ? 1 : 0);
+process.exit(differ.length > 0 || bytesDiffer > 0 ? 1 : 0);
