@@ -1,20 +1,20 @@
-import { NO_OF_CELLS, NO_OF_TEMPERATURE_SENSORS, packKind, PACK_OTHER } from '../flatten/packHealth.js';
+import { NO_OF_TEMPERATURE_SENSORS, packKind } from '../flatten/packHealth.js';
 
 /**
- * What derivation keeps of a CAN record's pack: six values computed as the record arrives from its
- * sixteen cell voltages and six temperature sensors (a stream's record keeps a handful of values,
- * inputs.ts MAX_VALUES, not twenty-four), on the pack's real cells and sensors only, by the rule of
- * the `can_pack` point (../flatten/packHealth.ts): a cell numbered beyond `no_of_cells`, a sensor beyond
- * `no_of_temperature_sensors` (each when sent), or a sensor reading one of `CAN_TEMP_SENTINELS` is
- * none; so is a cell at 0 V or below (an unused slot). The early warnings read them (packHeat.ts,
- * cellDrift.ts).
+ * What derivation keeps of a CAN record's pack: four values computed as the record arrives from its
+ * temperature sensors (a stream's record keeps a handful of values, inputs.ts MAX_VALUES, not each
+ * sensor's), on the pack's real sensors only, by the rule of the `can_pack` point
+ * (../flatten/packHealth.ts): a sensor numbered beyond `no_of_temperature_sensors` (when sent), or reading
+ * one of `CAN_TEMP_SENTINELS`, is none. The early warnings read them (packHeat.ts).
  *
  * A pending record stores each under a wire id of its own, from 0x3f00 up: a range the field
  * dictionary never reaches (a payload's ids are its index, about a hundred), below the pending
  * record's flag bits (wire.ts). A release that does not know them leaves them out when it reads the
  * record (wire.ts `readPending`), and one that does reads none from a record stored before: no stored
  * layout changes. Two records of one instant merged (streams.ts) keep the later record's values, as
- * InfluxDB keeps the later point's fields.
+ * InfluxDB keeps the later point's fields. (0x3f04 and 0x3f05 are kept for the cell furthest from the
+ * cells' median and its number, cell drift's: left out until it reads them, as every value costs each
+ * CAN record its computing, its 10 bytes in Redis and its column in a worker's cache.)
  */
 export const PACK_VALUES = [
   /** The hottest real sensor's reading (°C), and its number. */
@@ -23,23 +23,19 @@ export const PACK_VALUES = [
   /** Of three or more real sensors, the one furthest from their median: its reading less the median (°C), and its number. */
   { place: 'apartAt', name: 'pack:apart', wireId: 0x3f02 },
   { place: 'apartSensorAt', name: 'pack:apart_sensor', wireId: 0x3f03 },
-  /** Of three or more real cells, the one furthest from their median voltage: its voltage less the median (V), and its number. */
-  { place: 'cellApartAt', name: 'pack:cell_apart', wireId: 0x3f04 },
-  { place: 'cellApartNumberAt', name: 'pack:cell_apart_number', wireId: 0x3f05 },
 ] as const;
 export type PackValueAt = (typeof PACK_VALUES)[number]['place'];
 
 /** A record type's pack fields: their names, and once placed in an input's values, where each sits. */
 export interface PackSources {
   readonly names: readonly string[];
-  /** For each of `names`, its cell's number (≥ 1), its sensor's as -1 − number, or COUNT_OF_CELLS / COUNT_OF_SENSORS. */
+  /** For each of `names`, its sensor's number as -1 − number, or COUNT_OF_SENSORS (last). */
   readonly kinds: Int32Array;
   /** Each name's slot in an input's values (set by `slotsIn`). */
   readonly slots: Int32Array;
   slotsIn(fields: readonly string[]): PackSources;
 }
 
-const COUNT_OF_CELLS = 0x4000_0010;
 const COUNT_OF_SENSORS = 0x4000_0011;
 
 /** The pack fields among a type's field names (none: the type reports no pack). */
@@ -47,20 +43,16 @@ export function packSourcesOf(fieldNames: readonly string[]): PackSources {
   const names: string[] = [];
   const kinds: number[] = [];
   for (const name of fieldNames) {
-    const k = packKind(name);
     // packKind: a cell's number (≥ 0), a sensor's as -1 − number, an alert flag or anything else above.
-    if (k < 0 || (k > 0 && k < PACK_OTHER - 1)) {
+    const k = packKind(name);
+    if (k < 0) {
       names.push(name);
       kinds.push(k);
     }
   }
-  if (names.length > 0) {
-    for (const [name, kind] of [[NO_OF_CELLS, COUNT_OF_CELLS], [NO_OF_TEMPERATURE_SENSORS, COUNT_OF_SENSORS]] as const) {
-      if (fieldNames.includes(name)) {
-        names.push(name);
-        kinds.push(kind);
-      }
-    }
+  if (names.length > 0 && fieldNames.includes(NO_OF_TEMPERATURE_SENSORS)) {
+    names.push(NO_OF_TEMPERATURE_SENSORS);
+    kinds.push(COUNT_OF_SENSORS);
   }
   const sources: PackSources = {
     names,
@@ -76,8 +68,6 @@ export function packSourcesOf(fieldNames: readonly string[]): PackSources {
 // Reused scratch (derivation is never re-entered): readings and their numbers.
 const temps = new Float64Array(32);
 const sensors = new Int32Array(32);
-const volts = new Float64Array(32);
-const cells = new Int32Array(32);
 const sorted = new Float64Array(32);
 
 /** The median of `xs[0..n)` (n ≥ 1; of an even count, the mean of the middle two). */
@@ -115,46 +105,37 @@ function apart(xs: Float64Array, numbers: Int32Array, n: number, out: Float64Arr
 
 /**
  * A record's pack values (PACK_VALUES' order) into `out`, from `src[base + slot]` of its sources; NaN where
- * it reported too little (no real sensor; fewer than three sensors or cells). Whether it has any.
+ * it reported too little (no real sensor; fewer than three). Whether it has any.
  */
 export function packValuesInto(p: PackSources, src: ArrayLike<number>, base: number, sentinels: readonly number[], out: Float64Array): boolean {
-  out.fill(NaN);
-  let cellCount = Infinity;
-  let sensorCount = Infinity;
   const kinds = p.kinds;
   const slots = p.slots;
-  for (let j = kinds.length - 1; j >= 0 && kinds[j]! >= COUNT_OF_CELLS; j--) {
-    const x = src[base + slots[j]!]!;
-    if (x === x) {
-      if (kinds[j] === COUNT_OF_CELLS) cellCount = x;
-      else sensorCount = x;
-    }
+  let n = kinds.length;
+  let sensorCount = Infinity;
+  if (n > 0 && kinds[n - 1] === COUNT_OF_SENSORS) {
+    const x = src[base + slots[--n]!]!;
+    if (x === x) sensorCount = x;
   }
   let nt = 0;
-  let nv = 0;
-  for (let j = 0; j < kinds.length; j++) {
-    const k = kinds[j]!;
-    if (k >= COUNT_OF_CELLS) break;
+  outer: for (let j = 0; j < n; j++) {
     const x = src[base + slots[j]!]!;
     if (x !== x) continue;
-    if (k < 0) {
-      const sensor = -1 - k;
-      if (sensor > sensorCount || sentinels.includes(x)) continue;
-      temps[nt] = x;
-      sensors[nt++] = sensor;
-    } else {
-      if (k > cellCount || x <= 0) continue;
-      volts[nv] = x;
-      cells[nv++] = k;
-    }
+    const sensor = -1 - kinds[j]!;
+    if (sensor > sensorCount) continue;
+    // (A loop, not `includes`: a call into the runtime for each of a record's sensors.)
+    for (let k = 0; k < sentinels.length; k++) if (x === sentinels[k]) continue outer;
+    temps[nt] = x;
+    sensors[nt++] = sensor;
   }
-  if (nt > 0) {
-    let h = 0;
-    for (let i = 1; i < nt; i++) if (temps[i]! > temps[h]! || (temps[i] === temps[h] && sensors[i]! < sensors[h]!)) h = i;
-    out[0] = temps[h]!;
-    out[1] = sensors[h]!;
-    if (nt >= 3) apart(temps, sensors, nt, out, 2);
+  if (nt === 0) {
+    out[0] = out[1] = out[2] = out[3] = NaN;
+    return false;
   }
-  if (nv >= 3) apart(volts, cells, nv, out, 4);
-  return nt > 0 || nv >= 3;
+  let h = 0;
+  for (let i = 1; i < nt; i++) if (temps[i]! > temps[h]! || (temps[i] === temps[h] && sensors[i]! < sensors[h]!)) h = i;
+  out[0] = temps[h]!;
+  out[1] = sensors[h]!;
+  if (nt >= 3) apart(temps, sensors, nt, out, 2);
+  else out[2] = out[3] = NaN;
+  return true;
 }

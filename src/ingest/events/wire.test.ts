@@ -178,7 +178,8 @@ describe('this release’s layout (version 3), pinned by a golden fixture', () =
     const stored = writeCommitted(state());
     expect(sectionsLost(stored, stored)).toEqual([]);
     const changed = Buffer.from(stored);
-    changed.writeDoubleLE(changed.readDoubleLE(changed.length - 8) + 1, changed.length - 8);
+    const x = changed.readDoubleLE(changed.length - 8);
+    changed.writeDoubleLE(x === x ? x + 1 : 1, changed.length - 8);
     const last = [...committedSections(stored).keys()].at(-1)!;
     expect(sectionsLost(stored, changed)).toEqual([last]);
   });

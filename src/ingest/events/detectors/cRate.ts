@@ -1,7 +1,7 @@
 import { VEHICLE_EVENTS } from '../../../telemetry/derivedMeasurements.js';
 import { valueOf, type StreamPlan, type StreamRecord } from '../inputs.js';
 import { BATTERY_SWAP_SLICE, type BatterySwapState } from './batterySwap.js';
-import { emitEvent, flatSlice, type Context, type Slice } from './context.js';
+import { emitEvent, type Context, type Slice } from './context.js';
 import { detector } from './detector.js';
 import { gapBefore } from './gap.js';
 import { packIdOf } from './pack.js';
@@ -29,18 +29,21 @@ export interface CRateState {
   told: number;
 }
 
+/** No spell: its fields as fresh (what a state stored without them reads back as, C_RATE_SLICE). */
+function endSpell(s: CRateState): void {
+  s.since = s.last = NaN;
+  s.max = s.sum = s.count = s.told = 0;
+}
+
 export function cRateRecord(ctx: Context, s: CRateState, swap: Readonly<BatterySwapState>, r: StreamRecord, plan: StreamPlan): void {
   const capacity = valueOf(r, plan.capacityAt);
   if (capacity !== undefined && capacity > 0) s.capacity = capacity;
   const current = valueOf(r, plan.currentAt);
   if (current === undefined || !(s.capacity > 0)) return;
   const c = Math.abs(current) / s.capacity;
-  if (c <= ctx.opts.packCRateHigh || (s.since === s.since && gapBefore(ctx, s.last, r.time))) s.since = NaN;
+  if (c <= ctx.opts.packCRateHigh || (s.since === s.since && gapBefore(ctx, s.last, r.time))) endSpell(s);
   if (c <= ctx.opts.packCRateHigh) return;
-  if (s.since !== s.since) {
-    s.since = r.time;
-    s.max = s.sum = s.count = s.told = 0;
-  }
+  if (s.since !== s.since) s.since = r.time;
   s.last = r.time;
   s.max = Math.max(s.max, c);
   s.sum += c;
@@ -52,7 +55,39 @@ export function cRateRecord(ctx: Context, s: CRateState, swap: Readonly<BatteryS
   }
 }
 
-export const C_RATE_SLICE: Slice<CRateState> = flatSlice(20, 'c-rate', ['capacity', 'since', 'last', 'max', 'sum', 'count', 'told'], () => ({ capacity: NaN, since: NaN, last: NaN, max: 0, sum: 0, count: 0, told: 0 }));
+/**
+ * Stored: the capacity, then, during a spell only, since, last, max, sum, count, told (a vehicle's state is
+ * written on every commit, and a pack is seldom over the bound: a spell's six doubles are not written for nothing).
+ */
+export const C_RATE_SLICE: Slice<CRateState> = {
+  id: 20,
+  name: 'c-rate',
+  fresh: () => ({ capacity: NaN, since: NaN, last: NaN, max: 0, sum: 0, count: 0, told: 0 }),
+  save(s, out, at) {
+    out[at] = s.capacity;
+    if (s.since !== s.since) return at + 1;
+    out[at + 1] = s.since;
+    out[at + 2] = s.last;
+    out[at + 3] = s.max;
+    out[at + 4] = s.sum;
+    out[at + 5] = s.count;
+    out[at + 6] = s.told;
+    return at + 7;
+  },
+  load(x) {
+    const s = C_RATE_SLICE.fresh();
+    s.capacity = x(0);
+    if (x(1) === x(1)) {
+      s.since = x(1);
+      s.last = x(2);
+      s.max = x(3);
+      s.sum = x(4);
+      s.count = x(5);
+      s.told = x(6) === 1 ? 1 : 0;
+    }
+    return s;
+  },
+};
 
 /** The cRate detector, declared once (detector.ts); ../kinds.ts lists it. */
 export const C_RATE_DETECTOR = detector({

@@ -34,14 +34,16 @@ export interface PackHeatState {
 /** Readings the window holds at most (a rise in finer steps is measured from a coarser low: told late, never wrongly). */
 const HELD = 8;
 
+/** The tag of the pack an event is of (none where the vehicle reported no id). A function of the module, not a closure made for every record. */
+function packTag(swap: Readonly<BatterySwapState>): Record<string, string> | undefined {
+  const id = packIdOf(swap.bmsId, swap.batteryId);
+  return id === id ? { pack: String(id) } : undefined;
+}
+
 export function packHeatRecord(ctx: Context, s: PackHeatState, swap: Readonly<BatterySwapState>, r: StreamRecord, plan: StreamPlan): void {
   const hottest = valueOf(r, plan.hottestAt);
   if (hottest === undefined) return;
   const o = ctx.opts;
-  const pack = (): Record<string, string> | undefined => {
-    const id = packIdOf(swap.bmsId, swap.batteryId);
-    return id === id ? { pack: String(id) } : undefined;
-  };
   const t = r.time;
   s.lowest.expire(t - o.packHeatWindowMs);
   s.lowest.push(t, hottest);
@@ -51,7 +53,7 @@ export function packHeatRecord(ctx: Context, s: PackHeatState, swap: Readonly<Ba
     if (s.rising === 1 && s.toldFrom !== s.toldFrom) {
       s.toldFrom = low;
       const sensor = valueOf(r, plan.hottestSensorAt)!;
-      emitEvent(ctx, 'pack_heating_fast', t, 1, { rate_c_per_min: ((hottest - low) * 60_000) / (t - lowAt), temperature: hottest, from_temperature: low, over_s: (t - lowAt) / 1000, sensor, window_s: o.packHeatWindowMs / 1000 }, pack());
+      emitEvent(ctx, 'pack_heating_fast', t, 1, { rate_c_per_min: ((hottest - low) * 60_000) / (t - lowAt), temperature: hottest, from_temperature: low, over_s: (t - lowAt) / 1000, sensor, window_s: o.packHeatWindowMs / 1000 }, packTag(swap));
     }
     s.rising = 1;
   } else {
@@ -61,7 +63,8 @@ export function packHeatRecord(ctx: Context, s: PackHeatState, swap: Readonly<Ba
   const deviation = valueOf(r, plan.apartAt);
   const sensor = valueOf(r, plan.apartSensorAt);
   if (deviation === undefined || sensor === undefined || Math.abs(deviation) <= o.packSensorApartC || (s.apartSince === s.apartSince && sensor !== s.apartSensor)) {
-    s.apartSince = NaN;
+    s.apartSince = s.apartSensor = NaN;
+    s.apartTold = 0;
     if (deviation === undefined || sensor === undefined || Math.abs(deviation) <= o.packSensorApartC) return;
   }
   if (s.apartSince !== s.apartSince) {
@@ -71,11 +74,14 @@ export function packHeatRecord(ctx: Context, s: PackHeatState, swap: Readonly<Ba
   }
   if (s.apartTold === 0 && lasted(s.apartSince, t, o.packHeatWindowMs)) {
     s.apartTold = 1;
-    emitEvent(ctx, 'pack_sensor_apart', s.apartSince, 1, { sensor, deviation_c: deviation, temperature: hottest, over_s: (t - s.apartSince) / 1000, limit_c: o.packSensorApartC }, pack());
+    emitEvent(ctx, 'pack_sensor_apart', s.apartSince, 1, { sensor, deviation_c: deviation, temperature: hottest, over_s: (t - s.apartSince) / 1000, limit_c: o.packSensorApartC }, packTag(swap));
   }
 }
 
-/** Stored: rising, toldFrom, the sensor apart's three, then the window's readings (`ring.ts`'s `'list'` layout). */
+/**
+ * Stored: rising, toldFrom, the window's readings (`ring.ts`'s `'list'` layout), then, while a sensor is
+ * apart only, its three (a vehicle's state is written on every commit; a sensor is seldom apart).
+ */
 export const PACK_HEAT_SLICE: Slice<PackHeatState> = {
   id: 19,
   name: 'pack heat',
@@ -83,19 +89,23 @@ export const PACK_HEAT_SLICE: Slice<PackHeatState> = {
   save(s, out, at) {
     out[at] = s.rising;
     out[at + 1] = s.toldFrom;
-    out[at + 2] = s.apartSince;
-    out[at + 3] = s.apartSensor;
-    out[at + 4] = s.apartTold;
-    return s.lowest.held.save(out, at + 5);
+    const end = s.lowest.held.save(out, at + 2);
+    if (s.apartSince !== s.apartSince) return end;
+    out[end] = s.apartSince;
+    out[end + 1] = s.apartSensor;
+    out[end + 2] = s.apartTold;
+    return end + 3;
   },
   load(x) {
     const s = PACK_HEAT_SLICE.fresh();
     s.rising = x(0) === 1 ? 1 : 0;
     s.toldFrom = x(1);
-    s.apartSince = x(2);
-    s.apartSensor = x(3);
-    s.apartTold = x(4) === 1 ? 1 : 0;
-    s.lowest.held.load(x, 5);
+    const end = s.lowest.held.load(x, 2);
+    if (x(end) === x(end)) {
+      s.apartSince = x(end);
+      s.apartSensor = x(end + 1);
+      s.apartTold = x(end + 2) === 1 ? 1 : 0;
+    }
     return s;
   },
 };
