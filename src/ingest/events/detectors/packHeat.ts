@@ -79,32 +79,36 @@ export function packHeatRecord(ctx: Context, s: PackHeatState, swap: Readonly<Ba
 }
 
 /**
- * Stored: rising, toldFrom, the window's readings (`ring.ts`'s `'list'` layout), then, while a sensor is
- * apart only, its three (a vehicle's state is written on every commit; a sensor is seldom apart).
+ * Stored: the window's readings (`ring.ts`'s `'list'` layout), then rising, toldFrom, then the sensor apart's
+ * three, the trailing ones left out while they hold nothing (read back as absent: NaN, so fresh): a vehicle's
+ * state is written on every commit (and into its checkpoints), and a pack is seldom heating fast or a sensor apart.
+ * (Doubles a later release adds come after all of them, and are written with them.)
  */
 export const PACK_HEAT_SLICE: Slice<PackHeatState> = {
   id: 19,
   name: 'pack heat',
   fresh: () => ({ lowest: new WindowedExtreme('lowest', HELD), rising: 0, toldFrom: NaN, apartSince: NaN, apartSensor: NaN, apartTold: 0 }),
   save(s, out, at) {
-    out[at] = s.rising;
-    out[at + 1] = s.toldFrom;
-    const end = s.lowest.held.save(out, at + 2);
-    if (s.apartSince !== s.apartSince) return end;
-    out[end] = s.apartSince;
-    out[end + 1] = s.apartSensor;
-    out[end + 2] = s.apartTold;
-    return end + 3;
+    const end = s.lowest.held.save(out, at);
+    const apart = s.apartSince === s.apartSince;
+    if (!apart && s.rising === 0 && s.toldFrom !== s.toldFrom) return end;
+    out[end] = s.rising;
+    out[end + 1] = s.toldFrom;
+    if (!apart) return end + 2;
+    out[end + 2] = s.apartSince;
+    out[end + 3] = s.apartSensor;
+    out[end + 4] = s.apartTold;
+    return end + 5;
   },
   load(x) {
     const s = PACK_HEAT_SLICE.fresh();
-    s.rising = x(0) === 1 ? 1 : 0;
-    s.toldFrom = x(1);
-    const end = s.lowest.held.load(x, 2);
-    if (x(end) === x(end)) {
-      s.apartSince = x(end);
-      s.apartSensor = x(end + 1);
-      s.apartTold = x(end + 2) === 1 ? 1 : 0;
+    const end = s.lowest.held.load(x, 0);
+    s.rising = x(end) === 1 ? 1 : 0;
+    s.toldFrom = x(end + 1);
+    if (x(end + 2) === x(end + 2)) {
+      s.apartSince = x(end + 2);
+      s.apartSensor = x(end + 3);
+      s.apartTold = x(end + 4) === 1 ? 1 : 0;
     }
     return s;
   },
