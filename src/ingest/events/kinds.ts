@@ -14,6 +14,8 @@ import { SOC_LOW_DETECTOR } from './detectors/socLow.js';
 import { STOPS_DETECTOR } from './detectors/stops.js';
 import { TOWING_DETECTOR } from './detectors/towing.js';
 import { TRACK_DETECTOR } from './detectors/track.js';
+import { PACK_HEAT_DETECTOR } from './detectors/packHeat.js';
+import { C_RATE_DETECTOR } from './detectors/cRate.js';
 import { FINISHED_TRIPS_DETECTOR, TRIPS_DETECTOR } from './detectors/trips.js';
 import { LATE_SLICE } from './corrections/state.js';
 
@@ -44,6 +46,8 @@ export const DETECTORS = [
   IMMOBILISED_DETECTOR,
   // The corrections' own state (corrections/), kept last as it always was.
   detector({ key: 'late', slice: LATE_SLICE, fields: [], input: '', settings: ['EVENTS_HORIZON', 'EVENTS_CHECKPOINT_INTERVAL'], derives: '', rules: '', outputs: [] }),
+  PACK_HEAT_DETECTOR,
+  C_RATE_DETECTOR,
 ] as const;
 
 /** The slices of a list of detectors by key, in the list's order (the order a state's slices are stored). */

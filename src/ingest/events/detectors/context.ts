@@ -199,6 +199,15 @@ export interface DeriveOptions {
   /** Parked (ignition off, standing, not charging), a soc falling this many points within socDrainWindowMs is a drain. */
   socDrainMinPercent: number;
   socDrainWindowMs: number;
+  /** Temperature readings that mean no sensor (CAN_TEMP_SENTINELS): never a pack's (packValues.ts). */
+  temperatureSentinels: readonly number[];
+  /** A pack's hottest sensor rising at least packHeatRate °C/min on average over packHeatWindowMs; a sensor packSensorApartC from the others' median for packHeatWindowMs. */
+  packHeatRate: number;
+  packHeatWindowMs: number;
+  packSensorApartC: number;
+  /** A current over packCRateHigh × the pack's capacity for packCRateMinDurationMs. */
+  packCRateHigh: number;
+  packCRateMinDurationMs: number;
   /** Where SPEED_LIMIT and geofences' limits both apply: the lowest (Traccar's preferLowest); else a geofence's overrides the fleet's. */
   speedLimitPreferLowest: boolean;
   /** A stream's pending records are all committed once nothing arrived for this long (wall time); not the vehicle idling (`idleMinDurationMs`). */
@@ -242,6 +251,12 @@ export function deriveOptions(cfg: Settings): DeriveOptions {
     socRecoveredPercent: cfg.SOC_RECOVERED,
     socDrainMinPercent: cfg.SOC_DRAIN_MIN,
     socDrainWindowMs: cfg.SOC_DRAIN_WINDOW,
+    temperatureSentinels: cfg.CAN_TEMP_SENTINELS,
+    packHeatRate: cfg.PACK_HEAT_RATE,
+    packHeatWindowMs: cfg.PACK_HEAT_WINDOW,
+    packSensorApartC: cfg.PACK_SENSOR_APART,
+    packCRateHigh: cfg.PACK_C_RATE_HIGH,
+    packCRateMinDurationMs: cfg.PACK_C_RATE_MIN_DURATION,
     // A stream quiet for the reorder window has nothing more to wait for.
     streamQuietMs: cfg.EVENTS_WINDOW,
     horizonMs: cfg.EVENTS_HORIZON,
