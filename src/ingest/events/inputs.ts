@@ -9,8 +9,14 @@ import { fieldPick, pickedValues, type FieldPick } from '../../telemetry/record.
  * keeps of a record only the fields its type declares (`StreamPlan`).
  */
 
-/** The most values a stream's record keeps besides its alarms (StreamRecord's v0…v5). */
-export const MAX_VALUES = 6;
+/**
+ * The most values a stream's record keeps besides its alarms (StreamRecord's v0…v13): the CAN stream's
+ * 14 (its pack's readings, identity, rated capacity, cycles and its six temperature sensors). A pending
+ * record stores only the values it carried, each under its field's wire id, so a release that keeps
+ * fewer reads a record of this one without the values it does not know (wire.ts `readPending`), and
+ * this one reads a record of that one with NaN for them.
+ */
+export const MAX_VALUES = 14;
 
 /**
  * The record fields the detectors compute from, each under the name of its place in a stream's record
@@ -28,6 +34,16 @@ export const NAMED_FIELDS = {
   /** The pack's identity (battery_swapped): its BMS's id, and its first battery's. */
   bmsIdAt: 'bms_id',
   batteryIdAt: 'bat_id_1',
+  /** The pack's rated capacity (Ah) and the BMS's count of its charge cycles (pack_life: C-rate, cycles). */
+  capacityAt: 'battery_capacity',
+  cyclesAt: 'charge_cycle',
+  /** The pack's temperature sensors (pack_life: time at each temperature band, by the hottest). */
+  temperature1At: 'cell_temperature_01',
+  temperature2At: 'cell_temperature_02',
+  temperature3At: 'cell_temperature_03',
+  temperature4At: 'cell_temperature_04',
+  temperature5At: 'cell_temperature_05',
+  temperature6At: 'cell_temperature_06',
 } as const;
 /** A named field by its place (`socAt`), or a type's position (`latAt`, `lngAt`). */
 export type FieldAt = keyof typeof NAMED_FIELDS | 'latAt' | 'lngAt';
@@ -40,6 +56,8 @@ export const CURRENT = NAMED_FIELDS.currentAt;
 export const LOAD = NAMED_FIELDS.loadAt;
 export const BMS_ID = NAMED_FIELDS.bmsIdAt;
 export const BATTERY_ID = NAMED_FIELDS.batteryIdAt;
+/** The places of the temperature sensors, in their order. */
+export const TEMPERATURES_AT = ['temperature1At', 'temperature2At', 'temperature3At', 'temperature4At', 'temperature5At', 'temperature6At'] as const satisfies ReadonlyArray<keyof typeof NAMED_FIELDS>;
 const NAMED: ReadonlyArray<readonly [keyof typeof NAMED_FIELDS, string]> = Object.entries(NAMED_FIELDS) as Array<[keyof typeof NAMED_FIELDS, string]>;
 
 /** What derivation reads of a schema: its fields (a job's picked values come in these slots) and each type's stream. */
@@ -195,6 +213,14 @@ export interface StreamRecord {
   v3: number;
   v4: number;
   v5: number;
+  v6: number;
+  v7: number;
+  v8: number;
+  v9: number;
+  v10: number;
+  v11: number;
+  v12: number;
+  v13: number;
   alarmMask: number;
   alarmValues: number;
   /** A record of the same instant merged into it since it was stored (the store replaces it). */
@@ -203,7 +229,23 @@ export interface StreamRecord {
 
 /** Value `i` of a record (NaN where absent). */
 export function valueAt(r: StreamRecord, i: number): number {
-  return i === 0 ? r.v0 : i === 1 ? r.v1 : i === 2 ? r.v2 : i === 3 ? r.v3 : i === 4 ? r.v4 : i === 5 ? r.v5 : NaN;
+  switch (i) {
+    case 0: return r.v0;
+    case 1: return r.v1;
+    case 2: return r.v2;
+    case 3: return r.v3;
+    case 4: return r.v4;
+    case 5: return r.v5;
+    case 6: return r.v6;
+    case 7: return r.v7;
+    case 8: return r.v8;
+    case 9: return r.v9;
+    case 10: return r.v10;
+    case 11: return r.v11;
+    case 12: return r.v12;
+    case 13: return r.v13;
+    default: return NaN;
+  }
 }
 
 export function setValue(r: StreamRecord, i: number, x: number): void {
@@ -213,15 +255,23 @@ export function setValue(r: StreamRecord, i: number, x: number): void {
   else if (i === 3) r.v3 = x;
   else if (i === 4) r.v4 = x;
   else if (i === 5) r.v5 = x;
+  else if (i === 6) r.v6 = x;
+  else if (i === 7) r.v7 = x;
+  else if (i === 8) r.v8 = x;
+  else if (i === 9) r.v9 = x;
+  else if (i === 10) r.v10 = x;
+  else if (i === 11) r.v11 = x;
+  else if (i === 12) r.v12 = x;
+  else if (i === 13) r.v13 = x;
   else throw new RangeError(`a stream's record keeps ${MAX_VALUES} values`);
 }
 
 /** A record of stream `streamId` at `time` with no value yet. */
 export function emptyRecord(streamId: number, time: number): StreamRecord {
   // Fractions first, so each value is a double field from the start (a record reused keeps its boxes).
-  const r = { stream: streamId, time: 0.5, v0: 0.5, v1: 0.5, v2: 0.5, v3: 0.5, v4: 0.5, v5: 0.5, alarmMask: 0, alarmValues: 0, merged: false };
+  const r = { stream: streamId, time: 0.5, v0: 0.5, v1: 0.5, v2: 0.5, v3: 0.5, v4: 0.5, v5: 0.5, v6: 0.5, v7: 0.5, v8: 0.5, v9: 0.5, v10: 0.5, v11: 0.5, v12: 0.5, v13: 0.5, alarmMask: 0, alarmValues: 0, merged: false };
   r.time = time;
-  r.v0 = r.v1 = r.v2 = r.v3 = r.v4 = r.v5 = NaN;
+  r.v0 = r.v1 = r.v2 = r.v3 = r.v4 = r.v5 = r.v6 = r.v7 = r.v8 = r.v9 = r.v10 = r.v11 = r.v12 = r.v13 = NaN;
   return r;
 }
 
@@ -240,7 +290,15 @@ export function recordOf(input: EventInput, plan: StreamPlan, into?: StreamRecor
   const v3 = n > 3 ? src[base + slots[3]!]! : NaN;
   const v4 = n > 4 ? src[base + slots[4]!]! : NaN;
   const v5 = n > 5 ? src[base + slots[5]!]! : NaN;
-  const any = v0 === v0 || v1 === v1 || v2 === v2 || v3 === v3 || v4 === v4 || v5 === v5;
+  const v6 = n > 6 ? src[base + slots[6]!]! : NaN;
+  const v7 = n > 7 ? src[base + slots[7]!]! : NaN;
+  const v8 = n > 8 ? src[base + slots[8]!]! : NaN;
+  const v9 = n > 9 ? src[base + slots[9]!]! : NaN;
+  const v10 = n > 10 ? src[base + slots[10]!]! : NaN;
+  const v11 = n > 11 ? src[base + slots[11]!]! : NaN;
+  const v12 = n > 12 ? src[base + slots[12]!]! : NaN;
+  const v13 = n > 13 ? src[base + slots[13]!]! : NaN;
+  const any = v0 === v0 || v1 === v1 || v2 === v2 || v3 === v3 || v4 === v4 || v5 === v5 || v6 === v6 || v7 === v7 || v8 === v8 || v9 === v9 || v10 === v10 || v11 === v11 || v12 === v12 || v13 === v13;
   let alarmMask = 0;
   let alarmValues = 0;
   const alarmSlots = plan.alarmSlots;
@@ -262,6 +320,14 @@ export function recordOf(input: EventInput, plan: StreamPlan, into?: StreamRecor
   r.v3 = v3;
   r.v4 = v4;
   r.v5 = v5;
+  r.v6 = v6;
+  r.v7 = v7;
+  r.v8 = v8;
+  r.v9 = v9;
+  r.v10 = v10;
+  r.v11 = v11;
+  r.v12 = v12;
+  r.v13 = v13;
   r.alarmMask = alarmMask;
   r.alarmValues = alarmValues;
   r.merged = false;

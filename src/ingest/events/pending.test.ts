@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { emptyRecord, type StreamRecord } from './inputs.js';
+import { emptyRecord, MAX_VALUES, type StreamRecord } from './inputs.js';
 import { PendingRecords } from './pending.js';
 
 const rec = (time: number, v0 = NaN, alarmMask = 0, alarmValues = 0): StreamRecord => ({ ...emptyRecord(1, time), v0, alarmMask, alarmValues });
@@ -8,12 +8,12 @@ const times = (p: PendingRecords) => p.records().map((r) => r.time);
 describe('a stream’s pending records as columns', () => {
   it('keep every field of a record, in the order inserted at, and read into one reused object', () => {
     const p = new PendingRecords(1);
-    p.insert(0, { ...rec(30, 1.5, 0b11, 0b01), v1: 2, v2: -0, v3: 1e300, v4: 123_456, v5: -7 });
+    p.insert(0, { ...rec(30, 1.5, 0b11, 0b01), v1: 2, v2: -0, v3: 1e300, v4: 123_456, v5: -7, v6: 6, v7: 7, v8: 8, v9: 9, v10: 10, v11: 11, v12: 12, v13: 13 });
     p.insert(0, rec(10, 7));
     p.insert(1, rec(20));
     expect(times(p)).toEqual([10, 20, 30]);
     const into = emptyRecord(0, 0);
-    expect(p.read(2, into)).toEqual({ stream: 1, time: 30, v0: 1.5, v1: 2, v2: -0, v3: 1e300, v4: 123_456, v5: -7, alarmMask: 3, alarmValues: 1, merged: false });
+    expect(p.read(2, into)).toEqual({ stream: 1, time: 30, v0: 1.5, v1: 2, v2: -0, v3: 1e300, v4: 123_456, v5: -7, v6: 6, v7: 7, v8: 8, v9: 9, v10: 10, v11: 11, v12: 12, v13: 13, alarmMask: 3, alarmValues: 1, merged: false });
     expect(p.read(0, into)).toBe(into);
     expect(into.v0).toBe(7);
     expect(Number.isNaN(p.read(1, into).v0)).toBe(true);
@@ -38,7 +38,8 @@ describe('a stream’s pending records as columns', () => {
     p.dropFirst(998);
     expect(times(p)).toEqual([998, 999]);
     const cells = (p as unknown as { cells: number[] }).cells.length;
-    expect(cells).toBeLessThanOrEqual(8 * 16);
+    // Room for 8 records (FIRST_ROOM) of 4 + MAX_VALUES cells each.
+    expect(cells).toBeLessThanOrEqual(8 * (4 + MAX_VALUES));
     // In a steady stream (one in, one out) the array neither grows nor is replaced.
     for (let t = 1_000; t < 3_000; t++) {
       p.insert(p.length, rec(t, t));

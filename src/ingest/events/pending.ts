@@ -71,6 +71,14 @@ export class PendingRecords {
     into.v3 = c[o + VALUES + 3]!;
     into.v4 = c[o + VALUES + 4]!;
     into.v5 = c[o + VALUES + 5]!;
+    into.v6 = c[o + VALUES + 6]!;
+    into.v7 = c[o + VALUES + 7]!;
+    into.v8 = c[o + VALUES + 8]!;
+    into.v9 = c[o + VALUES + 9]!;
+    into.v10 = c[o + VALUES + 10]!;
+    into.v11 = c[o + VALUES + 11]!;
+    into.v12 = c[o + VALUES + 12]!;
+    into.v13 = c[o + VALUES + 13]!;
     into.alarmMask = c[o + MASK]!;
     into.alarmValues = c[o + RAISED]!;
     into.merged = c[o + MERGED] === 1;
@@ -80,7 +88,7 @@ export class PendingRecords {
   /** Every pending record as an object of its own (tests, and a state rewritten whole). */
   records(): StreamRecord[] {
     const out: StreamRecord[] = [];
-    for (let i = 0; i < this.length; i++) out.push(this.read(i, { stream: 0, time: 0, v0: 0, v1: 0, v2: 0, v3: 0, v4: 0, v5: 0, alarmMask: 0, alarmValues: 0, merged: false }));
+    for (let i = 0; i < this.length; i++) out.push(this.read(i, { stream: 0, time: 0, v0: 0, v1: 0, v2: 0, v3: 0, v4: 0, v5: 0, v6: 0, v7: 0, v8: 0, v9: 0, v10: 0, v11: 0, v12: 0, v13: 0, alarmMask: 0, alarmValues: 0, merged: false }));
     return out;
   }
 
@@ -110,6 +118,14 @@ export class PendingRecords {
     c[o + VALUES + 3] = r.v3;
     c[o + VALUES + 4] = r.v4;
     c[o + VALUES + 5] = r.v5;
+    c[o + VALUES + 6] = r.v6;
+    c[o + VALUES + 7] = r.v7;
+    c[o + VALUES + 8] = r.v8;
+    c[o + VALUES + 9] = r.v9;
+    c[o + VALUES + 10] = r.v10;
+    c[o + VALUES + 11] = r.v11;
+    c[o + VALUES + 12] = r.v12;
+    c[o + VALUES + 13] = r.v13;
     c[o + MASK] = r.alarmMask;
     c[o + RAISED] = r.alarmValues;
     c[o + MERGED] = r.merged ? 1 : 0;
