@@ -180,6 +180,46 @@ export const CHARGING_SESSIONS: DerivedMeasurement = {
   standing: '"duration_s" >= 0',
 };
 
+/** Time a pack spent in a band (pack_life). */
+const seconds = (name: string, description: string): DerivedField => ({ name, unit: 's', description });
+
+export const PACK_LIFE: DerivedMeasurement = {
+  name: 'pack_life',
+  writer: 'src/ingest/events/detectors/packLife.ts',
+  description:
+    'what a pack did in a vehicle: one point per pack, per vehicle, per UTC day it was in it, and one ending where it left the vehicle; a pack’s history across vehicles is `WHERE "pack" = \'<id>\'`',
+  time: 'the row’s start: the pack’s first record in the vehicle, the UTC midnight it went on from, or its first record after a gap that crossed midnight',
+  tags: [vehicleno, { name: 'pack', description: 'the pack’s id: its `bms_id`, else its `bat_id_1` (decimal)' }],
+  fields: [
+    { name: 'end', unit: 'ms', description: 'its last record in the vehicle, or the UTC midnight it went on past' },
+    durationS,
+    { name: 'stint_start', unit: 'ms', description: 'the pack’s first record in the vehicle this stint (the rows of one stint share it)' },
+    { name: 'left', unit: '0/1', description: '1: the pack left the vehicle at `end` (the next record named another pack)' },
+    { name: 'ah_in', unit: 'Ah', description: '∫ |current| dt while charging (the charging sign, CHARGING_CURRENT_SIGN), trapezoids between readings, never across a gap' },
+    { name: 'ah_out', unit: 'Ah', description: 'the same while discharging' },
+    { name: 'kwh_in', unit: 'kWh', description: '∫ |voltage × current| dt while charging, between readings carrying both' },
+    { name: 'kwh_out', unit: 'kWh', description: 'the same while discharging' },
+    { name: 'cycle_start', unit: 'count', description: 'the BMS’s `charge_cycle` at its first reading in the row' },
+    { name: 'cycle_end', unit: 'count', description: 'at its last' },
+    { name: 'capacity_ah', unit: 'Ah', description: 'the pack’s rated `battery_capacity`, as last read' },
+    seconds('temp_cold_s', 'at a temperature (the hottest sensor) under 0 °C'),
+    seconds('temp_cool_s', 'at 0 °C to under 15 °C'),
+    seconds('temp_mild_s', 'at 15 °C to under 35 °C'),
+    seconds('temp_warm_s', 'at 35 °C to under 45 °C'),
+    seconds('temp_hot_s', 'at 45 °C and over'),
+    { name: 'temperature_max', unit: '°C', description: 'the hottest sensor read' },
+    seconds('c_rate_low_s', 'at a C-rate (|current| / `battery_capacity`) under 0.5'),
+    seconds('c_rate_medium_s', 'at 0.5 C to under 1 C'),
+    seconds('c_rate_high_s', 'at 1 C to under 2 C'),
+    seconds('c_rate_extreme_s', 'at 2 C and over'),
+    { name: 'c_rate_max', unit: 'C', description: 'the highest C-rate read' },
+    seconds('soc_high_s', 'at a soc of 90 % and over'),
+    seconds('soc_low_s', 'at a soc of 20 % and under'),
+    ...corrections,
+  ],
+  standing: '"duration_s" >= 0',
+};
+
 export const FLEET_STATUS: DerivedMeasurement = {
   name: 'fleet_status',
   writer: 'src/ingest/fleet/changes.ts',
@@ -267,4 +307,4 @@ export const COMMANDS: DerivedMeasurement = {
 };
 
 /** Every derived measurement, in the order documented. */
-export const DERIVED_MEASUREMENTS: readonly DerivedMeasurement[] = [VEHICLE_EVENTS, TRIPS, CHARGING_SESSIONS, STOPS, FLEET_STATUS, FLEET, CAN_PACK, FUEL, COMMANDS];
+export const DERIVED_MEASUREMENTS: readonly DerivedMeasurement[] = [VEHICLE_EVENTS, TRIPS, CHARGING_SESSIONS, STOPS, PACK_LIFE, FLEET_STATUS, FLEET, CAN_PACK, FUEL, COMMANDS];

@@ -3,7 +3,7 @@ import { emptyRecord, SOC_STREAM, STREAMS, recordOf, TRACK_STREAM, valueAt, type
 import { addRecord, committed, dropCommitted, due, newStream, type Stream } from './streams.js';
 import { DETECTORS, slicesOf } from './kinds.js';
 import { PHASES, runOrder, type Detector, type Phase } from './detectors/detector.js';
-import { emptyDerived, DEFAULT_DERIVE_OPTIONS, type ChargingSession, type Context, type Derived, type DeriveOptions, type DerivedEvent, type Slice, type Stop, type Trip } from './detectors/context.js';
+import { emptyDerived, DEFAULT_DERIVE_OPTIONS, type ChargingSession, type Context, type Derived, type DeriveOptions, type DerivedEvent, type PackLife, type Slice, type Stop, type Trip } from './detectors/context.js';
 import { motionChanged, motionCovers, motionSettledThrough, movingAt, type Step } from './detectors/track.js';
 import { socChanged, socCovers } from './detectors/soc.js';
 import { ignitionAt, ignitionChanged, ignitionCovers } from './detectors/ignition.js';
@@ -25,7 +25,7 @@ import { drainReading } from './detectors/drain.js';
  * judged each fix.
  */
 
-export { DEFAULT_DERIVE_OPTIONS, type AddedStreamTimePairs, type ChargingSession, type Derived, type DeriveOptions, type DerivedEvent, type Stop, type Trip } from './detectors/context.js';
+export { DEFAULT_DERIVE_OPTIONS, type AddedStreamTimePairs, type ChargingSession, type Derived, type DeriveOptions, type DerivedEvent, type PackLife, type Stop, type Trip } from './detectors/context.js';
 export { DERIVE_FIELDS, DERIVE_PICK, inputOf, type EventInput } from './inputs.js';
 
 type Detectors = (typeof DETECTORS)[number];
@@ -497,4 +497,9 @@ export function chargingSessionId(c: Pick<ChargingSession, 'vehicleno' | 'start'
 
 export function stopId(p: Pick<Stop, 'vehicleno' | 'start'>): string {
   return id(`${p.vehicleno}\nstop\n${p.start}`);
+}
+
+/** A pack_life row's id: a vehicle holds one pack at a time, so its start names it (`vehicleno\npack_life\nstart`). */
+export function packLifeId(p: Pick<PackLife, 'vehicleno' | 'start'>): string {
+  return id(`${p.vehicleno}\npack_life\n${p.start}`);
 }

@@ -11,11 +11,11 @@ import { PACK_VALUES, packSourcesOf, packValuesInto, type PackSources, type Pack
  */
 
 /**
- * The most values a stream's record keeps besides its alarms (StreamRecord's v0…v10): the CAN stream's
- * seven named fields and its four pack values (`PACK_VALUES`). Not part of any stored format: a stored
+ * The most values a stream's record keeps besides its alarms (StreamRecord's v0…v12): the CAN stream's
+ * nine named fields and its four pack values (`PACK_VALUES`). Not part of any stored format: a stored
  * pending record names each value by its wire id, and a reader leaves out those it does not know.
  */
-export const MAX_VALUES = 12;
+export const MAX_VALUES = 13;
 
 /**
  * The record fields the detectors compute from, each under the name of its place in a stream's record
@@ -37,6 +37,8 @@ export const NAMED_FIELDS = {
   sohAt: 'soh',
   /** The pack's rated capacity (Ah): what a current is a C-rate of (cRate.ts), what the BMS's soh is a share of (charging.ts). */
   capacityAt: 'battery_capacity',
+  /** The BMS's count of the pack's charge cycles (pack_life: the cycles a stint saw). */
+  cyclesAt: 'charge_cycle',
 } as const;
 /** A named field by its place (`socAt`), a pack value's (`hottestAt`, packValues.ts), or a type's position (`latAt`, `lngAt`). */
 export type FieldAt = keyof typeof NAMED_FIELDS | PackValueAt | 'latAt' | 'lngAt';
@@ -110,7 +112,7 @@ export function deriveSchemaOf(types: readonly RecordTypeSpec[]): DeriveSchema {
   for (const [, name] of NAMED) {
     if (!plans.some((p) => p.fields.includes(name))) throw new Error(`vehicle events: no record type declares ${name}`);
   }
-  for (const p of plans) if (p.read > 8) throw new Error(`vehicle events: type ${p.name} has ${p.read} named values; recordOf reads 8`);
+  for (const p of plans) if (p.read > 9) throw new Error(`vehicle events: type ${p.name} has ${p.read} named values; recordOf reads 9`);
   for (const p of plans) if (p.fields.length > MAX_VALUES) throw new Error(`vehicle events: type ${p.name} has ${p.fields.length} values derivation reads besides alarms; a record keeps ${MAX_VALUES} (StreamRecord)`);
   // A trip is measured on its type's own fixes, so ignition must come with a position.
   for (const p of plans) if (p.ignitionAt >= 0 && p.latAt < 0) throw new Error(`vehicle events: type ${p.name} has ignition but no position`);
@@ -229,6 +231,7 @@ export interface StreamRecord {
   v9: number;
   v10: number;
   v11: number;
+  v12: number;
   alarmMask: number;
   alarmValues: number;
   /** A record of the same instant merged into it since it was stored (the store replaces it). */
@@ -238,7 +241,7 @@ export interface StreamRecord {
 /** Value `i` of a record (NaN where absent). */
 export function valueAt(r: StreamRecord, i: number): number {
   if (i < 6) return i === 0 ? r.v0 : i === 1 ? r.v1 : i === 2 ? r.v2 : i === 3 ? r.v3 : i === 4 ? r.v4 : i === 5 ? r.v5 : NaN;
-  return i === 6 ? r.v6 : i === 7 ? r.v7 : i === 8 ? r.v8 : i === 9 ? r.v9 : i === 10 ? r.v10 : i === 11 ? r.v11 : NaN;
+  return i === 6 ? r.v6 : i === 7 ? r.v7 : i === 8 ? r.v8 : i === 9 ? r.v9 : i === 10 ? r.v10 : i === 11 ? r.v11 : i === 12 ? r.v12 : NaN;
 }
 
 /** A record's values in order into `out` (MAX_VALUES long); returns it. A loop over them reads this, not `valueAt` a value. */
@@ -255,6 +258,7 @@ export function valuesInto(r: StreamRecord, out: Float64Array): Float64Array {
   out[9] = r.v9;
   out[10] = r.v10;
   out[11] = r.v11;
+  out[12] = r.v12;
   return out;
 }
 
@@ -271,15 +275,16 @@ export function setValue(r: StreamRecord, i: number, x: number): void {
   else if (i === 9) r.v9 = x;
   else if (i === 10) r.v10 = x;
   else if (i === 11) r.v11 = x;
+  else if (i === 12) r.v12 = x;
   else throw new RangeError(`a stream's record keeps ${MAX_VALUES} values`);
 }
 
 /** A record of stream `streamId` at `time` with no value yet. */
 export function emptyRecord(streamId: number, time: number): StreamRecord {
   // Fractions first, so each value is a double field from the start (a record reused keeps its boxes).
-  const r = { stream: streamId, time: 0.5, v0: 0.5, v1: 0.5, v2: 0.5, v3: 0.5, v4: 0.5, v5: 0.5, v6: 0.5, v7: 0.5, v8: 0.5, v9: 0.5, v10: 0.5, v11: 0.5, alarmMask: 0, alarmValues: 0, merged: false };
+  const r = { stream: streamId, time: 0.5, v0: 0.5, v1: 0.5, v2: 0.5, v3: 0.5, v4: 0.5, v5: 0.5, v6: 0.5, v7: 0.5, v8: 0.5, v9: 0.5, v10: 0.5, v11: 0.5, v12: 0.5, alarmMask: 0, alarmValues: 0, merged: false };
   r.time = time;
-  r.v0 = r.v1 = r.v2 = r.v3 = r.v4 = r.v5 = r.v6 = r.v7 = r.v8 = r.v9 = r.v10 = r.v11 = NaN;
+  r.v0 = r.v1 = r.v2 = r.v3 = r.v4 = r.v5 = r.v6 = r.v7 = r.v8 = r.v9 = r.v10 = r.v11 = r.v12 = NaN;
   return r;
 }
 
@@ -304,8 +309,9 @@ export function recordOf(input: EventInput, plan: StreamPlan, into?: StreamRecor
   const v5 = n > 5 ? src[base + slots[5]!]! : NaN;
   const v6 = n > 6 ? src[base + slots[6]!]! : NaN;
   const v7 = n > 7 ? src[base + slots[7]!]! : NaN;
+  const v8 = n > 8 ? src[base + slots[8]!]! : NaN;
   const pack = plan.pack !== undefined && packValuesInto(plan.pack, src, base, sentinels, PACK_OUT);
-  const any = v0 === v0 || v1 === v1 || v2 === v2 || v3 === v3 || v4 === v4 || v5 === v5 || v6 === v6 || v7 === v7 || pack;
+  const any = v0 === v0 || v1 === v1 || v2 === v2 || v3 === v3 || v4 === v4 || v5 === v5 || v6 === v6 || v7 === v7 || v8 === v8 || pack;
   let alarmMask = 0;
   let alarmValues = 0;
   const alarmSlots = plan.alarmSlots;
@@ -329,7 +335,8 @@ export function recordOf(input: EventInput, plan: StreamPlan, into?: StreamRecor
   r.v5 = v5;
   r.v6 = v6;
   r.v7 = v7;
-  r.v8 = r.v9 = r.v10 = r.v11 = NaN;
+  r.v8 = v8;
+  r.v9 = r.v10 = r.v11 = r.v12 = NaN;
   if (pack) for (let j = 0; j < PACK_OUT.length; j++) setValue(r, n + j, PACK_OUT[j]!);
   r.alarmMask = alarmMask;
   r.alarmValues = alarmValues;

@@ -9,6 +9,7 @@ import { IDLE_DETECTOR } from './detectors/idle.js';
 import { IGNITION_DETECTOR } from './detectors/ignition.js';
 import { IMMOBILISED_DETECTOR } from './detectors/immobilised.js';
 import { OVERSPEED_DETECTOR } from './detectors/overspeed.js';
+import { PACK_LIFE_DETECTOR } from './detectors/packLife.js';
 import { SOC_DETECTOR } from './detectors/soc.js';
 import { SOC_LOW_DETECTOR } from './detectors/socLow.js';
 import { STOPS_DETECTOR } from './detectors/stops.js';
@@ -44,6 +45,7 @@ export const DETECTORS = [
   BATTERY_SWAP_DETECTOR,
   DRAIN_DETECTOR,
   IMMOBILISED_DETECTOR,
+  PACK_LIFE_DETECTOR,
   // The corrections' own state (corrections/), kept last as it always was.
   detector({ key: 'late', slice: LATE_SLICE, fields: [], input: '', settings: ['EVENTS_HORIZON', 'EVENTS_CHECKPOINT_INTERVAL'], derives: '', rules: '', outputs: [] }),
   PACK_HEAT_DETECTOR,

@@ -74,7 +74,7 @@ export interface Output {
   /** The event names it writes, every one (the CLI's `--event` takes them); none for a row of its own measurement. */
   readonly events: readonly string[];
   /** For a row of its own measurement: its outbox entry's `kind`, which the webhook's type `vehicle.<kind>` is made of. */
-  readonly kind?: 'trip' | 'stop' | 'charging';
+  readonly kind?: 'trip' | 'stop' | 'charging' | 'pack_life';
   /** How the documentation names it (`<flag>_raised` / `<flag>_cleared`, "a trip"). */
   readonly shown: string;
   /** The measurement it is written to: its point's time, and each field's InfluxDB name and unit. */
