@@ -5,8 +5,9 @@
  * to the next (a shared VM), its rounds say more about the machine than the code. Here both builds derive
  * the same pushes, alternating push by push, so the drift falls on both alike: each round's ratio is
  * this tree's CPU time over the ref's for the same 20 pushes, and the median of the rounds is the claim.
- * What each build derives is its own code on its own reading of the same job bytes (state cached, as
- * `stages.ts`'s "derive + write" row).
+ * What each build derives is its own code on its own reading of the same records (state cached, as
+ * `stages.ts`'s "derive + write" row): this tree's emulator makes them for both, so that a change of the
+ * emulator's fleet is not taken for a change of the derivation's cost.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,9 +23,8 @@ interface Build {
 }
 
 /** A build's derivation over the bench's pushes, as stages.ts measures it (its own modules, loaded from `dir`). */
-async function build(dir: string): Promise<Build & { pushes: number }> {
+async function build(dir: string, data: { mixed(i: number): unknown }): Promise<Build & { pushes: number }> {
   const load = (p: string) => import(pathToFileURL(join(dir, p)).href);
-  const { BenchData } = await load('test/bench/data.ts');
   const { loadConfig } = await load('src/config/index.ts');
   const { plausibilityFor } = await load('src/ingest/service/components.ts');
   const { validateRecord } = await load('src/ingest/validate/record.ts');
@@ -39,7 +39,6 @@ async function build(dir: string): Promise<Build & { pushes: number }> {
   const { inputsByVehicle } = joined ?? (await load('src/ingest/events/store/eventsStore.ts'));
   const { FLATTEN } = await load('test/bench/options.ts');
   void plausibilityFor(loadConfig({ PUSH_AUTH: 'none' }));
-  const data = new BenchData(500);
   const now = Date.now();
   const PUSHES = 20;
   const pushes = Array.from({ length: PUSHES }, (_, p) => Array.from({ length: 1000 }, (_, i) => data.mixed(p * 1000 + i)));
@@ -75,8 +74,10 @@ async function build(dir: string): Promise<Build & { pushes: number }> {
   };
 }
 
-const a = await build(other);
-const b = await build(ROOT);
+const { BenchData } = await import(pathToFileURL(join(ROOT, 'test/bench/data.ts')).href);
+const data = new BenchData(500);
+const a = await build(other, data);
+const b = await build(ROOT, data);
 const cpu = (f: () => void): number => {
   const t = process.cpuUsage();
   f();

@@ -105,26 +105,37 @@ function addRate(s: PackLifeState, band: number, ms: number): void {
   else s.rateExtreme += ms;
 }
 
-/** ∫ of a quantity going linearly from `a` to `b` over `ms`, its positive and negative parts apart (trapezoids split where it crosses 0). */
-function trapezoid(a: number, b: number, ms: number): [positive: number, negative: number] {
-  if (a >= 0 && b >= 0) return [((a + b) / 2) * ms, 0];
-  if (a <= 0 && b <= 0) return [0, (-(a + b) / 2) * ms];
-  // It crosses 0 at the fraction a / (a − b) of the interval.
-  const cross = (a / (a - b)) * ms;
-  return a > 0 ? [(a / 2) * cross, (-b / 2) * (ms - cross)] : [(b / 2) * (ms - cross), (-a / 2) * cross];
+/** What `trapezoid` found (reused: an array a call, two calls a CAN record, measured 20 % of derive + write). */
+let POSITIVE = 0;
+let NEGATIVE = 0;
+
+/** ∫ of a quantity going linearly from `a` to `b` over `ms`, its positive and negative parts apart (trapezoids split where it crosses 0), into POSITIVE and NEGATIVE. */
+function trapezoid(a: number, b: number, ms: number): void {
+  if (a >= 0 && b >= 0) {
+    POSITIVE = ((a + b) / 2) * ms;
+    NEGATIVE = 0;
+  } else if (a <= 0 && b <= 0) {
+    POSITIVE = 0;
+    NEGATIVE = (-(a + b) / 2) * ms;
+  } else {
+    // It crosses 0 at the fraction a / (a − b) of the interval.
+    const cross = (a / (a - b)) * ms;
+    POSITIVE = a > 0 ? (a / 2) * cross : (b / 2) * (ms - cross);
+    NEGATIVE = a > 0 ? (-b / 2) * (ms - cross) : (-a / 2) * cross;
+  }
 }
 
 /** The current (A) or power (W) from one reading to the next, `ms` apart, integrated into the row's sums (positive: charging, `chargingCurrent`). */
 function addCharge(_ctx: Context, s: PackLifeState, from: number, to: number, ms: number): void {
-  const [pos, neg] = trapezoid(from, to, ms);
-  s.ahIn += pos;
-  s.ahOut += neg;
+  trapezoid(from, to, ms);
+  s.ahIn += POSITIVE;
+  s.ahOut += NEGATIVE;
 }
 
 function addEnergy(_ctx: Context, s: PackLifeState, from: number, to: number, ms: number): void {
-  const [pos, neg] = trapezoid(from, to, ms);
-  s.whIn += pos;
-  s.whOut += neg;
+  trapezoid(from, to, ms);
+  s.whIn += POSITIVE;
+  s.whOut += NEGATIVE;
 }
 
 /** `ms` from the last current reading at its C-rate's band (by the rated capacity as last read; none without one). */
