@@ -70,8 +70,9 @@ describe('derived measurements', () => {
       ...parts.flatMap((d) => d.trips.map((t) => ({ kind: 'trip' as const, ...t, gapEnded: 1 }))),
       ...parts.flatMap((d) => d.chargingSessions.map((c) => ({ kind: 'charging' as const, ...c }))),
       ...parts.flatMap((d) => d.stops.map((p) => ({ kind: 'stop' as const, ...p }))),
+      ...parts.flatMap((d) => d.packLife.map((p) => ({ kind: 'pack_life' as const, ...p }))),
     ];
-    expect(new Set(entries.map((e) => e.kind))).toEqual(new Set(['event', 'trip', 'charging', 'stop']));
+    expect(new Set(entries.map((e) => e.kind))).toEqual(new Set(['event', 'trip', 'charging', 'stop', 'pack_life']));
     const told = new Set(entries.flatMap((e) => (e.kind === 'event' ? [e.event] : [])));
     for (const kind of ['overspeed_started', 'overspeed_ended', 'idle_started', 'idle_ended', 'moved_while_off', 'geofence_entered', 'battery_swapped', 'soc_low', 'soc_recovered', 'soc_drain_while_parked']) expect(told, kind).toContain(kind);
     expect(entries.some((e) => e.kind === 'trip' && e.startGeofence === 'City')).toBe(true);

@@ -42,20 +42,20 @@ const corrections: readonly DerivedField[] = [
 export const VEHICLE_EVENTS: DerivedMeasurement = {
   name: 'vehicle_events',
   writer: 'src/ingest/events (detectors), src/ingest/fleet (silent, back), src/ingest/sync (fuel_drop, fuel_refuel)',
-  description: 'one point a transition: an alarm raised or cleared, ignition on or off, charging started or stopped, idling, overspeed, moved while off, a battery low, swapped or drained, a BMS’s health figure disagreeing or stuck, fuel dropped or refuelled, a vehicle silent or back',
+  description: 'one point a transition: an alarm raised or cleared, ignition on or off, charging started or stopped, idling, overspeed, moved while off, a battery low, swapped or drained, a BMS’s health figure disagreeing or stuck, a pack heating fast, a sensor apart or a high C-rate, fuel dropped or refuelled, a vehicle silent or back',
   time: 'the record time of the transition',
   tags: [
     vehicleno,
     {
       name: 'event',
       description:
-        '`alert_<flag>_raised` / `_cleared`, `ignition_on` / `_off`, `charging_started` / `_stopped`, `idle_started` / `_ended`, `overspeed_started` / `_ended`, `moved_while_off`, `moved_while_immobilised`, `geofence_entered` / `_exited`, `soc_low` / `soc_recovered`, `battery_swapped`, `soc_drain_while_parked`, `bms_soh_disagrees`, `bms_soh_stuck`, `fuel_drop` / `fuel_refuel`, `silent`, `back`',
+        '`alert_<flag>_raised` / `_cleared`, `ignition_on` / `_off`, `charging_started` / `_stopped`, `idle_started` / `_ended`, `overspeed_started` / `_ended`, `moved_while_off`, `moved_while_immobilised`, `geofence_entered` / `_exited`, `soc_low` / `soc_recovered`, `battery_swapped`, `soc_drain_while_parked`, `bms_soh_disagrees`, `bms_soh_stuck`, `pack_heating_fast`, `pack_sensor_apart`, `pack_c_rate_high`, `fuel_drop` / `fuel_refuel`, `silent`, `back`',
     },
     { name: 'geofence', description: 'geofence events: the geofence’s name' },
     { name: 'geofence_kind', description: 'geofence events: its kind (depot, charging, customer, restricted, other)' },
     { name: 'unit', description: '`fuel_drop` / `fuel_refuel`: the unit of the fuel history judged (litres, percent), as in measurement fuel' },
     { name: 'command_type', description: '`moved_while_immobilised`: the immobilise type the vehicle was under (docs/commands.md)' },
-    { name: 'pack', description: '`bms_soh_disagrees`, `bms_soh_stuck`: the pack (`bms_id`, else `bat_id_1`)' },
+    { name: 'pack', description: '`bms_soh_disagrees`, `bms_soh_stuck`, `pack_heating_fast`, `pack_sensor_apart`, `pack_c_rate_high`: the pack’s id (`bms_id`, else `bat_id_1`), where the vehicle reported one' },
   ],
   fields: [
     { name: 'value', unit: '0/1', description: '1 raised, on, started, silent; 0 cleared, off, stopped, back; -1 retracted' },
@@ -67,7 +67,7 @@ export const VEHICLE_EVENTS: DerivedMeasurement = {
     { name: 'lng', unit: '°', description: 'the same, longitude' },
     { name: 'speed', unit: 'km/h', description: 'ignition: the fix’s speed; `overspeed_started`: the first fix over the limit; `moved_while_immobilised`: the fix’s' },
     { name: 'ignition', unit: '0/1', description: '`moved_while_immobilised`: the fix’s ignition' },
-    { name: 'duration_s', unit: 's', description: '`charging_stopped`, `idle_ended`, `overspeed_ended`: how long it lasted' },
+    { name: 'duration_s', unit: 's', description: '`charging_stopped`, `idle_ended`, `overspeed_ended`: how long it lasted; `pack_c_rate_high`: how long it had lasted when told' },
     { name: 'limit', unit: 'km/h', description: 'overspeed: the limit broken' },
     { name: 'max_speed', unit: 'km/h', description: '`overspeed_ended`: the highest speed over the limit' },
     { name: 'distance_m', unit: 'm', description: '`overspeed_ended`: driven over the limit; `moved_while_off`: from where it was parked' },
@@ -80,7 +80,7 @@ export const VEHICLE_EVENTS: DerivedMeasurement = {
     { name: 'bat_id_new', description: '`battery_swapped`: the first battery’s id after' },
     { name: 'soc_from', unit: '%', description: '`soc_drain_while_parked`: the highest soc within SOC_DRAIN_WINDOW before' },
     { name: 'soc_to', unit: '%', description: '`soc_drain_while_parked`: the soc that reached the fall' },
-    { name: 'over_s', unit: 's', description: '`soc_drain_while_parked`: since the soc last read `soc_from`; fuel events: from the level before to the level after' },
+    { name: 'over_s', unit: 's', description: '`soc_drain_while_parked`: since the soc last read `soc_from`; fuel events: from the level before to the level after; `pack_heating_fast`: since the low; `pack_sensor_apart`: how long it had been apart' },
     { name: 'fuel_before', unit: 'l or %', description: '`fuel_drop` / `fuel_refuel`: the level before (the highest, lowest, within FUEL_CHANGE_WINDOW)' },
     { name: 'fuel_after', unit: 'l or %', description: '`fuel_drop` / `fuel_refuel`: the level it fell to, rose to' },
     { name: 'fuel_amount', unit: 'l or %', description: '`fuel_drop` / `fuel_refuel`: how much, in `unit`' },
@@ -94,6 +94,15 @@ export const VEHICLE_EVENTS: DerivedMeasurement = {
     { name: 'sessions', unit: 'count', description: '`bms_soh_disagrees`: estimates in a row the BMS’s figure lay outside; `bms_soh_stuck`: estimates with the same soh' },
     { name: 'after_s', unit: 's', description: '`silent` / `back`: the SILENT_AFTER threshold crossed' },
     { name: 'last_seen', unit: 'ms', description: '`silent` / `back`: the last record’s time, or the one that ended the silence' },
+    { name: 'rate_c_per_min', unit: '°C/min', description: '`pack_heating_fast`: the hottest sensor’s rise over the time since its low' },
+    { name: 'temperature', unit: '°C', description: '`pack_heating_fast`, `pack_sensor_apart`: the hottest real sensor’s reading' },
+    { name: 'from_temperature', unit: '°C', description: '`pack_heating_fast`: the lowest the hottest sensor read within PACK_HEAT_WINDOW' },
+    { name: 'sensor', unit: 'number', description: '`pack_heating_fast`: the hottest sensor; `pack_sensor_apart`: the sensor apart' },
+    { name: 'window_s', unit: 's', description: '`pack_heating_fast`: PACK_HEAT_WINDOW' },
+    { name: 'deviation_c', unit: '°C', description: '`pack_sensor_apart`: the sensor’s reading less the median of the pack’s real sensors' },
+    { name: 'limit_c', unit: '°C or C', description: '`pack_sensor_apart`: PACK_SENSOR_APART (°C); `pack_c_rate_high`: PACK_C_RATE_HIGH (C)' },
+    { name: 'c_rate_max', unit: 'C', description: '`pack_c_rate_high`: the highest \\|current\\| / capacity of the spell when told' },
+    { name: 'c_rate_mean', unit: 'C', description: '`pack_c_rate_high`: the mean of its records' },
     ...corrections,
   ],
   standing: '"value" >= 0',
@@ -166,6 +175,46 @@ export const CHARGING_SESSIONS: DerivedMeasurement = {
     { name: 'capacity_ah_estimate', unit: 'Ah', description: 'charge_ah ÷ (soc_moved / 100), when soc_moved is at least CAPACITY_MIN_SOC_MOVED' },
     { name: 'capacity_uncertainty_pct', unit: '%', description: 'the bound of the estimate’s relative error (the soc a whole percent: ±1 point each end; the current monotonic between records)' },
     { name: 'bms_capacity_ah', unit: 'Ah', description: 'what the BMS says the pack holds: battery_capacity × soh / 100 as the session ended' },
+    ...corrections,
+  ],
+  standing: '"duration_s" >= 0',
+};
+
+/** Time a pack spent in a band (pack_life). */
+const seconds = (name: string, description: string): DerivedField => ({ name, unit: 's', description });
+
+export const PACK_LIFE: DerivedMeasurement = {
+  name: 'pack_life',
+  writer: 'src/ingest/events/detectors/packLife.ts',
+  description:
+    'what a pack did in a vehicle: one point per pack, per vehicle, per UTC day it was in it, and one ending where it left the vehicle; a pack’s history across vehicles is `WHERE "pack" = \'<id>\'`',
+  time: 'the row’s start: the pack’s first record in the vehicle, the UTC midnight it went on from, or its first record after a gap that crossed midnight',
+  tags: [vehicleno, { name: 'pack', description: 'the pack’s id: its `bms_id`, else its `bat_id_1` (decimal)' }],
+  fields: [
+    { name: 'end', unit: 'ms', description: 'its last record in the vehicle, or the UTC midnight it went on past' },
+    durationS,
+    { name: 'stint_start', unit: 'ms', description: 'the pack’s first record in the vehicle this stint (the rows of one stint share it)' },
+    { name: 'left', unit: '0/1', description: '1: the pack left the vehicle at `end` (the next record named another pack)' },
+    { name: 'ah_in', unit: 'Ah', description: '∫ |current| dt while charging (the charging sign, CHARGING_CURRENT_SIGN), trapezoids between readings, never across a gap' },
+    { name: 'ah_out', unit: 'Ah', description: 'the same while discharging' },
+    { name: 'kwh_in', unit: 'kWh', description: '∫ |voltage × current| dt while charging, between readings carrying both' },
+    { name: 'kwh_out', unit: 'kWh', description: 'the same while discharging' },
+    { name: 'cycle_start', unit: 'count', description: 'the BMS’s `charge_cycle` at its first reading in the row' },
+    { name: 'cycle_end', unit: 'count', description: 'at its last' },
+    { name: 'capacity_ah', unit: 'Ah', description: 'the pack’s rated `battery_capacity`, as last read' },
+    seconds('temp_cold_s', 'at a temperature (the hottest sensor) under 0 °C'),
+    seconds('temp_cool_s', 'at 0 °C to under 15 °C'),
+    seconds('temp_mild_s', 'at 15 °C to under 35 °C'),
+    seconds('temp_warm_s', 'at 35 °C to under 45 °C'),
+    seconds('temp_hot_s', 'at 45 °C and over'),
+    { name: 'temperature_max', unit: '°C', description: 'the hottest sensor read' },
+    seconds('c_rate_low_s', 'at a C-rate (|current| / `battery_capacity`) under 0.5'),
+    seconds('c_rate_medium_s', 'at 0.5 C to under 1 C'),
+    seconds('c_rate_high_s', 'at 1 C to under 2 C'),
+    seconds('c_rate_extreme_s', 'at 2 C and over'),
+    { name: 'c_rate_max', unit: 'C', description: 'the highest C-rate read' },
+    seconds('soc_high_s', 'at a soc of 90 % and over'),
+    seconds('soc_low_s', 'at a soc of 20 % and under'),
     ...corrections,
   ],
   standing: '"duration_s" >= 0',
@@ -258,4 +307,4 @@ export const COMMANDS: DerivedMeasurement = {
 };
 
 /** Every derived measurement, in the order documented. */
-export const DERIVED_MEASUREMENTS: readonly DerivedMeasurement[] = [VEHICLE_EVENTS, TRIPS, CHARGING_SESSIONS, STOPS, FLEET_STATUS, FLEET, CAN_PACK, FUEL, COMMANDS];
+export const DERIVED_MEASUREMENTS: readonly DerivedMeasurement[] = [VEHICLE_EVENTS, TRIPS, CHARGING_SESSIONS, STOPS, PACK_LIFE, FLEET_STATUS, FLEET, CAN_PACK, FUEL, COMMANDS];

@@ -38,8 +38,24 @@ const MIN = 60_000;
  * service derives from the fleet, its history is exactly what `historyLines` writes.
  */
 const DOC_PLATE = 'KA01AB1234';
+/** A pack swapped across three vehicles (its pack_life rows, as the service writes them: detectors/packLife.ts). */
+const PACK = '410233';
 
 /** A vehicle's events, trips and charging sessions over the last five hours, as the service writes them. */
+/** Pack PACK's rows: an afternoon in the first vehicle, swapped into the second, then the third, where it still is. */
+function packLines(): string[] {
+  const at = (minutesAgo: number) => NOW - minutesAgo * MIN;
+  const [a, b, c] = [DOC_PLATE, fleet.vehicles[0]!.vehicleno, fleet.vehicles[1]!.vehicleno];
+  const row = (vehicleno: string, from: number, to: number, f: Record<string, number>) => formatLine('pack_life', { vehicleno, pack: PACK }, { end: at(to), duration_s: ((from - to) * MIN) / 1000, stint_start: at(from), ...f }, at(from));
+  return [
+    row(a!, 300, 200, { left: 1, ah_in: 0, ah_out: 40.5, kwh_in: 0, kwh_out: 2.1, cycle_start: 311, cycle_end: 311, temp_hot_s: 0 }),
+    row(b!, 190, 100, { left: 1, ah_in: 60, ah_out: 12.25, kwh_in: 3.3, kwh_out: 0.62, cycle_start: 311, cycle_end: 312, temp_hot_s: 540 }),
+    row(c!, 90, 20, { ah_in: 0, ah_out: 22, kwh_in: 0, kwh_out: 1.14, cycle_start: 312, cycle_end: 312, temp_hot_s: 0 }),
+    // Another pack at once, in the first vehicle after the swap: not in PACK's history.
+    formatLine('pack_life', { vehicleno: a!, pack: '733019' }, { end: at(100), duration_s: 6000, stint_start: at(200), ah_out: 30 }, at(200)),
+  ];
+}
+
 function historyLines(vehicleno: string): string[] {
   const at = (minutesAgo: number) => NOW - minutesAgo * MIN;
   const event = (name: string, ago: number, fields: Record<string, number>) => formatLine('vehicle_events', { vehicleno, event: name }, fields, at(ago));
@@ -110,7 +126,7 @@ beforeAll(async () => {
   });
   expect(fuel.failed).toEqual([]);
   // The derived history, straight into the database (the write path is the service's own tests').
-  const lines = [DOC_PLATE, fleet.vehicles[0]!.vehicleno, fleet.vehicles[1]!.vehicleno].flatMap(historyLines);
+  const lines = [...[DOC_PLATE, fleet.vehicles[0]!.vehicleno, fleet.vehicles[1]!.vehicleno].flatMap(historyLines), ...packLines()];
   const written = await fetch(`${inject('influxRawUrl')}/write?db=${encodeURIComponent(svc.cfg.INFLUX_BUCKET)}&precision=ms`, { method: 'POST', body: lines.join('\n') });
   expect(written.status).toBe(204);
   const cans = records.filter((r) => (r as { type: string }).type === 'can').length;
@@ -156,7 +172,8 @@ function substitute(q: string, vehicle: string): string {
     .replaceAll('$__interval_ms', String(STEP))
     .replaceAll('$__interval', '5m')
     .replaceAll('$vehicle', vehicle)
-    .replaceAll('$fleet_timezone', ZONE);
+    .replaceAll('$fleet_timezone', ZONE)
+    .replaceAll('$pack', PACK);
 }
 const plates = fleet.vehicles.map((v) => v.vehicleno);
 const regexOf = (values: string[]) => `(${values.map((v) => v.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&')).join('|')})`;
@@ -282,6 +299,18 @@ describe('the derived history panels, for one vehicle', () => {
       { vehicleno: DOC_PLATE, time: at(30), end: at(10), duration: 1200, 'soc start %': 88, 'soc end %': 93, 'energy Wh': null },
     ]);
   });
+});
+
+it('shows a pack’s history across the three vehicles it visited, in time order, with its energy', async () => {
+  const fleetDash = dashboards.find((d) => d.title === 'Telematics fleet')!;
+  const q = substitute(fleetDash.panels.find((p) => p.title.startsWith('Pack history across vehicles'))!.targets[0]!.query, '.*');
+  const at = (minutesAgo: number) => NOW - minutesAgo * MIN;
+  const rows = (await svc.query(q)).sort((x, y) => Number(x.time) - Number(y.time));
+  expect(rows).toEqual([
+    { pack: PACK, vehicleno: DOC_PLATE, time: at(300), end: at(200), duration: 6000, 'Ah in': 0, 'Ah out': 40.5, 'kWh in': 0, 'kWh out': 2.1, cycles: 311, 'at 45 °C+': 0, left: 1 },
+    { pack: PACK, vehicleno: plates[0], time: at(190), end: at(100), duration: 5400, 'Ah in': 60, 'Ah out': 12.25, 'kWh in': 3.3, 'kWh out': 0.62, cycles: 312, 'at 45 °C+': 540, left: 1 },
+    { pack: PACK, vehicleno: plates[1], time: at(90), end: at(20), duration: 4200, 'Ah in': 0, 'Ah out': 22, 'kWh in': 0, 'kWh out': 1.14, cycles: 312, 'at 45 °C+': 0, left: null },
+  ]);
 });
 
 it('runs every InfluxQL query of the analysts’ guide (docs/analysts.md), each with data', async () => {

@@ -3,7 +3,7 @@ import { emptyRecord, SOC_STREAM, STREAMS, recordOf, TRACK_STREAM, valueAt, type
 import { addRecord, committed, dropCommitted, due, newStream, type Stream } from './streams.js';
 import { DETECTORS, slicesOf } from './kinds.js';
 import { PHASES, runOrder, type Detector, type Phase } from './detectors/detector.js';
-import { emptyDerived, DEFAULT_DERIVE_OPTIONS, type ChargingSession, type Context, type Derived, type DeriveOptions, type DerivedEvent, type Slice, type Stop, type Trip } from './detectors/context.js';
+import { emptyDerived, DEFAULT_DERIVE_OPTIONS, type ChargingSession, type Context, type Derived, type DeriveOptions, type DerivedEvent, type PackLife, type Slice, type Stop, type Trip } from './detectors/context.js';
 import { motionChanged, motionCovers, motionSettledThrough, movingAt, type Step } from './detectors/track.js';
 import { socChanged, socCovers } from './detectors/soc.js';
 import { ignitionAt, ignitionChanged, ignitionCovers } from './detectors/ignition.js';
@@ -25,7 +25,7 @@ import { drainReading } from './detectors/drain.js';
  * judged each fix.
  */
 
-export { DEFAULT_DERIVE_OPTIONS, type AddedStreamTimePairs, type ChargingSession, type Derived, type DeriveOptions, type DerivedEvent, type Stop, type Trip } from './detectors/context.js';
+export { DEFAULT_DERIVE_OPTIONS, type AddedStreamTimePairs, type ChargingSession, type Derived, type DeriveOptions, type DerivedEvent, type PackLife, type Stop, type Trip } from './detectors/context.js';
 export { DERIVE_FIELDS, DERIVE_PICK, inputOf, type EventInput } from './inputs.js';
 
 type Detectors = (typeof DETECTORS)[number];
@@ -99,7 +99,7 @@ export function ingest(vehicleno: string, s: VehicleState, inputs: readonly Even
     const plan = STREAMS.get(input.type);
     // Times are integer epoch ms (validation makes them so); the store scores records by them exactly.
     if (plan === undefined || !Number.isSafeInteger(input.time)) continue;
-    const r = recordOf(input, plan, ARRIVING);
+    const r = recordOf(input, plan, ARRIVING, opts.temperatureSentinels);
     if (r === undefined) continue; // carries nothing derivation reads
     const taken = addRecord(s.streams[plan.streamId]!, r, nowMs, opts);
     if (taken === 'added' || taken === 'merged') added.push(plan.streamId, r.time);
@@ -293,7 +293,7 @@ type PhaseRun = (ctx: Context, s: VehicleState, r: StreamRecord, plan: StreamPla
  */
 export function compilePhases(list: readonly Detector[]): Record<Phase, PhaseRun> {
   const order = runOrder(list);
-  const args: Record<Phase, string> = { gap: 'r.time', position: 'r, plan, steps', soc: 'r, plan', battery: 'r, plan', alarms: 'r, plan' };
+  const args: Record<Phase, string> = { gap: 'r.time', position: 'r, plan, steps', soc: 'r, plan', battery: 'r, plan', pack: 'r, plan', alarms: 'r, plan' };
   const run = {} as Record<Phase, PhaseRun>;
   for (const phase of PHASES) {
     const hooks = order.flatMap((d) => (d.on[phase] === undefined ? [] : [d.on[phase]]));
@@ -315,6 +315,7 @@ function apply(ctx: Context, s: VehicleState, plan: StreamPlan, r: StreamRecord)
   }
   if (plan.socAt >= 0) PHASE.soc(ctx, s, r, plan, STEPS);
   if (plan.bmsIdAt >= 0 || plan.batteryIdAt >= 0) PHASE.battery(ctx, s, r, plan, STEPS);
+  if (plan.pack !== undefined || plan.capacityAt >= 0) PHASE.pack(ctx, s, r, plan, STEPS);
   if (plan.alarms.length > 0) PHASE.alarms(ctx, s, r, plan, STEPS);
   if (plan.waits) waits(ctx, s, plan, r);
 }
@@ -435,12 +436,12 @@ function release(ctx: Context, s: VehicleState, nowMs: number, final: boolean): 
  * A record a checkpoint's state had committed, given again (a replay, corrections/replay.ts): queued for
  * charging if it had not taken it yet (the drain's waiting readings are in its slice, kept with the state).
  */
-export function holdAgain(s: VehicleState, input: EventInput): void {
+export function holdAgain(s: VehicleState, input: EventInput, opts: DeriveOptions = DEFAULT_DERIVE_OPTIONS): void {
   const plan = STREAMS.get(input.type);
   if (plan === undefined || !plan.waits) return;
   const stream = s.streams[plan.streamId]!;
   if (input.time > stream.watermark || input.time <= s.late.chargingThrough) return;
-  const r = recordOf(input, plan, ARRIVING);
+  const r = recordOf(input, plan, ARRIVING, opts.temperatureSentinels);
   if (r !== undefined && chargingTakes(plan, r)) stream.held.insert(stream.held.length, r);
 }
 
@@ -496,4 +497,9 @@ export function chargingSessionId(c: Pick<ChargingSession, 'vehicleno' | 'start'
 
 export function stopId(p: Pick<Stop, 'vehicleno' | 'start'>): string {
   return id(`${p.vehicleno}\nstop\n${p.start}`);
+}
+
+/** A pack_life row's id: a vehicle holds one pack at a time, so its start names it (`vehicleno\npack_life\nstart`). */
+export function packLifeId(p: Pick<PackLife, 'vehicleno' | 'start'>): string {
+  return id(`${p.vehicleno}\npack_life\n${p.start}`);
 }

@@ -4,7 +4,7 @@ import { ALARM_FIELDS } from '../../telemetry/fields.js';
 import { parseGeofences } from '../geofences/geofence.js';
 import { GeofenceLookup } from '../geofences/lookup.js';
 import { emptyDerived } from './detectors/context.js';
-import { DEFAULT_DERIVE_OPTIONS, flush, ingest, inputOf, newState, pendingCount, type ChargingSession, type DeriveOptions, type Derived, type DerivedEvent, type EventInput, type Stop, type Trip, type VehicleState } from './derive.js';
+import { DEFAULT_DERIVE_OPTIONS, flush, ingest, inputOf, newState, pendingCount, type ChargingSession, type DeriveOptions, type Derived, type DerivedEvent, type EventInput, type PackLife, type Stop, type Trip, type VehicleState } from './derive.js';
 import { STREAM_BY_ID } from './inputs.js';
 import { heldSetId, restore, writeCommitted, writePending } from './wire.js';
 
@@ -42,13 +42,14 @@ export function roundTrip(s: VehicleState): VehicleState {
 export const quiet = (opts: DeriveOptions): number => Math.max(opts.streamQuietMs, opts.maxSkewMs);
 
 /** Everything a sequence of calls derived, in the order derived. */
-export function collect(parts: readonly Derived[]): Derived & { events: DerivedEvent[]; trips: Trip[]; chargingSessions: ChargingSession[]; stops: Stop[] } {
-  const all = { ...emptyDerived(), events: [] as DerivedEvent[], trips: [] as Trip[], chargingSessions: [] as ChargingSession[], stops: [] as Stop[] };
+export function collect(parts: readonly Derived[]): Derived & { events: DerivedEvent[]; trips: Trip[]; chargingSessions: ChargingSession[]; stops: Stop[]; packLife: PackLife[] } {
+  const all = { ...emptyDerived(), events: [] as DerivedEvent[], trips: [] as Trip[], chargingSessions: [] as ChargingSession[], stops: [] as Stop[], packLife: [] as PackLife[] };
   for (const d of parts) {
     all.events.push(...d.events);
     all.trips.push(...d.trips);
     all.chargingSessions.push(...d.chargingSessions);
     all.stops.push(...d.stops);
+    all.packLife.push(...d.packLife);
     all.late += d.late;
     all.tooLate += d.tooLate;
     all.duplicates += d.duplicates;

@@ -61,6 +61,7 @@ function counted(metrics: Metrics | undefined, all: readonly Derived[], log?: Lo
     if (d.trips.length > 0) metrics.vehicleEvents.inc({ event: 'trip' }, d.trips.length);
     if (d.chargingSessions.length > 0) metrics.vehicleEvents.inc({ event: 'charging_session' }, d.chargingSessions.length);
     if (d.stops.length > 0) metrics.vehicleEvents.inc({ event: 'stop' }, d.stops.length);
+    if (d.packLife.length > 0) metrics.vehicleEvents.inc({ event: 'pack_life' }, d.packLife.length);
     if (d.late > 0) metrics.vehicleEventsLate.inc(d.late);
     if (d.duplicates > 0) metrics.vehicleEventsDuplicate.inc(d.duplicates);
   }

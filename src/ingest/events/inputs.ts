@@ -1,6 +1,7 @@
 import { alarmsOf, dictionaryOf, type RecordTypeSpec } from '../../telemetry/fields.js';
 import { RECORD_TYPES } from '../../telemetry/vehicleData.js';
 import { fieldPick, pickedValues, type FieldPick } from '../../telemetry/record.js';
+import { PACK_VALUES, packSourcesOf, packValuesInto, type PackSources, type PackValueAt } from './packValues.js';
 
 /**
  * What derivation reads of a record, from the schema (src/telemetry/vehicleData.ts): the named fields
@@ -10,11 +11,11 @@ import { fieldPick, pickedValues, type FieldPick } from '../../telemetry/record.
  */
 
 /**
- * The most values a stream's record keeps besides its alarms (StreamRecord's v0…v7). A bound in memory
- * only: a stored pending record names each value by its wire id (wire.ts), and a release that reads
- * fewer fields leaves out those it does not know.
+ * The most values a stream's record keeps besides its alarms (StreamRecord's v0…v12): the CAN stream's
+ * nine named fields and its four pack values (`PACK_VALUES`). Not part of any stored format: a stored
+ * pending record names each value by its wire id, and a reader leaves out those it does not know.
  */
-export const MAX_VALUES = 8;
+export const MAX_VALUES = 13;
 
 /**
  * The record fields the detectors compute from, each under the name of its place in a stream's record
@@ -34,10 +35,13 @@ export const NAMED_FIELDS = {
   batteryIdAt: 'bat_id_1',
   /** What the BMS says of the pack's health (charging's capacity estimate is compared with rated × soh). */
   sohAt: 'soh',
+  /** The pack's rated capacity (Ah): what a current is a C-rate of (cRate.ts), what the BMS's soh is a share of (charging.ts). */
   capacityAt: 'battery_capacity',
+  /** The BMS's count of the pack's charge cycles (pack_life: the cycles a stint saw). */
+  cyclesAt: 'charge_cycle',
 } as const;
-/** A named field by its place (`socAt`), or a type's position (`latAt`, `lngAt`). */
-export type FieldAt = keyof typeof NAMED_FIELDS | 'latAt' | 'lngAt';
+/** A named field by its place (`socAt`), a pack value's (`hottestAt`, packValues.ts), or a type's position (`latAt`, `lngAt`). */
+export type FieldAt = keyof typeof NAMED_FIELDS | PackValueAt | 'latAt' | 'lngAt';
 
 export const IGNITION = NAMED_FIELDS.ignitionAt;
 export const SPEED = NAMED_FIELDS.speedAt;
@@ -65,29 +69,38 @@ export interface DeriveSchema {
 /** The derivation's view of some record types (the service's: RECORD_TYPES; a test's fixture schema may add to them). */
 export function deriveSchemaOf(types: readonly RecordTypeSpec[]): DeriveSchema {
   const alarms = alarmsOf(types);
+  // The pack's cell voltages and temperatures (and their counts) are picked, but a record keeps only the values computed of them.
+  const packFields = types.flatMap((t) => packSourcesOf(t.fields.map((f) => f.name)).names);
   const fields = [
-    ...new Set([...types.flatMap((t) => (t.position ? [t.position.lat, t.position.lng] : [])), ...NAMED.map(([, name]) => name), ...alarms.map((a) => a.name)]),
+    ...new Set([...types.flatMap((t) => (t.position ? [t.position.lat, t.position.lng] : [])), ...NAMED.map(([, name]) => name), ...alarms.map((a) => a.name), ...packFields]),
   ];
+  const picked = new Set(packFields);
   const dictionary = dictionaryOf(types);
   const wireId = new Map(dictionary.map((n, i) => [n, i]));
   const slot = new Map(fields.map((name, i) => [name, i]));
   const plans = types.map((t): StreamPlan => {
     const declared = new Set(t.fields.map((f) => f.name));
     const alarmNames = new Set(alarms.map((a) => a.name));
-    const own = fields.filter((name) => declared.has(name) && !alarmNames.has(name));
+    const sources = packSourcesOf(t.fields.map((f) => f.name));
+    const pack = sources.names.length > 0 ? sources.slotsIn(fields) : undefined;
+    const own = [...fields.filter((name) => declared.has(name) && !alarmNames.has(name) && !picked.has(name)), ...(pack ? PACK_VALUES.map((v) => v.name) : [])];
     const at = (name: string | undefined): number => (name === undefined ? -1 : own.indexOf(name));
     const typeAlarms = alarms.filter((a) => declared.has(a.name)).map((a) => ({ name: a.name, slot: slot.get(a.name)!, wireId: wireId.get(a.name)!, bit: a.bit, safety: a.safety }));
     return {
       name: t.name,
       streamId: t.streamId,
       fields: own,
-      wireIds: own.map((f) => wireId.get(f)!),
-      slots: own.map((f) => slot.get(f)!),
+      wireIds: own.map((f) => wireId.get(f) ?? PACK_VALUES.find((v) => v.name === f)!.wireId),
+      // A pack value is computed (`pack`), not read from a slot: -1.
+      slots: own.map((f) => slot.get(f) ?? -1),
+      read: own.length - (pack ? PACK_VALUES.length : 0),
+      pack,
       latName: t.position?.lat,
       lngName: t.position?.lng,
       latAt: at(t.position?.lat),
       lngAt: at(t.position?.lng),
       ...(Object.fromEntries(NAMED.map(([place, name]) => [place, at(name)])) as Record<keyof typeof NAMED_FIELDS, number>),
+      ...(Object.fromEntries(PACK_VALUES.map((v) => [v.place, at(v.name)])) as Record<PackValueAt, number>),
       alarms: typeAlarms,
       alarmSlots: Int32Array.from(typeAlarms, (a) => a.slot),
       alarmBits: Int32Array.from(typeAlarms, (a) => 1 << a.bit),
@@ -99,6 +112,7 @@ export function deriveSchemaOf(types: readonly RecordTypeSpec[]): DeriveSchema {
   for (const [, name] of NAMED) {
     if (!plans.some((p) => p.fields.includes(name))) throw new Error(`vehicle events: no record type declares ${name}`);
   }
+  for (const p of plans) if (p.read > 9) throw new Error(`vehicle events: type ${p.name} has ${p.read} named values; recordOf reads 9`);
   for (const p of plans) if (p.fields.length > MAX_VALUES) throw new Error(`vehicle events: type ${p.name} has ${p.fields.length} values derivation reads besides alarms; a record keeps ${MAX_VALUES} (StreamRecord)`);
   // A trip is measured on its type's own fixes, so ignition must come with a position.
   for (const p of plans) if (p.ignitionAt >= 0 && p.latAt < 0) throw new Error(`vehicle events: type ${p.name} has ignition but no position`);
@@ -114,6 +128,9 @@ export function deriveSchemaOf(types: readonly RecordTypeSpec[]): DeriveSchema {
 
 /** The service's schema as derivation reads it. */
 export const DERIVE_SCHEMA: DeriveSchema = deriveSchemaOf(RECORD_TYPES);
+/** No temperature reading means no sensor (a test's records; the service's are CAN_TEMP_SENTINELS, `DeriveOptions`). */
+const NO_SENTINELS: readonly number[] = [];
+
 /** Every field name derivation reads: a job's picked values come in these slots. */
 export const DERIVE_FIELDS: readonly string[] = DERIVE_SCHEMA.fields;
 /** What a worker reads of each record for derivation (its written records' values). */
@@ -154,15 +171,19 @@ export interface AlarmSlot {
  * record of the stream keeps their values, `values[i]` for `fields[i]`), where each field a detector
  * reads sits there (-1: the type does not declare it), and its alarms (a record keeps those as bits).
  */
-export interface StreamPlan extends Readonly<Record<keyof typeof NAMED_FIELDS, number>> {
+export interface StreamPlan extends Readonly<Record<keyof typeof NAMED_FIELDS | PackValueAt, number>> {
   name: string;
   /** Frozen (the schema's `streamId`): a stored state names its streams by it. */
   streamId: number;
   fields: readonly string[];
   /** Each field's wire id (how a stored pending record names its values). */
   wireIds: readonly number[];
-  /** Each field's slot in an input's values. */
+  /** Each field's slot in an input's values (-1: a pack value, computed). */
   slots: readonly number[];
+  /** How many of its values are read from an input's slots (the first; the rest are its pack values). */
+  read: number;
+  /** Where its pack's cell voltages and temperatures sit in an input's values, when it declares them: its pack values are computed of them (packValues.ts). */
+  pack: PackSources | undefined;
   latName: string | undefined;
   lngName: string | undefined;
   /** Where the position's values sit in a record's values, as each of NAMED_FIELDS' (-1: the type has none): indices, not values. */
@@ -206,6 +227,11 @@ export interface StreamRecord {
   v5: number;
   v6: number;
   v7: number;
+  v8: number;
+  v9: number;
+  v10: number;
+  v11: number;
+  v12: number;
   alarmMask: number;
   alarmValues: number;
   /** A record of the same instant merged into it since it was stored (the store replaces it). */
@@ -214,7 +240,26 @@ export interface StreamRecord {
 
 /** Value `i` of a record (NaN where absent). */
 export function valueAt(r: StreamRecord, i: number): number {
-  return i === 0 ? r.v0 : i === 1 ? r.v1 : i === 2 ? r.v2 : i === 3 ? r.v3 : i === 4 ? r.v4 : i === 5 ? r.v5 : i === 6 ? r.v6 : i === 7 ? r.v7 : NaN;
+  if (i < 6) return i === 0 ? r.v0 : i === 1 ? r.v1 : i === 2 ? r.v2 : i === 3 ? r.v3 : i === 4 ? r.v4 : i === 5 ? r.v5 : NaN;
+  return i === 6 ? r.v6 : i === 7 ? r.v7 : i === 8 ? r.v8 : i === 9 ? r.v9 : i === 10 ? r.v10 : i === 11 ? r.v11 : i === 12 ? r.v12 : NaN;
+}
+
+/** A record's values in order into `out` (MAX_VALUES long); returns it. A loop over them reads this, not `valueAt` a value. */
+export function valuesInto(r: StreamRecord, out: Float64Array): Float64Array {
+  out[0] = r.v0;
+  out[1] = r.v1;
+  out[2] = r.v2;
+  out[3] = r.v3;
+  out[4] = r.v4;
+  out[5] = r.v5;
+  out[6] = r.v6;
+  out[7] = r.v7;
+  out[8] = r.v8;
+  out[9] = r.v9;
+  out[10] = r.v10;
+  out[11] = r.v11;
+  out[12] = r.v12;
+  return out;
 }
 
 export function setValue(r: StreamRecord, i: number, x: number): void {
@@ -226,27 +271,36 @@ export function setValue(r: StreamRecord, i: number, x: number): void {
   else if (i === 5) r.v5 = x;
   else if (i === 6) r.v6 = x;
   else if (i === 7) r.v7 = x;
+  else if (i === 8) r.v8 = x;
+  else if (i === 9) r.v9 = x;
+  else if (i === 10) r.v10 = x;
+  else if (i === 11) r.v11 = x;
+  else if (i === 12) r.v12 = x;
   else throw new RangeError(`a stream's record keeps ${MAX_VALUES} values`);
 }
 
 /** A record of stream `streamId` at `time` with no value yet. */
 export function emptyRecord(streamId: number, time: number): StreamRecord {
   // Fractions first, so each value is a double field from the start (a record reused keeps its boxes).
-  const r = { stream: streamId, time: 0.5, v0: 0.5, v1: 0.5, v2: 0.5, v3: 0.5, v4: 0.5, v5: 0.5, v6: 0.5, v7: 0.5, alarmMask: 0, alarmValues: 0, merged: false };
+  const r = { stream: streamId, time: 0.5, v0: 0.5, v1: 0.5, v2: 0.5, v3: 0.5, v4: 0.5, v5: 0.5, v6: 0.5, v7: 0.5, v8: 0.5, v9: 0.5, v10: 0.5, v11: 0.5, v12: 0.5, alarmMask: 0, alarmValues: 0, merged: false };
   r.time = time;
-  r.v0 = r.v1 = r.v2 = r.v3 = r.v4 = r.v5 = r.v6 = r.v7 = NaN;
+  r.v0 = r.v1 = r.v2 = r.v3 = r.v4 = r.v5 = r.v6 = r.v7 = r.v8 = r.v9 = r.v10 = r.v11 = r.v12 = NaN;
   return r;
 }
 
+/** A record's pack values as computed (reused: derivation is never re-entered). */
+const PACK_OUT = new Float64Array(PACK_VALUES.length);
+
 /**
  * The record of `input` in its stream, written into `into` (a fresh one by default), or undefined when
- * it carries nothing derivation reads.
+ * it carries nothing derivation reads. `sentinels`: the temperature readings that mean no sensor
+ * (CAN_TEMP_SENTINELS), for its pack values.
  */
-export function recordOf(input: EventInput, plan: StreamPlan, into?: StreamRecord): StreamRecord | undefined {
+export function recordOf(input: EventInput, plan: StreamPlan, into?: StreamRecord, sentinels: readonly number[] = NO_SENTINELS): StreamRecord | undefined {
   const src = input.values;
   const base = input.at;
   const slots = plan.slots;
-  const n = slots.length;
+  const n = plan.read;
   const v0 = n > 0 ? src[base + slots[0]!]! : NaN;
   const v1 = n > 1 ? src[base + slots[1]!]! : NaN;
   const v2 = n > 2 ? src[base + slots[2]!]! : NaN;
@@ -255,7 +309,9 @@ export function recordOf(input: EventInput, plan: StreamPlan, into?: StreamRecor
   const v5 = n > 5 ? src[base + slots[5]!]! : NaN;
   const v6 = n > 6 ? src[base + slots[6]!]! : NaN;
   const v7 = n > 7 ? src[base + slots[7]!]! : NaN;
-  const any = v0 === v0 || v1 === v1 || v2 === v2 || v3 === v3 || v4 === v4 || v5 === v5 || v6 === v6 || v7 === v7;
+  const v8 = n > 8 ? src[base + slots[8]!]! : NaN;
+  const pack = plan.pack !== undefined && packValuesInto(plan.pack, src, base, sentinels, PACK_OUT);
+  const any = v0 === v0 || v1 === v1 || v2 === v2 || v3 === v3 || v4 === v4 || v5 === v5 || v6 === v6 || v7 === v7 || v8 === v8 || pack;
   let alarmMask = 0;
   let alarmValues = 0;
   const alarmSlots = plan.alarmSlots;
@@ -279,6 +335,9 @@ export function recordOf(input: EventInput, plan: StreamPlan, into?: StreamRecor
   r.v5 = v5;
   r.v6 = v6;
   r.v7 = v7;
+  r.v8 = v8;
+  r.v9 = r.v10 = r.v11 = r.v12 = NaN;
+  if (pack) for (let j = 0; j < PACK_OUT.length; j++) setValue(r, n + j, PACK_OUT[j]!);
   r.alarmMask = alarmMask;
   r.alarmValues = alarmValues;
   r.merged = false;

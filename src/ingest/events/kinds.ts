@@ -9,11 +9,14 @@ import { IDLE_DETECTOR } from './detectors/idle.js';
 import { IGNITION_DETECTOR } from './detectors/ignition.js';
 import { IMMOBILISED_DETECTOR } from './detectors/immobilised.js';
 import { OVERSPEED_DETECTOR } from './detectors/overspeed.js';
+import { PACK_LIFE_DETECTOR } from './detectors/packLife.js';
 import { SOC_DETECTOR } from './detectors/soc.js';
 import { SOC_LOW_DETECTOR } from './detectors/socLow.js';
 import { STOPS_DETECTOR } from './detectors/stops.js';
 import { TOWING_DETECTOR } from './detectors/towing.js';
 import { TRACK_DETECTOR } from './detectors/track.js';
+import { PACK_HEAT_DETECTOR } from './detectors/packHeat.js';
+import { C_RATE_DETECTOR } from './detectors/cRate.js';
 import { FINISHED_TRIPS_DETECTOR, TRIPS_DETECTOR } from './detectors/trips.js';
 import { LATE_SLICE } from './corrections/state.js';
 
@@ -42,8 +45,11 @@ export const DETECTORS = [
   BATTERY_SWAP_DETECTOR,
   DRAIN_DETECTOR,
   IMMOBILISED_DETECTOR,
+  PACK_LIFE_DETECTOR,
   // The corrections' own state (corrections/), kept last as it always was.
   detector({ key: 'late', slice: LATE_SLICE, fields: [], input: '', settings: ['EVENTS_HORIZON', 'EVENTS_CHECKPOINT_INTERVAL'], derives: '', rules: '', outputs: [] }),
+  PACK_HEAT_DETECTOR,
+  C_RATE_DETECTOR,
 ] as const;
 
 /** The slices of a list of detectors by key, in the list's order (the order a state's slices are stored). */

@@ -1,40 +1,41 @@
 import type { RedisClient } from '../../redis/connect.js';
 import type { Logger } from '../../log/index.js';
 import { formatLine, UnwritablePoint } from '../../telemetry/lineProtocol.js';
-import { CHARGING_SESSIONS, STOPS, TRIPS, VEHICLE_EVENTS } from '../../telemetry/derivedMeasurements.js';
+import { CHARGING_SESSIONS, PACK_LIFE, STOPS, TRIPS, VEHICLE_EVENTS } from '../../telemetry/derivedMeasurements.js';
 import { Lines } from '../write/lines.js';
 import { PartialWriteError, type PointSink } from '../write/sink.js';
 import type { Metrics } from '../../metrics/index.js';
-import { eventId, chargingSessionId, stopId, tripId, type ChargingSession, type Derived, type DerivedEvent, type Stop, type Trip } from './derive.js';
+import { eventId, chargingSessionId, packLifeId, stopId, tripId, type ChargingSession, type Derived, type DerivedEvent, type PackLife, type Stop, type Trip } from './derive.js';
 import type { WebhookPayload } from './webhook.js';
 import { influxName } from './detectors/detector.js';
 import { quarantineEntry, type NewQuarantineEntry } from '../queue/quarantine.js';
 
 /**
- * The outbox of derived events, trips, charging sessions and stops (a stream per partition, written by
+ * The outbox of derived events, trips, charging sessions, stops and pack_life rows (a stream per partition, written by
  * `store/` in the same script as the states they came from), delivered at least once: each entry is
- * written to InfluxDB (`vehicle_events`, `trips`, `charging`, `stops`: a point is the same however often it is
+ * written to InfluxDB (`vehicle_events`, `trips`, `charging`, `stops`, `pack_life`: a point is the same however often it is
  * written) and handed to the webhook (`webhook.ts`, which drops a repeat by the event's id), and only
  * then acknowledged and deleted. An entry a dispatcher took and never acknowledged (it died) is taken
  * over by another after CLAIM_IDLE_MS.
  */
 
-export const MEASUREMENTS = { event: VEHICLE_EVENTS.name, trip: TRIPS.name, charging: CHARGING_SESSIONS.name, stop: STOPS.name } as const;
+export const MEASUREMENTS = { event: VEHICLE_EVENTS.name, trip: TRIPS.name, charging: CHARGING_SESSIONS.name, stop: STOPS.name, pack_life: PACK_LIFE.name } as const;
 
 /**
  * An entry, by `kind`. A charging session's kind is `charging`: the stored spelling (another release reads
  * these entries during a rolling upgrade, the corrections' ledger keeps it, and the webhook's type
  * `vehicle.charging` is made of it), kept while the code calls the concept `ChargingSession`.
  */
-export type OutboxEntry = ({ kind: 'event' } & DerivedEvent) | ({ kind: 'trip' } & Trip) | ({ kind: 'charging' } & ChargingSession) | ({ kind: 'stop' } & Stop);
+export type OutboxEntry = ({ kind: 'event' } & DerivedEvent) | ({ kind: 'trip' } & Trip) | ({ kind: 'charging' } & ChargingSession) | ({ kind: 'stop' } & Stop) | ({ kind: 'pack_life' } & PackLife);
 
-/** What a derivation call emitted, as outbox entries: events, trips, charging sessions, stops. */
-export function outputsOf(d: Pick<Derived, 'events' | 'trips' | 'chargingSessions' | 'stops'>): OutboxEntry[] {
+/** What a derivation call emitted, as outbox entries: events, trips, charging sessions, stops, pack_life rows. */
+export function outputsOf(d: Pick<Derived, 'events' | 'trips' | 'chargingSessions' | 'stops' | 'packLife'>): OutboxEntry[] {
   const out: OutboxEntry[] = [];
   for (const e of d.events) out.push({ kind: 'event', ...e });
   for (const t of d.trips) out.push({ kind: 'trip', ...t });
   for (const c of d.chargingSessions) out.push({ kind: 'charging', ...c });
   for (const p of d.stops) out.push({ kind: 'stop', ...p });
+  for (const p of d.packLife) out.push({ kind: 'pack_life', ...p });
   return out;
 }
 
@@ -69,7 +70,7 @@ export function webhookPayloadOf(e: OutboxEntry): WebhookPayload {
     return { id: revision > 0 ? `${id}.${revision}` : id, type: `vehicle.${e.event}${suffix}`, timestamp: new Date(e.time).toISOString(), data: { id, vehicleno: e.vehicleno, event: e.event, time: e.time, value: e.value, ...e.fields, ...e.tags } };
   }
   const { kind, ...data } = e;
-  const id = kind === 'trip' ? tripId(e) : kind === 'charging' ? chargingSessionId(e) : stopId(e);
+  const id = kind === 'trip' ? tripId(e) : kind === 'charging' ? chargingSessionId(e) : kind === 'stop' ? stopId(e) : packLifeId(e);
   return { id: revision > 0 ? `${id}.${revision}` : id, type: `vehicle.${kind}${suffix}`, timestamp: new Date(retracted ? e.start : e.end).toISOString(), data: { id, ...data } };
 }
 

@@ -4,6 +4,7 @@ import { fuelEvent } from './detectors/fuel.js';
 import type { Immobilisation, ImmobilisationLookup } from './detectors/context.js';
 import { EVENTS_OUTPUTS } from './kinds.js';
 import { outputsOf, webhookPayloadOf, type OutboxEntry } from './outbox.js';
+import { CAPACITY, healthy, withCurrent, withSensor } from './detectors/pack.testkit.js';
 import { can, gps, history, HISTORY_OPTS, packCycles, route, runOrdered, sorted, T0, V, type Named } from './events.testkit.js';
 import type { DeriveOptions } from './derive.js';
 
@@ -55,6 +56,9 @@ function drained(): Named[] {
 /** Two packs: the ids change. */
 const swapped = (): Named[] => [can(T0, { soc: 18, bms_id: 410_233, bat_id_1: 5_550_001 }), can(T0 + MIN, { soc: 96, bms_id: 733_019, bat_id_1: 5_550_417 })];
 
+/** A pack heating fast on one sensor (so also apart from the others), then worked at 2.5 C for three minutes. */
+const packTrouble = (): Named[] => withCurrent(withSensor(healthy(7), 2, 20, (m) => 35 + 3 * m), -2.5 * CAPACITY, 10, 3);
+
 /** A drive cut by a silence of hours (its trip ended by the gap), then another. */
 function cut(): Named[] {
   const a = route(T0, 12.9, [{ seconds: 600, kmh: 40, ign: 1 }]);
@@ -66,7 +70,7 @@ function cut(): Named[] {
 const faded = (): Named[] => packCycles({ cycles: 10, capacityAh: (c) => 100 - (20 * c) / 9, soh: () => 100, ratedAh: 100, bmsId: 410_233, low: 20, high: 90 }).records;
 
 function allEntries(): OutboxEntry[] {
-  const runs = [...Array.from({ length: 40 }, (_, seed) => runOrdered(history(seed + 1), OPTS)), runOrdered(drained()), runOrdered(swapped()), runOrdered(cut(), OPTS), runOrdered(faded())];
+  const runs = [...Array.from({ length: 40 }, (_, seed) => runOrdered(history(seed + 1), OPTS)), runOrdered(drained()), runOrdered(swapped()), runOrdered(cut(), OPTS), runOrdered(faded()), runOrdered(packTrouble())];
   return runs.flatMap((d) => outputsOf(d));
 }
 

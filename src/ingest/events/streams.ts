@@ -65,9 +65,10 @@ export interface StreamOptions {
   maxPending: number;
 }
 
-export function newStream(streamId: number): Stream {
+/** A stream with nothing yet; `width`: how many values its records keep (default: the service's plan's, pending.ts). */
+export function newStream(streamId: number, width?: number): Stream {
   return {
-    pending: new PendingRecords(streamId),
+    pending: new PendingRecords(streamId, width),
     newest: -Infinity,
     newestArrivalMs: -Infinity,
     lastArrivalMs: -Infinity,
@@ -75,7 +76,7 @@ export function newStream(streamId: number): Stream {
     ring: zeros(RING),
     ringN: 0,
     ringAt: 0,
-    held: new PendingRecords(streamId),
+    held: new PendingRecords(streamId, width),
     heldNew: 0,
     heldTaken: false,
   };

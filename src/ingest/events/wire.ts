@@ -1,5 +1,5 @@
 import { newState, SLICES, type VehicleState } from './derive.js';
-import { emptyRecord, setValue, STREAM_BY_ID, valueAt, type StreamPlan, type StreamRecord } from './inputs.js';
+import { emptyRecord, MAX_VALUES, setValue, STREAM_BY_ID, valuesInto, type StreamPlan, type StreamRecord } from './inputs.js';
 import { HELD, newStream, RING } from './streams.js';
 import { PendingRecords } from './pending.js';
 import type { Slice } from './detectors/context.js';
@@ -119,14 +119,18 @@ export function writePending(plan: StreamPlan, r: StreamRecord): Buffer {
   return out.subarray(0, writePendingAt(plan, r, out, 0));
 }
 
+/** A record's values as `writePendingAt` reads them (reused: never re-entered). */
+const WRITING_VALUES = new Float64Array(MAX_VALUES);
+
 /** A pending record into `out` at `at` (pendingMax bytes free there); returns its end. */
 export function writePendingAt(plan: StreamPlan, r: StreamRecord, out: Buffer, at: number): number {
   out[at] = TAG;
   out.writeDoubleLE(r.time, at + 2);
   let o = at + 10;
   let n = 0;
+  const values = valuesInto(r, WRITING_VALUES);
   for (let i = 0; i < plan.fields.length; i++) {
-    const x = valueAt(r, i);
+    const x = values[i]!;
     if (x !== x) continue;
     n++;
     out.writeUInt16BE(plan.wireIds[i]!, o);
@@ -192,7 +196,7 @@ export interface StoredPending {
 export function restore(committed: Buffer | undefined, pending: readonly StoredPending[], plans: ReadonlyMap<number, StreamPlan> = STREAM_BY_ID): VehicleState {
   const s = newState();
   s.streams = [];
-  for (const id of plans.keys()) s.streams[id] = newStream(id);
+  for (const id of plans.keys()) s.streams[id] = newStream(id, plans.get(id)!.fields.length);
   if (committed !== undefined) readCommitted(s, committed, plans);
   for (const p of pending) {
     const held = p.streamId >= HELD;
@@ -200,7 +204,7 @@ export function restore(committed: Buffer | undefined, pending: readonly StoredP
     const plan = plans.get(id);
     const stream = s.streams[id];
     if (plan === undefined || stream === undefined) continue;
-    const records = PendingRecords.of(plan.streamId, p.members.map((m) => readPending(plan, m)));
+    const records = PendingRecords.of(plan.streamId, p.members.map((m) => readPending(plan, m)), plan.fields.length);
     if (held) stream.held = records;
     else stream.pending = records;
   }
@@ -225,7 +229,7 @@ function readCommitted(s: VehicleState, b: Buffer, plans: ReadonlyMap<number, St
       if (!plans.has(id)) continue;
       const ringN = n - STREAM_HEAD;
       if (ringN < 0 || ringN > RING) throw new Error('vehicle events: a state with a bad ring');
-      const st = newStream(id);
+      const st = newStream(id, plans.get(id)!.fields.length);
       st.newest = x(0);
       st.newestArrivalMs = x(1);
       st.lastArrivalMs = x(2);

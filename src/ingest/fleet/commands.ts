@@ -17,6 +17,7 @@ import { SPEED_LIMIT_COMMAND } from '../speedLimits/commands.js';
 import { fleetStateFor, type FleetState, type VehicleSeen } from './state.js';
 import { localDays, type DaySummary } from './days.js';
 import { DateTime, IANAZone } from 'luxon';
+import { packQuery, RISK_FORMULA, stintsOf, worstOf, worstQuery, type PackRange, type PackRisk, type Stint } from './packs.js';
 import {
   ALARM_FLAGS,
   decimal,
@@ -313,6 +314,121 @@ ${HISTORY_SETTINGS_HELP}`,
   ],
 });
 
+const PACK_RANGE_HELP = `  --since <date>     from (default: 365 days before --until); ISO 8601, epoch s or ms, or "now"
+  --until <date>     to (default: now); both bounds inclusive
+  --limit N          at most N rows read (pack: its daily rows, oldest first; default 10000) or packs listed (packs: default 20)
+  --json             one JSON array instead of the table
+`;
+
+/** A pack command's range and limit. */
+function packRange(values: { since?: string | undefined; until?: string | undefined; limit?: string | undefined }, command: string, limit: number): PackRange {
+  const now = Date.now();
+  const until = values.until === undefined ? now : parseTime(values.until, '--until', command, now);
+  const since = values.since === undefined ? until - 365 * 86_400_000 : parseTime(values.since, '--since', command, now);
+  if (since > until) throw new UsageError('--since is after --until', command);
+  return { since, until, limit: values.limit === undefined ? limit : parseNumber(values.limit, '--limit', command, { integer: true, min: 1, max: 100_000 }) };
+}
+
+const hours = (h: number): string => h.toFixed(1);
+const cycles = (s: Stint): string => (s.cycleStart === null && s.cycleEnd === null ? '-' : `${s.cycleStart ?? '?'}→${s.cycleEnd ?? '?'}`);
+
+const pack: Command = {
+  name: 'pack',
+  summary: "a pack's history across vehicles (its stints, charge and energy, heat, C-rate, soc) from InfluxDB",
+  help: `Usage: telematics-fleet pack <id> [--since <date>] [--until <date>] [--limit N] [--json]
+
+The pack's stints in the range, oldest first, from measurement pack_life: which vehicle it was in, from
+its first record there to its last (or to the last row written, when it is still in it: a row is written
+per UTC day at the vehicle's first record past midnight, and when the pack leaves), Ah and kWh in and out,
+the BMS's charge cycles, hours at 45 °C and over and at 35–45 °C, at 1 C and over, and at a soc of 90 %
+and over and 20 % and under; then the totals. <id> is the pack's bms_id, else its bat_id_1 (decimal).
+
+${PACK_RANGE_HELP}
+${HISTORY_SETTINGS_HELP}`,
+  async run(args, io) {
+    const { values, positionals } = parse(this.name, args, { since: { type: 'string' }, until: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } });
+    if (values.help) return showHelp(io, this.help);
+    if (positionals.length !== 1 || !/^\d+$/.test(positionals[0]!)) throw new UsageError('expected one pack id (its bms_id, else its bat_id_1: digits)', this.name);
+    const id = positionals[0]!;
+    const r = packRange(values, this.name, 10_000);
+    const rows = await influxSelect(influxTarget(io.env), packQuery(id, r));
+    const stints = stintsOf(rows);
+    if (values.json) {
+      line(io, JSON.stringify(stints.map((s) => ({ pack: id, ...s }))));
+      return EXIT.ok;
+    }
+    if (stints.length === 0) {
+      line(io, `no pack_life rows of pack ${id} from ${isoTime(r.since)} to ${isoTime(r.until)}`);
+      return EXIT.ok;
+    }
+    const total = stints.reduce((t, s) => ({ ...t, ahIn: t.ahIn + s.ahIn, ahOut: t.ahOut + s.ahOut, kwhIn: t.kwhIn + s.kwhIn, kwhOut: t.kwhOut + s.kwhOut, hotS: t.hotS + s.hotS, warmS: t.warmS + s.warmS, cRateHighS: t.cRateHighS + s.cRateHighS, cRateExtremeS: t.cRateExtremeS + s.cRateExtremeS, socHighS: t.socHighS + s.socHighS, socLowS: t.socLowS + s.socLowS }));
+    const all: Array<Stint & { label?: string }> = [...stints, { ...total, vehicleno: `total (${new Set(stints.map((s) => s.vehicleno)).size} vehicles)`, from: stints[0]!.from, to: stints.at(-1)!.to, left: false, cycleStart: stints.find((s) => s.cycleStart !== null)?.cycleStart ?? null, cycleEnd: [...stints].reverse().find((s) => s.cycleEnd !== null)?.cycleEnd ?? null, label: 'total' }];
+    io.stdout.write(
+      table<Stint & { label?: string }>(all, [
+        { header: 'VEHICLE', value: (s) => s.vehicleno },
+        { header: 'FROM', value: (s) => isoTime(s.from) },
+        { header: 'TO', value: (s) => isoTime(s.to) },
+        { header: 'LEFT', value: (s) => (s.label !== undefined ? '' : s.left ? 'yes' : 'no') },
+        { header: 'AH IN', value: (s) => decimal(s.ahIn, 1), align: 'right' },
+        { header: 'AH OUT', value: (s) => decimal(s.ahOut, 1), align: 'right' },
+        { header: 'KWH IN', value: (s) => decimal(s.kwhIn, 2), align: 'right' },
+        { header: 'KWH OUT', value: (s) => decimal(s.kwhOut, 2), align: 'right' },
+        { header: 'CYCLES', value: cycles },
+        { header: 'HOT H', value: (s) => hours(s.hotS / 3600), align: 'right' },
+        { header: 'WARM H', value: (s) => hours(s.warmS / 3600), align: 'right' },
+        { header: '≥1C H', value: (s) => hours((s.cRateHighS + s.cRateExtremeS) / 3600), align: 'right' },
+        { header: 'SOC≥90 H', value: (s) => hours(s.socHighS / 3600), align: 'right' },
+        { header: 'SOC≤20 H', value: (s) => hours(s.socLowS / 3600), align: 'right' },
+      ]),
+    );
+    if (rows.length >= r.limit) io.stderr.write(`(the first ${r.limit} rows; narrow --since/--until or raise --limit for the rest)\n`);
+    return EXIT.ok;
+  },
+};
+
+const packs: Command = {
+  name: 'packs',
+  summary: 'the packs ranked by risk (heat, C-rate, soc held high or low) from InfluxDB',
+  help: `Usage: telematics-fleet packs --worst [--since <date>] [--until <date>] [--limit N] [--json]
+
+Every pack with pack_life rows in the range, the riskiest first, by what its rows sum to:
+  ${RISK_FORMULA}
+(heat and high C-rate age a pack fastest; a soc held high or low, more slowly), with its hours at each,
+its Ah and kWh out, the hottest sensor and the highest C-rate read, and the BMS's last charge cycle count.
+
+${PACK_RANGE_HELP}
+${HISTORY_SETTINGS_HELP}`,
+  async run(args, io) {
+    const { values, positionals } = parse(this.name, args, { worst: { type: 'boolean' }, since: { type: 'string' }, until: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } });
+    if (values.help) return showHelp(io, this.help);
+    noPositionals(positionals, this.name);
+    if (!values.worst) throw new UsageError('expected --worst (the one ranking there is)', this.name);
+    const r = packRange(values, this.name, 20);
+    const ranked = worstOf(await influxSelect(influxTarget(io.env), worstQuery(r)), r.limit);
+    if (values.json) line(io, JSON.stringify(ranked));
+    else if (ranked.length === 0) line(io, `no pack_life rows from ${isoTime(r.since)} to ${isoTime(r.until)}`);
+    else
+      io.stdout.write(
+        table<PackRisk>(ranked, [
+          { header: 'PACK', value: (p) => p.pack },
+          { header: 'RISK H', value: (p) => hours(p.risk), align: 'right' },
+          { header: 'HOT H', value: (p) => hours(p.hotH), align: 'right' },
+          { header: 'WARM H', value: (p) => hours(p.warmH), align: 'right' },
+          { header: '1-2C H', value: (p) => hours(p.cRateHighH), align: 'right' },
+          { header: '≥2C H', value: (p) => hours(p.cRateExtremeH), align: 'right' },
+          { header: 'SOC≥90 H', value: (p) => hours(p.socHighH), align: 'right' },
+          { header: 'SOC≤20 H', value: (p) => hours(p.socLowH), align: 'right' },
+          { header: 'AH OUT', value: (p) => decimal(p.ahOut, 1), align: 'right' },
+          { header: 'KWH OUT', value: (p) => decimal(p.kwhOut, 2), align: 'right' },
+          { header: 'MAX °C', value: (p) => decimal(p.temperatureMax, 1), align: 'right' },
+          { header: 'MAX C', value: (p) => decimal(p.cRateMax, 2), align: 'right' },
+          { header: 'CYCLES', value: (p) => decimal(p.cycles, 0), align: 'right' },
+        ]),
+      );
+    return EXIT.ok;
+  },
+};
+
 /** A `--from` / `--to` day: a local date (YYYY-MM-DD, in the fleet's zone) or any time parseTime takes. */
 function dayBound(value: string, flag: string, zone: string, now: number): number {
   if (/^\d{4}-\d{2}-\d{2}$/.test(value.trim())) {
@@ -406,7 +522,7 @@ export function fleetProgram(more: MoreCommands = { commands: [], classify: () =
   const classify: ErrorClassifier = (e) => more.classify(e) ?? (e instanceof InfluxError ? { code: e.code, message: `InfluxDB: ${e.message}` } : classifyToolError(e));
   return {
     name: 'telematics-fleet',
-    commands: [status, silent, events, trips, stops, charging, summary, GEOFENCES_COMMAND, SPEED_LIMIT_COMMAND, ...more.commands],
+    commands: [status, silent, events, trips, stops, charging, summary, pack, packs, GEOFENCES_COMMAND, SPEED_LIMIT_COMMAND, ...more.commands],
     classify,
     help: FLEET_HELP,
   };
@@ -420,8 +536,8 @@ function FLEET_HELP(commands: string): string {
 
 Which vehicles report and which went silent, from each vehicle's last-seen time (its newest record that
 passed the plausibility rules), kept by the service's workers (status, silent: Redis). And each vehicle's
-history the workers derive from its records: events, trips, stops and charging sessions, and its days
-(InfluxDB).
+history the workers derive from its records: events, trips, stops and charging sessions, and its days;
+a pack's history across the vehicles it visited, and the packs ranked by risk (InfluxDB).
 And the geofences and per-vehicle speed limits the workers judge the vehicles' fixes by (geofences,
 speed-limit: Redis). And the command ledger: immobilise and mobilise, asked through the admin listener
 (command) and listed (commands: Redis); docs/commands.md.
@@ -431,7 +547,7 @@ ${commands}
 
 status and silent:
 ${SETTINGS_HELP}
-events, trips, stops, charging and summary:
+events, trips, stops, charging, summary, pack and packs:
 ${HISTORY_SETTINGS_HELP}
 Exit status:
   0  done

@@ -52,6 +52,8 @@ export type InfluxRow = Record<string, string | number | boolean | null>;
 interface Series {
   columns?: string[];
   values?: unknown[][];
+  /** A `GROUP BY <tag>` query's series: the group's tag values. */
+  tags?: Record<string, unknown>;
 }
 interface QueryBody {
   results?: Array<{ series?: Series[]; error?: string }>;
@@ -91,6 +93,8 @@ export async function influxSelect(target: InfluxTarget, q: string): Promise<Inf
     const columns = s.columns ?? [];
     for (const values of s.values ?? []) {
       const row: InfluxRow = {};
+      // A grouped series' tags on each of its rows (`GROUP BY "pack"`: which pack a sum is of).
+      for (const [k, v] of Object.entries(s.tags ?? {})) if (typeof v === 'string') row[k] = v;
       columns.forEach((c, i) => {
         const v = values[i];
         row[c] = typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? v : null;

@@ -4,7 +4,7 @@ import { mulberry32 } from '../../../upstream/emulator/prng.js';
 import type { EventInput } from '../derive.js';
 import { can, gps, history, HISTORY_OPTS, north, quiet, runOrdered, V, type Named } from '../events.testkit.js';
 import { DEFAULT_DERIVE_OPTIONS, type DeriveOptions } from '../derive.js';
-import type { OutboxEntry } from '../outbox.js';
+import { outputsOf, type OutboxEntry } from '../outbox.js';
 import { entryId } from './ledger.js';
 import { CorrectedVehicle } from './model.testkit.js';
 import { cases } from '../../../../test/harness/short.js';
@@ -105,7 +105,7 @@ const plain = (e: OutboxEntry): string => JSON.stringify(e, (k, val: unknown) =>
 /** What in-order delivery tells, by id. */
 function inOrder(records: readonly EventInput[], opts: DeriveOptions = OPTS): Map<string, string> {
   const d = runOrdered(records, opts);
-  const entries: OutboxEntry[] = [...d.events.map((e) => ({ kind: 'event' as const, ...e })), ...d.trips.map((t) => ({ kind: 'trip' as const, ...t })), ...d.chargingSessions.map((c) => ({ kind: 'charging' as const, ...c })), ...d.stops.map((p) => ({ kind: 'stop' as const, ...p }))];
+  const entries: OutboxEntry[] = outputsOf(d);
   return new Map(entries.map((e) => [entryId(e), plain(e)]));
 }
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { eventId, chargingSessionId, stopId, tripId } from '../derive.js';
+import { eventId, chargingSessionId, packLifeId, stopId, tripId } from '../derive.js';
 import type { OutboxEntry } from '../outbox.js';
 
 /**
@@ -31,6 +31,7 @@ export interface Told {
 export function entryId(e: OutboxEntry): string {
   if (e.kind === 'event') return eventId(e);
   if (e.kind === 'trip') return tripId(e);
+  if (e.kind === 'pack_life') return packLifeId(e);
   return e.kind === 'charging' ? chargingSessionId(e) : stopId(e);
 }
 
@@ -142,7 +143,7 @@ export function toldLine(t: Told): string {
   return [t.kind, t.time, t.revision, t.digest, t.retracted === 1 ? 1 : 0, t.event ?? '', t.tags ? JSON.stringify(t.tags) : ''].join('\t');
 }
 
-const KINDS = new Set<string>(['event', 'trip', 'charging', 'stop']);
+const KINDS = new Set<string>(['event', 'trip', 'charging', 'stop', 'pack_life']);
 
 /** An epoch's ledger from its field's text; a line that is not one is skipped (never thrown: the ledger guides, the records decide). */
 export function readTold(vehicleno: string, epoch: number, text: string): Told[] {

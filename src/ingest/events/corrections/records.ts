@@ -1,3 +1,4 @@
+import { PACK_VALUES } from '../packValues.js';
 import { influxSelect, quoteIdent, quoteString, timeLiteral, type InfluxTarget } from '../../read/influxql.js';
 import { RECORD_TYPES } from '../../../telemetry/vehicleData.js';
 import { inputOf, STREAM_BY_ID, valueAt, type EventInput, type StreamPlan, type StreamRecord } from '../inputs.js';
@@ -18,8 +19,13 @@ const PAGE = 25_000;
 
 const MEASUREMENT = new Map(RECORD_TYPES.map((t) => [t.name, t.measurement]));
 
-/** The fields of a stream's records derivation reads: its values' and its alarms'. */
-export const fieldsOf = (plan: StreamPlan): string[] => [...plan.fields, ...plan.alarms.map((a) => a.name)];
+/**
+ * The fields of a stream's records derivation reads, as InfluxDB stores them: its named values', the fields
+ * its pack values are computed from (a pack value, `pack:…`, is no field: a record read back has them
+ * computed again, as at its arrival), and its alarms'.
+ */
+export const fieldsOf = (plan: StreamPlan): string[] => [...plan.fields.filter((f) => !PACK_VALUE_NAMES.has(f)), ...(plan.pack?.names ?? []), ...plan.alarms.map((a) => a.name)];
+const PACK_VALUE_NAMES: ReadonlySet<string> = new Set(PACK_VALUES.map((v) => v.name));
 
 export class InfluxRecordSource implements RecordSource {
   constructor(private readonly target: InfluxTarget) {}

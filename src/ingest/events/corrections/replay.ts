@@ -62,7 +62,7 @@ export function replay(vehicleno: string, from: Checkpoint, records: readonly Ev
     if (plan === undefined) continue;
     // Taken by the stream's other detectors before the checkpoint, not yet by those that wait for the track: held again.
     if (input.time > s.streams[plan.streamId]!.watermark) fresh.push(input);
-    else holdAgain(s, input);
+    else holdAgain(s, input, opts);
   }
   const out: Replayed = { state: s, outputs: [], checkpoints: [] };
   const took = (d: Derived) => {

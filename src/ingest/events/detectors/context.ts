@@ -107,12 +107,57 @@ export interface ChargingSession {
   pack?: string;
 }
 
+/**
+ * What a pack did in a vehicle over a span (detectors/packLife.ts): a row per pack, per vehicle, per UTC
+ * day, and one ending where the pack left the vehicle (or before a gap crossing midnight).
+ */
+export interface PackLife {
+  vehicleno: string;
+  /** The pack's id (detectors/pack.ts `packIdOf`), as its decimal text: a tag. */
+  pack: string;
+  /** The row's first instant (the stint's first record, the UTC midnight it continues from, or its first record after a gap) and last (its last record, or the next midnight). */
+  start: number;
+  end: number;
+  durationS: number;
+  /** The pack's first record in this vehicle, this stint (the rows of one stint share it). */
+  stintStart: number;
+  /** 1: the pack left the vehicle at `end` (the next record named another). */
+  left?: number;
+  /** ∫ |current| dt (Ah) and ∫ |voltage × current| dt (kWh) by trapezoids, split by the current's sign: in (charging), out. */
+  ahIn: number;
+  ahOut: number;
+  kwhIn: number;
+  kwhOut: number;
+  /** The BMS's charge cycles, at its first reading of the row and its last. */
+  cycleStart?: number;
+  cycleEnd?: number;
+  /** The pack's rated capacity (Ah), as last read. */
+  capacityAh?: number;
+  /** Seconds at each temperature band (by the hottest sensor), and the hottest reading (°C). */
+  tempColdS: number;
+  tempCoolS: number;
+  tempMildS: number;
+  tempWarmS: number;
+  tempHotS: number;
+  temperatureMax?: number;
+  /** Seconds at each C-rate band (|current| / capacity), and the highest C-rate read. */
+  cRateLowS: number;
+  cRateMediumS: number;
+  cRateHighS: number;
+  cRateExtremeS: number;
+  cRateMax?: number;
+  /** Seconds at a high soc (PACK_SOC_HIGH and over) and at a low one (PACK_SOC_LOW and under). */
+  socHighS: number;
+  socLowS: number;
+}
+
 /** What one call derived. Its lists are read-only: calls that derive nothing share empty ones. */
 export interface Derived {
   events: readonly DerivedEvent[];
   trips: readonly Trip[];
   chargingSessions: readonly ChargingSession[];
   stops: readonly Stop[];
+  packLife: readonly PackLife[];
   /** Records older than their stream's watermark, not recently committed: a correction is due from the earliest (`../corrections/`). */
   late: number;
   /** Of those, records older than EVENTS_HORIZON (or than the vehicle's first checkpoint): stored, but changing no output. */
@@ -199,6 +244,15 @@ export interface DeriveOptions {
   /** Parked (ignition off, standing, not charging), a soc falling this many points within socDrainWindowMs is a drain. */
   socDrainMinPercent: number;
   socDrainWindowMs: number;
+  /** Temperature readings that mean no sensor (CAN_TEMP_SENTINELS): never a pack's (packValues.ts). */
+  temperatureSentinels: readonly number[];
+  /** A pack's hottest sensor rising at least packHeatRate °C/min on average over packHeatWindowMs; a sensor packSensorApartC from the others' median for packHeatWindowMs. */
+  packHeatRate: number;
+  packHeatWindowMs: number;
+  packSensorApartC: number;
+  /** A current over packCRateHigh × the pack's capacity for packCRateMinDurationMs. */
+  packCRateHigh: number;
+  packCRateMinDurationMs: number;
   /** Where SPEED_LIMIT and geofences' limits both apply: the lowest (Traccar's preferLowest); else a geofence's overrides the fleet's. */
   speedLimitPreferLowest: boolean;
   /** A stream's pending records are all committed once nothing arrived for this long (wall time); not the vehicle idling (`idleMinDurationMs`). */
@@ -242,6 +296,12 @@ export function deriveOptions(cfg: Settings): DeriveOptions {
     socRecoveredPercent: cfg.SOC_RECOVERED,
     socDrainMinPercent: cfg.SOC_DRAIN_MIN,
     socDrainWindowMs: cfg.SOC_DRAIN_WINDOW,
+    temperatureSentinels: cfg.CAN_TEMP_SENTINELS,
+    packHeatRate: cfg.PACK_HEAT_RATE,
+    packHeatWindowMs: cfg.PACK_HEAT_WINDOW,
+    packSensorApartC: cfg.PACK_SENSOR_APART,
+    packCRateHigh: cfg.PACK_C_RATE_HIGH,
+    packCRateMinDurationMs: cfg.PACK_C_RATE_MIN_DURATION,
     // A stream quiet for the reorder window has nothing more to wait for.
     streamQuietMs: cfg.EVENTS_WINDOW,
     horizonMs: cfg.EVENTS_HORIZON,
@@ -276,7 +336,7 @@ export const gpsLastTimeCopy = (state: { streams: ReadonlyArray<{ watermark: num
 // Most calls derive nothing: their outputs share these empty lists, and a list is made at its first output.
 const NONE: readonly never[] = Object.freeze([]);
 // Every field present from the start: one shape for every call's outputs.
-export const emptyDerived = (): Derived => ({ events: NONE, trips: NONE, chargingSessions: NONE, stops: NONE, late: 0, tooLate: 0, tooLateFirst: undefined, duplicates: 0, forced: 0, epoch: NaN, checkpoint: undefined, reset: false, added: NONE });
+export const emptyDerived = (): Derived => ({ events: NONE, trips: NONE, chargingSessions: NONE, stops: NONE, packLife: NONE, late: 0, tooLate: 0, tooLateFirst: undefined, duplicates: 0, forced: 0, epoch: NaN, checkpoint: undefined, reset: false, added: NONE });
 /** `list` to add to: the call's own, made at its first output (the shared empty one is never written). */
 const own = <T>(list: readonly T[]): T[] => (list === NONE ? [] : (list as T[]));
 
@@ -294,6 +354,10 @@ export function emitChargingSession(ctx: Context, session: ChargingSession): voi
 
 export function emitStop(ctx: Context, stop: Stop): void {
   (ctx.out.stops = own(ctx.out.stops)).push(stop);
+}
+
+export function emitPackLife(ctx: Context, row: PackLife): void {
+  (ctx.out.packLife = own(ctx.out.packLife)).push(row);
 }
 
 /** One immobilisation a vehicle was under: from the immobilise's confirmation to the mobilise's sending (`to` Infinity: still under it). */

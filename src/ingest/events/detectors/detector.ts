@@ -47,10 +47,11 @@ export interface Detector<K extends string = string, S = unknown, V = unknown> {
  * When a committed record reaches a detector, in this order (derive.ts `apply`): a GPS record (a position or
  * an ignition) first to what its gap since the last one ends (`gap`), then, once the track took its fix, to
  * `position` (`steps`: the fixes it confirmed); a record with a soc to `soc`; one with battery ids to
- * `battery`; one with alarms to `alarms`. (Charging and the drain take CAN records when the track has passed
+ * `battery`; one of a stream reporting its pack (cell voltages and temperatures, or its capacity) to
+ * `pack`; one with alarms to `alarms`. (Charging and the drain take CAN records when the track has passed
  * their time, not here: derive.ts, "Waits".)
  */
-export const PHASES = ['gap', 'position', 'soc', 'battery', 'alarms'] as const;
+export const PHASES = ['gap', 'position', 'soc', 'battery', 'pack', 'alarms'] as const;
 export type Phase = (typeof PHASES)[number];
 
 /** A detector's hooks, each handed the context and the state's slices it declared (`V`: its own, what it reads, writes into and amends). */
@@ -59,6 +60,7 @@ export interface Hooks<V> {
   position?(ctx: Context, s: V, r: StreamRecord, plan: StreamPlan, steps: Step[]): void;
   soc?(ctx: Context, s: V, r: StreamRecord, plan: StreamPlan): void;
   battery?(ctx: Context, s: V, r: StreamRecord, plan: StreamPlan): void;
+  pack?(ctx: Context, s: V, r: StreamRecord, plan: StreamPlan): void;
   alarms?(ctx: Context, s: V, r: StreamRecord, plan: StreamPlan): void;
 }
 
@@ -72,7 +74,7 @@ export interface Output {
   /** The event names it writes, every one (the CLI's `--event` takes them); none for a row of its own measurement. */
   readonly events: readonly string[];
   /** For a row of its own measurement: its outbox entry's `kind`, which the webhook's type `vehicle.<kind>` is made of. */
-  readonly kind?: 'trip' | 'stop' | 'charging';
+  readonly kind?: 'trip' | 'stop' | 'charging' | 'pack_life';
   /** How the documentation names it (`<flag>_raised` / `<flag>_cleared`, "a trip"). */
   readonly shown: string;
   /** The measurement it is written to: its point's time, and each field's InfluxDB name and unit. */

@@ -192,7 +192,7 @@ export class CommitArgs {
         body.wrote(writePendingAt(plan, pending.read(at, WRITING), body.buf, body.len + 4));
       }
     }
-    const told = d.events.length + d.trips.length + d.chargingSessions.length + d.stops.length;
+    const told = d.events.length + d.trips.length + d.chargingSessions.length + d.stops.length + d.packLife.length;
     if (d.reset || d.checkpoint !== undefined || told > 0 || state.late.correctFrom !== Infinity) {
       this.lates.push({ vehicle: this.vehiclenos.length, vehicleno, d, state: d.checkpoint ? writeCheckpoint(state) : undefined, genesis, firstCut: state.late.firstCut, correctFrom: state.late.correctFrom });
     }
