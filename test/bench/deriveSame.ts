@@ -91,7 +91,8 @@ for (let seed = 1; seed <= days; seed++) {
       const a = (m ?? {})[k];
       const b = (t ?? {})[k];
       if (key(a) === key(b)) continue;
-      if (sameOrAdded(a, b)) {
+      // (An output list the ref has not, as `packLife`, is an output added.)
+      if (b === undefined || sameOrAdded(a, b)) {
         added++;
         continue;
       }
