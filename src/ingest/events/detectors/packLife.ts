@@ -126,13 +126,13 @@ function trapezoid(a: number, b: number, ms: number): void {
 }
 
 /** The current (A) or power (W) from one reading to the next, `ms` apart, integrated into the row's sums (positive: charging, `chargingCurrent`). */
-function addCharge(_ctx: Context, s: PackLifeState, from: number, to: number, ms: number): void {
+function addCharge(s: PackLifeState, from: number, to: number, ms: number): void {
   trapezoid(from, to, ms);
   s.ahIn += POSITIVE;
   s.ahOut += NEGATIVE;
 }
 
-function addEnergy(_ctx: Context, s: PackLifeState, from: number, to: number, ms: number): void {
+function addEnergy(s: PackLifeState, from: number, to: number, ms: number): void {
   trapezoid(from, to, ms);
   s.whIn += POSITIVE;
   s.whOut += NEGATIVE;
@@ -152,14 +152,14 @@ function addSocTime(s: PackLifeState, ms: number): void {
  * Midnight `m` passed with no gap since the last record: the open row ends there, each reading held to
  * it (a rectangle: the next reading, after `m`, is not the row's), and is taken as read at `m` by the next.
  */
-function holdTo(s: PackLifeState, m: number, ctx: Context): void {
+function holdTo(s: PackLifeState, m: number): void {
   if (s.currentTime === s.currentTime) {
-    addCharge(ctx, s, s.current, s.current, m - s.currentTime);
+    addCharge(s, s.current, s.current, m - s.currentTime);
     addRateTime(s, m - s.currentTime);
     s.currentTime = m;
   }
   if (s.powerTime === s.powerTime) {
-    addEnergy(ctx, s, s.power, s.power, m - s.powerTime);
+    addEnergy(s, s.power, s.power, m - s.powerTime);
     s.powerTime = m;
   }
   if (s.temperatureTime === s.temperatureTime) {
@@ -267,7 +267,7 @@ export function packLifeRecord(ctx: Context, s: PackLifeState, seen: Readonly<Ba
       openRow(s, t);
     } else {
       for (let m = midnight; t >= m; m += DAY) {
-        holdTo(s, m, ctx);
+        holdTo(s, m);
         emitRow(ctx, s, m, false);
         openRow(s, m);
       }
@@ -280,7 +280,7 @@ export function packLifeRecord(ctx: Context, s: PackLifeState, seen: Readonly<Ba
   const current = chargingCurrent(valueAt(r, plan.currentAt), valueOf(r, plan.loadAt), ctx.opts.currentSign);
   if (current === current) {
     if (s.currentTime === s.currentTime) {
-      addCharge(ctx, s, s.current, current, t - s.currentTime);
+      addCharge(s, s.current, current, t - s.currentTime);
       addRateTime(s, t - s.currentTime);
     }
     s.current = current;
@@ -292,7 +292,7 @@ export function packLifeRecord(ctx: Context, s: PackLifeState, seen: Readonly<Ba
   }
   const power = valueAt(r, plan.voltageAt) * current;
   if (power === power) {
-    if (s.powerTime === s.powerTime) addEnergy(ctx, s, s.power, power, t - s.powerTime);
+    if (s.powerTime === s.powerTime) addEnergy(s, s.power, power, t - s.powerTime);
     s.power = power;
     s.powerTime = t;
   }
