@@ -185,7 +185,8 @@ describe('this release’s layout (version 3), pinned by a golden fixture', () =
   });
 
   for (const [release, what, hadCorrections] of [
-    ['315eb24', 'the previous main (before pack_life, slice 17, the pack warnings, slices 19 and 20, and before charging counted the charge in Ah and kept the pack and the BMS comparison: nothing after its changes)', true],
+    ['f7b4220', 'the previous main (its flat slices wrote every double, fresh ones at their end too)', true],
+    ['315eb24', 'the main before it (before pack_life, slice 17, the pack warnings, slices 19 and 20, and before charging counted the charge in Ah and kept the pack and the BMS comparison: nothing after its changes)', true],
     ['0e8a25e', 'the main before it (before moved_while_immobilised was derived: no slice 16)', true],
     ['ae57ce2', 'the main before it (its alarms told at once: no pending hold, no `since`)', true],
     ['d164c32', 'the release before it (its drain kept one highest, charging no history of its own, nothing waited for the track, no corrections)', false],

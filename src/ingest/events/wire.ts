@@ -263,6 +263,16 @@ export function committedSections(committed: Buffer): Map<string, number[]> {
 }
 
 /**
+ * A section's first `length` doubles as this release reads them: those a slice's save left out at its end
+ * (`Slice.leftOut`, a flat slice's fresh values) taken as what it reads them as.
+ */
+export function asStored(section: string, doubles: readonly number[], length: number): number[] {
+  const key = section.startsWith('slice ') ? SLICE_BY_ID.get(Number(section.slice(6))) : undefined;
+  const leftOut = key === undefined ? undefined : (SLICES[key] as Slice<unknown>).leftOut;
+  return Array.from({ length }, (_, i) => (i < doubles.length ? doubles[i]! : leftOut !== undefined && i < leftOut.length ? leftOut[i]! : NaN));
+}
+
+/**
  * Whether a state another release (or this one) stored is read exactly: the sections of `stored` that
  * `rewritten` (this release's read of it, written back) does not keep, by name (none: read exactly). Every
  * double stored must come back at its place; what a slice gained since sits after them; a stream's ring of
@@ -277,7 +287,7 @@ export function sectionsLost(stored: Buffer, rewritten: Buffer): string[] {
     const now = again.get(id);
     const kept =
       now !== undefined &&
-      (id.startsWith('stream') ? same([...now.slice(0, 5), ...now.slice(5).sort()], [...doubles.slice(0, 5), ...doubles.slice(5).sort()]) : same(now.slice(0, doubles.length), doubles));
+      (id.startsWith('stream') ? same([...now.slice(0, 5), ...now.slice(5).sort()], [...doubles.slice(0, 5), ...doubles.slice(5).sort()]) : same(asStored(id, now, doubles.length), doubles));
     if (!kept) lost.push(id);
   }
   return lost;

@@ -361,8 +361,8 @@ const AFTER_KEYS = [
 
 type Numbers = Omit<ChargingState, 'underWay'>;
 /** Its numbers, as flat slices store them (KEYS' order, then AFTER_KEYS'). */
-const NUMBERS = flatSlice<Numbers>(5, 'charging', KEYS, fresh);
-const AFTER = flatSlice<Numbers>(5, 'charging', AFTER_KEYS, fresh);
+const NUMBERS = flatSlice<Numbers>(5, 'charging', KEYS, fresh, undefined, true);
+const AFTER = flatSlice<Numbers>(5, 'charging', AFTER_KEYS, fresh, undefined, true);
 
 /**
  * Its numbers in KEYS' order, the changes of `underWay`, then the numbers of AFTER_KEYS. A state stored
