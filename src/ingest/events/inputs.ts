@@ -11,11 +11,11 @@ import { PACK_VALUES, packSourcesOf, packValuesInto, type PackSources, type Pack
  */
 
 /**
- * The most values a stream's record keeps besides its alarms (StreamRecord's v0…v12): the CAN stream's
- * nine named fields and its four pack values (`PACK_VALUES`). Not part of any stored format: a stored
+ * The most values a stream's record keeps besides its alarms (StreamRecord's v0…v14): the CAN stream's
+ * nine named fields and its six pack values (`PACK_VALUES`). Not part of any stored format: a stored
  * pending record names each value by its wire id, and a reader leaves out those it does not know.
  */
-export const MAX_VALUES = 13;
+export const MAX_VALUES = 15;
 
 /**
  * The record fields the detectors compute from, each under the name of its place in a stream's record
@@ -232,6 +232,8 @@ export interface StreamRecord {
   v10: number;
   v11: number;
   v12: number;
+  v13: number;
+  v14: number;
   alarmMask: number;
   alarmValues: number;
   /** A record of the same instant merged into it since it was stored (the store replaces it). */
@@ -241,7 +243,8 @@ export interface StreamRecord {
 /** Value `i` of a record (NaN where absent). */
 export function valueAt(r: StreamRecord, i: number): number {
   if (i < 6) return i === 0 ? r.v0 : i === 1 ? r.v1 : i === 2 ? r.v2 : i === 3 ? r.v3 : i === 4 ? r.v4 : i === 5 ? r.v5 : NaN;
-  return i === 6 ? r.v6 : i === 7 ? r.v7 : i === 8 ? r.v8 : i === 9 ? r.v9 : i === 10 ? r.v10 : i === 11 ? r.v11 : i === 12 ? r.v12 : NaN;
+  if (i < 11) return i === 6 ? r.v6 : i === 7 ? r.v7 : i === 8 ? r.v8 : i === 9 ? r.v9 : i === 10 ? r.v10 : NaN;
+  return i === 11 ? r.v11 : i === 12 ? r.v12 : i === 13 ? r.v13 : i === 14 ? r.v14 : NaN;
 }
 
 /** A record's values in order into `out` (MAX_VALUES long); returns it. A loop over them reads this, not `valueAt` a value. */
@@ -259,6 +262,8 @@ export function valuesInto(r: StreamRecord, out: Float64Array): Float64Array {
   out[10] = r.v10;
   out[11] = r.v11;
   out[12] = r.v12;
+  out[13] = r.v13;
+  out[14] = r.v14;
   return out;
 }
 
@@ -276,15 +281,17 @@ export function setValue(r: StreamRecord, i: number, x: number): void {
   else if (i === 10) r.v10 = x;
   else if (i === 11) r.v11 = x;
   else if (i === 12) r.v12 = x;
+  else if (i === 13) r.v13 = x;
+  else if (i === 14) r.v14 = x;
   else throw new RangeError(`a stream's record keeps ${MAX_VALUES} values`);
 }
 
 /** A record of stream `streamId` at `time` with no value yet. */
 export function emptyRecord(streamId: number, time: number): StreamRecord {
   // Fractions first, so each value is a double field from the start (a record reused keeps its boxes).
-  const r = { stream: streamId, time: 0.5, v0: 0.5, v1: 0.5, v2: 0.5, v3: 0.5, v4: 0.5, v5: 0.5, v6: 0.5, v7: 0.5, v8: 0.5, v9: 0.5, v10: 0.5, v11: 0.5, v12: 0.5, alarmMask: 0, alarmValues: 0, merged: false };
+  const r = { stream: streamId, time: 0.5, v0: 0.5, v1: 0.5, v2: 0.5, v3: 0.5, v4: 0.5, v5: 0.5, v6: 0.5, v7: 0.5, v8: 0.5, v9: 0.5, v10: 0.5, v11: 0.5, v12: 0.5, v13: 0.5, v14: 0.5, alarmMask: 0, alarmValues: 0, merged: false };
   r.time = time;
-  r.v0 = r.v1 = r.v2 = r.v3 = r.v4 = r.v5 = r.v6 = r.v7 = r.v8 = r.v9 = r.v10 = r.v11 = r.v12 = NaN;
+  r.v0 = r.v1 = r.v2 = r.v3 = r.v4 = r.v5 = r.v6 = r.v7 = r.v8 = r.v9 = r.v10 = r.v11 = r.v12 = r.v13 = r.v14 = NaN;
   return r;
 }
 
@@ -336,7 +343,7 @@ export function recordOf(input: EventInput, plan: StreamPlan, into?: StreamRecor
   r.v6 = v6;
   r.v7 = v7;
   r.v8 = v8;
-  r.v9 = r.v10 = r.v11 = r.v12 = NaN;
+  r.v9 = r.v10 = r.v11 = r.v12 = r.v13 = r.v14 = NaN;
   if (pack) for (let j = 0; j < PACK_OUT.length; j++) setValue(r, n + j, PACK_OUT[j]!);
   r.alarmMask = alarmMask;
   r.alarmValues = alarmValues;

@@ -17,6 +17,7 @@ import { TOWING_DETECTOR } from './detectors/towing.js';
 import { TRACK_DETECTOR } from './detectors/track.js';
 import { PACK_HEAT_DETECTOR } from './detectors/packHeat.js';
 import { C_RATE_DETECTOR } from './detectors/cRate.js';
+import { CELL_DRIFT_DETECTOR } from './detectors/cellDrift.js';
 import { FINISHED_TRIPS_DETECTOR, TRIPS_DETECTOR } from './detectors/trips.js';
 import { LATE_SLICE } from './corrections/state.js';
 
@@ -50,6 +51,8 @@ export const DETECTORS = [
   detector({ key: 'late', slice: LATE_SLICE, fields: [], input: '', settings: ['EVENTS_HORIZON', 'EVENTS_CHECKPOINT_INTERVAL'], derives: '', rules: '', outputs: [] }),
   PACK_HEAT_DETECTOR,
   C_RATE_DETECTOR,
+  // Slice 18, kept for it when the pack warnings took 19 and 20: no release has stored another slice under it.
+  CELL_DRIFT_DETECTOR,
 ] as const;
 
 /** The slices of a list of detectors by key, in the list's order (the order a state's slices are stored). */

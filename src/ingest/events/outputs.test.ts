@@ -4,7 +4,7 @@ import { fuelEvent } from './detectors/fuel.js';
 import type { Immobilisation, ImmobilisationLookup } from './detectors/context.js';
 import { EVENTS_OUTPUTS } from './kinds.js';
 import { outputsOf, webhookPayloadOf, type OutboxEntry } from './outbox.js';
-import { CAPACITY, healthy, withCurrent, withSensor } from './detectors/pack.testkit.js';
+import { CAPACITY, cellDays, healthy, withCurrent, withSensor } from './detectors/pack.testkit.js';
 import { can, gps, history, HISTORY_OPTS, packCycles, route, runOrdered, sorted, T0, V, type Named } from './events.testkit.js';
 import type { DeriveOptions } from './derive.js';
 
@@ -69,8 +69,11 @@ function cut(): Named[] {
 /** A pack fading 100 → 80 Ah over ten deep charges while its BMS says 100 % all along: estimated, flagged. */
 const faded = (): Named[] => packCycles({ cycles: 10, capacityAh: (c) => 100 - (20 * c) / 9, soh: () => 100, ratedAh: 100, bmsId: 410_233, low: 20, high: 90 }).records;
 
+/** A pack whose last cell drifts 3 mV a day, each day a charge to full: told drifting, with its rest reading. */
+const drifting = (): Named[] => cellDays({ days: 30, seed: 1, cells: 14, driftV: 0.003, every: 5 }).records;
+
 function allEntries(): OutboxEntry[] {
-  const runs = [...Array.from({ length: 40 }, (_, seed) => runOrdered(history(seed + 1), OPTS)), runOrdered(drained()), runOrdered(swapped()), runOrdered(cut(), OPTS), runOrdered(faded()), runOrdered(packTrouble())];
+  const runs = [...Array.from({ length: 40 }, (_, seed) => runOrdered(history(seed + 1), OPTS)), runOrdered(drained()), runOrdered(swapped()), runOrdered(cut(), OPTS), runOrdered(faded()), runOrdered(packTrouble()), runOrdered(drifting())];
   return runs.flatMap((d) => outputsOf(d));
 }
 

@@ -1,20 +1,21 @@
-import { NO_OF_TEMPERATURE_SENSORS, packKind } from '../flatten/packHealth.js';
+import { NO_OF_CELLS, NO_OF_TEMPERATURE_SENSORS, packKind, PACK_OTHER } from '../flatten/packHealth.js';
 
 /**
- * What derivation keeps of a CAN record's pack: four values computed as the record arrives from its
- * temperature sensors (a stream's record keeps a handful of values, inputs.ts MAX_VALUES, not each
- * sensor's), on the pack's real sensors only, by the rule of the `can_pack` point
- * (../flatten/packHealth.ts): a sensor numbered beyond `no_of_temperature_sensors` (when sent), or reading
- * one of `CAN_TEMP_SENTINELS`, is none. The early warnings read them (packHeat.ts).
+ * What derivation keeps of a CAN record's pack: six values computed as the record arrives from its
+ * temperature sensors and cell voltages (a stream's record keeps a handful of values, inputs.ts
+ * MAX_VALUES, not each sensor's and cell's), on the pack's real sensors and cells only, by the rule of the
+ * `can_pack` point (../flatten/packHealth.ts): a sensor numbered beyond `no_of_temperature_sensors`, or
+ * reading one of `CAN_TEMP_SENTINELS`, is none; so is a cell numbered beyond `no_of_cells` (each count
+ * when the record sent it), or reading 0 V (an empty slot). The early warnings read them (packHeat.ts,
+ * cellDrift.ts).
  *
  * A pending record stores each under a wire id of its own, from 0x3f00 up: a range the field
  * dictionary never reaches (a payload's ids are its index, about a hundred), below the pending
  * record's flag bits (wire.ts). A release that does not know them leaves them out when it reads the
  * record (wire.ts `readPending`), and one that does reads none from a record stored before: no stored
  * layout changes. Two records of one instant merged (streams.ts) keep the later record's values, as
- * InfluxDB keeps the later point's fields. (0x3f04 and 0x3f05 are kept for the cell furthest from the
- * cells' median and its number, cell drift's: left out until it reads them, as every value costs each
- * CAN record its computing, its 10 bytes in Redis and its column in a worker's cache.)
+ * InfluxDB keeps the later point's fields. (Every value costs each CAN record its computing, its 10
+ * bytes in Redis and its column in a worker's cache: a value is added when a detector reads it.)
  */
 export const PACK_VALUES = [
   /** The hottest real sensor's reading (°C), and its number. */
@@ -23,19 +24,24 @@ export const PACK_VALUES = [
   /** Of three or more real sensors, the one furthest from their median: its reading less the median (°C), and its number. */
   { place: 'apartAt', name: 'pack:apart', wireId: 0x3f02 },
   { place: 'apartSensorAt', name: 'pack:apart_sensor', wireId: 0x3f03 },
+  /** Of three or more real cells, the one furthest from their median voltage: its voltage less the median (V), and its number (cell drift, cellDrift.ts). */
+  { place: 'cellApartAt', name: 'pack:cell_apart', wireId: 0x3f04 },
+  { place: 'cellApartNumberAt', name: 'pack:cell_apart_number', wireId: 0x3f05 },
 ] as const;
 export type PackValueAt = (typeof PACK_VALUES)[number]['place'];
 
 /** A record type's pack fields: their names, and once placed in an input's values, where each sits. */
 export interface PackSources {
   readonly names: readonly string[];
-  /** For each of `names`, its sensor's number as -1 − number, or COUNT_OF_SENSORS (last). */
+  /** For each of `names`, its cell's number (≥ 0), its sensor's as -1 − number, or, last, COUNT_OF_CELLS / COUNT_OF_SENSORS. */
   readonly kinds: Int32Array;
   /** Each name's slot in an input's values (set by `slotsIn`). */
   readonly slots: Int32Array;
   slotsIn(fields: readonly string[]): PackSources;
 }
 
+/** Above every cell's number (packKind's alert flags and PACK_OTHER are not sources). */
+const COUNT_OF_CELLS = 0x4000_0010;
 const COUNT_OF_SENSORS = 0x4000_0011;
 
 /** The pack fields among a type's field names (none: the type reports no pack). */
@@ -43,16 +49,20 @@ export function packSourcesOf(fieldNames: readonly string[]): PackSources {
   const names: string[] = [];
   const kinds: number[] = [];
   for (const name of fieldNames) {
-    // packKind: a cell's number (≥ 0), a sensor's as -1 − number, an alert flag or anything else above.
+    // packKind: a cell's number (≥ 0), a sensor's as -1 − number, an alert flag (PACK_OTHER - 1) or anything else (PACK_OTHER).
     const k = packKind(name);
-    if (k < 0) {
+    if (k < PACK_OTHER - 1) {
       names.push(name);
       kinds.push(k);
     }
   }
-  if (names.length > 0 && fieldNames.includes(NO_OF_TEMPERATURE_SENSORS)) {
-    names.push(NO_OF_TEMPERATURE_SENSORS);
-    kinds.push(COUNT_OF_SENSORS);
+  if (names.length > 0) {
+    for (const [name, kind] of [[NO_OF_CELLS, COUNT_OF_CELLS], [NO_OF_TEMPERATURE_SENSORS, COUNT_OF_SENSORS]] as const) {
+      if (fieldNames.includes(name)) {
+        names.push(name);
+        kinds.push(kind);
+      }
+    }
   }
   const sources: PackSources = {
     names,
@@ -65,10 +75,12 @@ export function packSourcesOf(fieldNames: readonly string[]): PackSources {
   return sources;
 }
 
-// Reused scratch (derivation is never re-entered): readings and their numbers.
-const temps = new Float64Array(32);
-const sensors = new Int32Array(32);
-const sorted = new Float64Array(32);
+// Reused scratch (derivation is never re-entered): readings and their numbers (a cell's or sensor's number is two digits).
+const temps = new Float64Array(100);
+const sensors = new Int32Array(100);
+const volts = new Float64Array(100);
+const cells = new Int32Array(100);
+const sorted = new Float64Array(100);
 
 /** The median of `xs[0..n)` (n ≥ 1; of an even count, the mean of the middle two). */
 function median(xs: Float64Array, n: number): number {
@@ -105,37 +117,50 @@ function apart(xs: Float64Array, numbers: Int32Array, n: number, out: Float64Arr
 
 /**
  * A record's pack values (PACK_VALUES' order) into `out`, from `src[base + slot]` of its sources; NaN where
- * it reported too little (no real sensor; fewer than three). Whether it has any.
+ * it reported too little (no real sensor; fewer than three sensors, or cells). Whether it has any.
  */
 export function packValuesInto(p: PackSources, src: ArrayLike<number>, base: number, sentinels: readonly number[], out: Float64Array): boolean {
   const kinds = p.kinds;
   const slots = p.slots;
   let n = kinds.length;
+  let cellCount = Infinity;
   let sensorCount = Infinity;
-  if (n > 0 && kinds[n - 1] === COUNT_OF_SENSORS) {
+  // The counts, where the type has them, come last (packSourcesOf).
+  while (n > 0 && kinds[n - 1]! >= COUNT_OF_CELLS) {
     const x = src[base + slots[--n]!]!;
-    if (x === x) sensorCount = x;
+    if (x !== x) continue;
+    if (kinds[n] === COUNT_OF_CELLS) cellCount = x;
+    else sensorCount = x;
   }
   let nt = 0;
+  let nv = 0;
   outer: for (let j = 0; j < n; j++) {
     const x = src[base + slots[j]!]!;
     if (x !== x) continue;
-    const sensor = -1 - kinds[j]!;
+    const k = kinds[j]!;
+    if (k >= 0) {
+      if (k > cellCount || x === 0) continue;
+      volts[nv] = x;
+      cells[nv++] = k;
+      continue;
+    }
+    const sensor = -1 - k;
     if (sensor > sensorCount) continue;
     // (A loop, not `includes`: a call into the runtime for each of a record's sensors.)
-    for (let k = 0; k < sentinels.length; k++) if (x === sentinels[k]) continue outer;
+    for (let s = 0; s < sentinels.length; s++) if (x === sentinels[s]) continue outer;
     temps[nt] = x;
     sensors[nt++] = sensor;
   }
-  if (nt === 0) {
-    out[0] = out[1] = out[2] = out[3] = NaN;
-    return false;
+  if (nt === 0) out[0] = out[1] = out[2] = out[3] = NaN;
+  else {
+    let h = 0;
+    for (let i = 1; i < nt; i++) if (temps[i]! > temps[h]! || (temps[i] === temps[h] && sensors[i]! < sensors[h]!)) h = i;
+    out[0] = temps[h]!;
+    out[1] = sensors[h]!;
+    if (nt >= 3) apart(temps, sensors, nt, out, 2);
+    else out[2] = out[3] = NaN;
   }
-  let h = 0;
-  for (let i = 1; i < nt; i++) if (temps[i]! > temps[h]! || (temps[i] === temps[h] && sensors[i]! < sensors[h]!)) h = i;
-  out[0] = temps[h]!;
-  out[1] = sensors[h]!;
-  if (nt >= 3) apart(temps, sensors, nt, out, 2);
-  else out[2] = out[3] = NaN;
-  return true;
+  if (nv >= 3) apart(volts, cells, nv, out, 4);
+  else out[4] = out[5] = NaN;
+  return nt > 0 || nv >= 3;
 }

@@ -8,12 +8,12 @@ const times = (p: PendingRecords) => p.records().map((r) => r.time);
 describe('a stream’s pending records as columns', () => {
   it('keep every field of a record, in the order inserted at, and read into one reused object', () => {
     const p = new PendingRecords(1, MAX_VALUES);
-    p.insert(0, { ...rec(30, 1.5, 0b11, 0b01), v1: 2, v2: -0, v3: 1e300, v4: 123_456, v5: -7, v6: 6, v7: 7, v8: 8, v9: 9, v10: -10, v11: 0.25, v12: 12.5 });
+    p.insert(0, { ...rec(30, 1.5, 0b11, 0b01), v1: 2, v2: -0, v3: 1e300, v4: 123_456, v5: -7, v6: 6, v7: 7, v8: 8, v9: 9, v10: -10, v11: 0.25, v12: 12.5, v13: 3.312, v14: 16 });
     p.insert(0, rec(10, 7));
     p.insert(1, rec(20));
     expect(times(p)).toEqual([10, 20, 30]);
     const into = emptyRecord(0, 0);
-    expect(p.read(2, into)).toEqual({ stream: 1, time: 30, v0: 1.5, v1: 2, v2: -0, v3: 1e300, v4: 123_456, v5: -7, v6: 6, v7: 7, v8: 8, v9: 9, v10: -10, v11: 0.25, v12: 12.5, alarmMask: 3, alarmValues: 1, merged: false });
+    expect(p.read(2, into)).toEqual({ stream: 1, time: 30, v0: 1.5, v1: 2, v2: -0, v3: 1e300, v4: 123_456, v5: -7, v6: 6, v7: 7, v8: 8, v9: 9, v10: -10, v11: 0.25, v12: 12.5, v13: 3.312, v14: 16, alarmMask: 3, alarmValues: 1, merged: false });
     expect(p.read(0, into)).toBe(into);
     expect(into.v0).toBe(7);
     expect(Number.isNaN(p.read(1, into).v0)).toBe(true);
@@ -25,7 +25,7 @@ describe('a stream’s pending records as columns', () => {
   it('keep as many values a record as their stream’s plan has fields, the rest read as absent', () => {
     for (const plan of STREAMS.values()) {
       const p = new PendingRecords(plan.streamId);
-      p.insert(0, { ...rec(10, 1), v1: 2, v2: 3, v3: 4, v4: 5, v5: 6, v6: 7, v7: 8, v8: 9, v9: 10, v10: 11, v11: 12, v12: 13 });
+      p.insert(0, { ...rec(10, 1), v1: 2, v2: 3, v3: 4, v4: 5, v5: 6, v6: 7, v7: 8, v8: 9, v9: 10, v10: 11, v11: 12, v12: 13, v13: 14, v14: 15 });
       const back = p.read(0, emptyRecord(0, 0));
       for (let i = 0; i < MAX_VALUES; i++) expect(valueAt(back, i)).toBe(i < plan.fields.length ? i + 1 : NaN);
     }

@@ -89,6 +89,8 @@ export class PendingRecords {
     into.v10 = w > 10 ? c[v + 10]! : NaN;
     into.v11 = w > 11 ? c[v + 11]! : NaN;
     into.v12 = w > 12 ? c[v + 12]! : NaN;
+    into.v13 = w > 13 ? c[v + 13]! : NaN;
+    into.v14 = w > 14 ? c[v + 14]! : NaN;
     into.alarmMask = c[o + MASK]!;
     into.alarmValues = c[o + RAISED]!;
     into.merged = c[o + MERGED] === 1;
@@ -98,7 +100,7 @@ export class PendingRecords {
   /** Every pending record as an object of its own (tests, and a state rewritten whole). */
   records(): StreamRecord[] {
     const out: StreamRecord[] = [];
-    for (let i = 0; i < this.length; i++) out.push(this.read(i, { stream: 0, time: 0, v0: 0, v1: 0, v2: 0, v3: 0, v4: 0, v5: 0, v6: 0, v7: 0, v8: 0, v9: 0, v10: 0, v11: 0, v12: 0, alarmMask: 0, alarmValues: 0, merged: false }));
+    for (let i = 0; i < this.length; i++) out.push(this.read(i, { stream: 0, time: 0, v0: 0, v1: 0, v2: 0, v3: 0, v4: 0, v5: 0, v6: 0, v7: 0, v8: 0, v9: 0, v10: 0, v11: 0, v12: 0, v13: 0, v14: 0, alarmMask: 0, alarmValues: 0, merged: false }));
     return out;
   }
 
@@ -141,6 +143,8 @@ export class PendingRecords {
     if (w > 10) c[v + 10] = r.v10;
     if (w > 11) c[v + 11] = r.v11;
     if (w > 12) c[v + 12] = r.v12;
+    if (w > 13) c[v + 13] = r.v13;
+    if (w > 14) c[v + 14] = r.v14;
     this.length++;
   }
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ALARM_FIELDS } from '../../telemetry/fields.js';
 import { CAN, GPS, RECORD_TYPES, type RecordTypeSpec } from '../../telemetry/vehicleData.js';
 import { flush, ingest, inputOf, newState, type Derived, type EventInput, type VehicleState } from './derive.js';
-import { deriveSchemaOf, STREAMS, valueAt } from './inputs.js';
+import { deriveSchemaOf, recordOf, STREAMS, valueAt, type StreamPlan } from './inputs.js';
 import { heldSetId, HELD, readPending, committedSections, restore, sectionsLost, writeCommitted, writePending, type StoredPending } from './wire.js';
 import { OPTS, roundTrip, T0, V } from './events.testkit.js';
 
@@ -134,6 +134,38 @@ describe('a state stored before a release that adds to the schema', () => {
   });
 });
 
+/** A CAN record's pack: four real cells (a fifth slot at 0 V, beyond no_of_cells), three real sensors (a fourth reading the sentinel -40). */
+const PACK = { no_of_cells: 4, no_of_temperature_sensors: 3, cell_voltage_01: 3.301, cell_voltage_02: 3.297, cell_voltage_03: 3.342, cell_voltage_04: 3.305, cell_voltage_05: 0, cell_temperature_01: 31.5, cell_temperature_02: 29.5, cell_temperature_03: 30.1, cell_temperature_04: -40 };
+
+describe('a pending record’s pack values across the release before (f47be8f: the four temperature values, no cell values)', () => {
+  const plan = STREAMS.get('can')!;
+  const time = T0 + 79_300;
+  const fields = { soc: 71, current: 5, load_status: 2, ...PACK };
+  const mine = () => recordOf(inputOf('can', time, fields), plan, undefined, OPTS.temperatureSentinels)!;
+  /** What f47be8f's writePending wrote for this record (run at that commit; f7b4220's alike): soc, current, load_status and 0x3f00–0x3f03. */
+  const BEFORE = '4wcAQBzM0rh5QgALAAAAAADAUUAACQAAAAAAABRAABAAAAAAAAAAQD8AAAAAAACAP0A/AQAAAAAAAPA/PwJgZmZmZmb2Pz8DAAAAAAAA8D8=';
+  /** f47be8f's CAN stream: this release's less the two cell values (its wire ids 0x3f04–0x3f05 unknown to it). */
+  const before: StreamPlan = { ...plan, fields: plan.fields.filter((f) => !f.startsWith('pack:cell_')), wireIds: plan.wireIds.filter((id) => id !== 0x3f04 && id !== 0x3f05), cellApartAt: -1, cellApartNumberAt: -1 };
+
+  it('computes the cell furthest from the real cells’ median: 3.342 V, 39 mV over the median of the four (the 0 V slot is none)', () => {
+    expect(plan.fields.slice(-2)).toEqual(['pack:cell_apart', 'pack:cell_apart_number']);
+    expect(plan.wireIds.slice(-2)).toEqual([0x3f04, 0x3f05]);
+    expect(valueAt(mine(), plan.cellApartAt)).toBeCloseTo(3.342 - (3.301 + 3.305) / 2, 12);
+    expect(valueAt(mine(), plan.cellApartNumberAt)).toBe(3);
+  });
+
+  it('reads what the release before stored: every value it kept, the cell values absent', () => {
+    const read = readPending(plan, Buffer.from(BEFORE, 'base64'));
+    plan.fields.forEach((f, i) => expect(valueAt(read, i), f).toEqual(f.startsWith('pack:cell_') ? NaN : valueAt(mine(), i)));
+  });
+
+  it('what it stores, the release before reads as it leaves out any value it does not know: as the record it stored itself, byte for byte', () => {
+    const read = readPending(before, writePending(plan, mine()));
+    expect(before.fields).toHaveLength(plan.fields.length - 2);
+    expect(writePending(before, read).toString('base64')).toBe(BEFORE);
+  });
+});
+
 describe('this release’s layout (version 3), pinned by a golden fixture', () => {
   /**
    * A state this release wrote, kept as bytes (`src/formats/testdata/v3-state.json`): a change to the layout, to a
@@ -144,8 +176,9 @@ describe('this release’s layout (version 3), pinned by a golden fixture', () =
   const FILE = new URL('../../formats/testdata/v3-state.json', import.meta.url);
   const state = () => {
     const s = newState();
-    // With a record charging by current alone just after the track's last settled fix: held for it, as the drain's last socs are.
-    ingest(V, s, [...drive(0, 110, true), inputOf('can', T0 + 79_300, { current: 5 })], T0 + 120_000);
+    // With a record charging by current alone just after the track's last settled fix: held for it, as the drain's last socs are;
+    // it reports its pack, so its bytes hold the six pack values (wire ids 0x3f00–0x3f05).
+    ingest(V, s, [...drive(0, 110, true), inputOf('can', T0 + 79_300, { current: 5, ...PACK })], T0 + 120_000);
     return s;
   };
   type Stored = { committed: string; pending: Array<{ streamId: number; members: string[] }> };
@@ -185,7 +218,8 @@ describe('this release’s layout (version 3), pinned by a golden fixture', () =
   });
 
   for (const [release, what, hadCorrections] of [
-    ['f7b4220', 'the previous main (its flat slices wrote every double, fresh ones at their end too)', true],
+    ['f47be8f', 'the previous main (before cell drift: no slice 18, no pack values 0x3f04–0x3f05)', true],
+    ['f7b4220', 'the main before it (its flat slices wrote every double, fresh ones at their end too)', true],
     ['315eb24', 'the main before it (before pack_life, slice 17, the pack warnings, slices 19 and 20, and before charging counted the charge in Ah and kept the pack and the BMS comparison: nothing after its changes)', true],
     ['0e8a25e', 'the main before it (before moved_while_immobilised was derived: no slice 16)', true],
     ['ae57ce2', 'the main before it (its alarms told at once: no pending hold, no `since`)', true],

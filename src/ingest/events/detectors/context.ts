@@ -253,6 +253,17 @@ export interface DeriveOptions {
   /** A current over packCRateHigh × the pack's capacity for packCRateMinDurationMs. */
   packCRateHigh: number;
   packCRateMinDurationMs: number;
+  /**
+   * A cell drifting (cellDrift.ts): its distance from the median at the end of charges ending at or over
+   * cellDriftFullSoc grown cellDriftGrowthV over at least cellDriftSessions of them, never nearer by more than
+   * cellDriftNoiseV from one to the next, at least cellDriftMinV at the last; at rest for cellDriftRestMs, a rest sample.
+   */
+  cellDriftGrowthV: number;
+  cellDriftMinV: number;
+  cellDriftSessions: number;
+  cellDriftNoiseV: number;
+  cellDriftFullSoc: number;
+  cellDriftRestMs: number;
   /** Where SPEED_LIMIT and geofences' limits both apply: the lowest (Traccar's preferLowest); else a geofence's overrides the fleet's. */
   speedLimitPreferLowest: boolean;
   /** A stream's pending records are all committed once nothing arrived for this long (wall time); not the vehicle idling (`idleMinDurationMs`). */
@@ -302,6 +313,12 @@ export function deriveOptions(cfg: Settings): DeriveOptions {
     packSensorApartC: cfg.PACK_SENSOR_APART,
     packCRateHigh: cfg.PACK_C_RATE_HIGH,
     packCRateMinDurationMs: cfg.PACK_C_RATE_MIN_DURATION,
+    cellDriftGrowthV: cfg.CELL_DRIFT_GROWTH,
+    cellDriftMinV: cfg.CELL_DRIFT_MIN,
+    cellDriftSessions: cfg.CELL_DRIFT_SESSIONS,
+    cellDriftNoiseV: cfg.CELL_DRIFT_NOISE,
+    cellDriftFullSoc: cfg.CELL_DRIFT_FULL_SOC,
+    cellDriftRestMs: cfg.CELL_DRIFT_REST,
     // A stream quiet for the reorder window has nothing more to wait for.
     streamQuietMs: cfg.EVENTS_WINDOW,
     horizonMs: cfg.EVENTS_HORIZON,
