@@ -137,14 +137,14 @@ describe('a state stored before a release that adds to the schema', () => {
 /** A CAN record's pack: four real cells (a fifth slot at 0 V, beyond no_of_cells), three real sensors (a fourth reading the sentinel -40). */
 const PACK = { no_of_cells: 4, no_of_temperature_sensors: 3, cell_voltage_01: 3.301, cell_voltage_02: 3.297, cell_voltage_03: 3.342, cell_voltage_04: 3.305, cell_voltage_05: 0, cell_temperature_01: 31.5, cell_temperature_02: 29.5, cell_temperature_03: 30.1, cell_temperature_04: -40 };
 
-describe('a pending record’s pack values across the release before (f47be8f: the four temperature values, no cell values)', () => {
+describe('a pending record’s pack values across the release before (f7b4220: the four temperature values, no cell values)', () => {
   const plan = STREAMS.get('can')!;
   const time = T0 + 79_300;
   const fields = { soc: 71, current: 5, load_status: 2, ...PACK };
   const mine = () => recordOf(inputOf('can', time, fields), plan, undefined, OPTS.temperatureSentinels)!;
-  /** What f47be8f's writePending wrote for this record (run at that commit; f7b4220's alike): soc, current, load_status and 0x3f00–0x3f03. */
+  /** What f7b4220's writePending wrote for this record (run at that commit): soc, current, load_status and 0x3f00–0x3f03. */
   const BEFORE = '4wcAQBzM0rh5QgALAAAAAADAUUAACQAAAAAAABRAABAAAAAAAAAAQD8AAAAAAACAP0A/AQAAAAAAAPA/PwJgZmZmZmb2Pz8DAAAAAAAA8D8=';
-  /** f47be8f's CAN stream: this release's less the two cell values (its wire ids 0x3f04–0x3f05 unknown to it). */
+  /** f7b4220's CAN stream: this release's less the two cell values (its wire ids 0x3f04–0x3f05 unknown to it). */
   const before: StreamPlan = { ...plan, fields: plan.fields.filter((f) => !f.startsWith('pack:cell_')), wireIds: plan.wireIds.filter((id) => id !== 0x3f04 && id !== 0x3f05), cellApartAt: -1, cellApartNumberAt: -1 };
 
   it('computes the cell furthest from the real cells’ median: 3.342 V, 39 mV over the median of the four (the 0 V slot is none)', () => {
@@ -218,8 +218,7 @@ describe('this release’s layout (version 3), pinned by a golden fixture', () =
   });
 
   for (const [release, what, hadCorrections] of [
-    ['f47be8f', 'the previous main (before cell drift: no slice 18, no pack values 0x3f04–0x3f05)', true],
-    ['f7b4220', 'the main before it (its flat slices wrote every double, fresh ones at their end too)', true],
+    ['f7b4220', 'the previous main (before cell drift: no slice 18, no pack values 0x3f04–0x3f05; its flat slices wrote every double, fresh ones at their end too)', true],
     ['315eb24', 'the main before it (before pack_life, slice 17, the pack warnings, slices 19 and 20, and before charging counted the charge in Ah and kept the pack and the BMS comparison: nothing after its changes)', true],
     ['0e8a25e', 'the main before it (before moved_while_immobilised was derived: no slice 16)', true],
     ['ae57ce2', 'the main before it (its alarms told at once: no pending hold, no `since`)', true],
