@@ -285,12 +285,17 @@ describe('what an analyst should find in the fleet', () => {
       expect(hottest(minutes[alarm]!)).toBeGreaterThanOrEqual(OVER_TEMP_ALARM_C);
       // Five minutes before the alarm it was already rising faster than HEAT_FAST_C_PER_MIN less the others' warming.
       expect((hottest(minutes[alarm - 1]!) - hottest(minutes[alarm - 6]!)) / 5).toBeGreaterThan(HEAT_FAST_C_PER_MIN * 0.8);
+      // The truth the soak judges by: heating fast since the charge began, and not once parked again.
+      expect(big.heatingFastSince(v, start + alarm * 60_000)).toBe(start);
+      // (A cycle begins parked at the depot, right after its charge.)
+      expect(big.heatingFastSince(v, start + SEG + 60_000)).toBeUndefined();
     }
     for (const v of big.vehicles.slice(0, 100).filter((v) => !big.heatsFast(v))) {
       for (const start of chargings(v, NOW, NOW + 3 * DAY)) {
         const a = hottest(big.canStateAt(v, start));
         const b = hottest(big.canStateAt(v, start + 5 * 60_000));
         expect((b - a) / 5).toBeLessThan(1);
+        expect(big.heatingFastSince(v, start + 5 * 60_000)).toBeUndefined();
         expect(big.canStateAt(v, start + 20 * 60_000).alert_over_temp === 1 && hottest(big.canStateAt(v, start + 20 * 60_000)) >= OVER_TEMP_ALARM_C).toBe(false);
       }
     }

@@ -334,6 +334,17 @@ export class Fleet {
     return unitAt(this.seed, v.index, SALT_HEAT) < HEAT_FAST_SHARE;
   }
 
+  /**
+   * Since when a fast-heating pack has been heating fast at `t`: the start of the drive or charge it is
+   * under (its extra heat starts from nothing at each, `canStateAt`), or undefined while parked or for
+   * a pack that does not heat fast.
+   */
+  heatingFastSince(v: VehicleProfile, t: number): number | undefined {
+    if (!this.heatsFast(v)) return undefined;
+    const { segment } = this.locate(v, t);
+    return segment.activity === 'parked' ? undefined : segment.startMs;
+  }
+
   vehicle(vehicleno: string): VehicleProfile | undefined {
     return this.byNumber.get(vehicleno);
   }
