@@ -13,6 +13,7 @@ import { parseArgs } from 'node:util';
 import { DURATION_HINT, parseDuration } from '../../src/config/duration.js';
 import type { FeedMode } from '../../src/upstream/emulator/feed.js';
 import { csvHeader, csvRow, writeSamples } from './report.js';
+import { packVerdicts } from './packs.js';
 import { runSoak, type SoakReport } from './soak.js';
 
 const ms = (v: string): number => {
@@ -108,6 +109,7 @@ function printFigures(r: SoakReport, out: { csv: string; svg: string }): void {
     say(
       `vehicle events derived: ${ev.events} in all (the counter's series summed), ${ev.trips} trips, ${ev.chargingSessions} charging sessions, ${ev.ignitionsOn} ignitions on, ${ev.stops} stops, ${ev.idling} idlings, ${ev.overspeeds} overspeeds, ${ev.movedWhileOff} moved while off, ${ev.geofencesEntered} geofences entered, ${ev.batterySwaps} battery swaps, ${ev.socLow} batteries low, ${ev.socDrains} drains while parked, ${ev.fuelDrops} fuel drops, ${ev.refuels} refuels; ${ev.late} records late, ${ev.duplicate} seen twice`,
     );
+  if (r.packs) say(packVerdicts(r.packs).counts);
   for (const t of r.targets) say(`target ${t.met === null ? 'n/a ' : t.met ? 'met ' : 'MISSED'} ${t.name}: ${t.detail}`);
   for (const c of r.checks) say(`check ${c.ok === null ? 'n/a ' : c.ok ? 'ok  ' : 'FAIL'} ${c.name}: ${c.detail}`);
   say(r.ok ? 'zero loss, counts agree' : 'A CHECK FAILED');

@@ -7,7 +7,9 @@ import { runSoak } from './soak.js';
 
 it('short soak: mixed load with random worker kills ends with zero loss, sampled every second', async () => {
   const { report: r, samples } = await runSoak({
-    durationMs: 8_000, rate: 400, workers: 2, vehicles: 30, killEveryMs: 2_500, seed: 3, sampleEveryMs: 1_000, env: { WORKER_CONCURRENCY: '2' },
+    // A reorder window of 5 s (the default is 30): the soak reads the pack events once the streams' window
+    // has passed after the feed, and a partition's jobs are derived in the order they were accepted, kills or not.
+    durationMs: 8_000, rate: 400, workers: 2, vehicles: 30, killEveryMs: 2_500, seed: 3, sampleEveryMs: 1_000, env: { WORKER_CONCURRENCY: '2', EVENTS_WINDOW: '5s' },
   });
   expect(r.workerKills).toBeGreaterThanOrEqual(2);
   expect(r.acknowledged).toBe(r.sent);
@@ -16,6 +18,13 @@ it('short soak: mixed load with random worker kills ends with zero loss, sampled
   expect(r.redis).toEqual({ appendonly: 'yes', appendfsync: 'always' });
   expect(r.checks.filter((c) => c.ok === false)).toEqual([]);
   expect(r.ok).toBe(true);
+  // The pack events read back and judged by the emulator's truth (packs.ts): none of a pack without its
+  // trouble; the BMS's health and cell drift need days of charges, so seconds are "not enough sessions".
+  expect(r.packs).not.toBeNull();
+  expect(r.checks.find((c) => c.name.startsWith('pack events never'))?.ok).toBe(true);
+  const needCharges = r.checks.filter((c) => c.name.includes(' only on packs with its trouble'));
+  expect(needCharges.map((c) => c.name.split(' ')[0])).toEqual(expect.arrayContaining(['bms_soh_disagrees', 'bms_soh_stuck', 'cell_drifting']));
+  for (const c of needCharges) expect([c.ok, c.detail.startsWith('not enough sessions')]).toEqual([null, true]);
 
   // A sample at the start, one a second, one at the end: each with the receiver's and the workers'
   // memory (a worker being replaced may miss one), Redis, the queue and the rate.

@@ -12,6 +12,10 @@ import { join } from 'node:path';
 import { depotGeofences, Fleet } from '../../src/upstream/emulator/fleet.js';
 import { startEmulator } from '../../src/upstream/emulator/index.js';
 import { infoField, metricSum, MiB, processSample, scrape, type ProcessSample, type PromSample } from './sample.js';
+import { HeatWatch, judgePacks, PACK_EVENTS, PACK_SWAP_EVENT, packVerdicts, type PackEvent, type PackEvidence, type PackReport } from './packs.js';
+import { influxQL } from '../../src/devstack/influxd.js';
+import { loadConfig } from '../../src/config/index.js';
+import { deriveOptions } from '../../src/ingest/events/detectors/context.js';
 
 export interface SoakOptions {
   durationMs: number;
@@ -92,6 +96,8 @@ export interface SoakReport {
     late: number;
     duplicate: number;
   } | null;
+  /** The pack events read back from InfluxDB, judged against the emulator's truth (packs.ts); null if unread. */
+  packs: PackReport | null;
   verified: number;
   missing: number;
   wrong: number;
@@ -130,7 +136,8 @@ export function defaultSampleEvery(durationMs: number): number {
  * always`, optionally killing workers at random (SIGKILL) and starting replacements. It samples every
  * process's memory, Redis, the queue and the accepted rate, and reconciles every acknowledged record
  * against InfluxDB as it goes (its own memory is bounded by the rate times the check lag, not by the
- * run's length); at the end it checks that the counts agree and nothing was lost.
+ * run's length); at the end it checks that the counts agree and nothing was lost, and judges the pack
+ * events the service wrote by the emulator's truth of its packs (packs.ts).
  */
 export async function runSoak(opts: SoakOptions): Promise<{ report: SoakReport; samples: SoakSample[] }> {
   const log = opts.log ?? (() => {});
@@ -143,7 +150,10 @@ export async function runSoak(opts: SoakOptions): Promise<{ report: SoakReport; 
   // The feed's vehicles drive from depots and past 50 km/h: their depots are geofences and SPEED_LIMIT is
   // 50, so the soak shows geofence and overspeed events beside the rest (unless --env sets otherwise).
   const depots = join(mkdtempSync(join(tmpdir(), 'soak-')), 'depots.geojson');
-  writeFileSync(depots, JSON.stringify(depotGeofences(Fleet.create({ seed: opts.seed, size: opts.vehicles }))));
+  // The feed's fleet (the same seed and size): its depots, and the truth of its packs.
+  const fleet = Fleet.create({ seed: opts.seed, size: opts.vehicles });
+  writeFileSync(depots, JSON.stringify(depotGeofences(fleet)));
+  const heat = new HeatWatch(fleet);
   // The emulator's operations are the upstream the fuel sync reads: the fleet's last day of fuel history
   // (thefts, refuels) is judged at the first run.
   const upstream = await startEmulator({ fleet: Fleet.create({ seed: opts.seed, size: opts.vehicles }) });
@@ -256,6 +266,7 @@ export async function runSoak(opts: SoakOptions): Promise<{ report: SoakReport; 
       onAck: (records) => {
         acknowledged += records.length;
         checker.add(records);
+        heat.add(records);
       },
     });
     const feedMs = Date.now() - feedStarted;
@@ -307,6 +318,16 @@ export async function runSoak(opts: SoakOptions): Promise<{ report: SoakReport; 
       c = await counters();
     }
 
+    // The pack events: the last records' are derived once their streams fell quiet and written by the outbox.
+    const derive = deriveOptions(loadConfig(stack.env));
+    const packs = await settledPackEvidence(stack.influx.rawUrl, stack.db, feedStarted + feedMs + derive.streamQuietMs * 1.25 + 5_000)
+      .then((evidence) => judgePacks(fleet, heat, evidence, feedStarted, derive))
+      .catch((e: Error) => {
+        log(`pack events unread: ${e.message}`);
+        return null;
+      });
+    const packVerdict = packs ? packVerdicts(packs) : null;
+
     const durationMin = (samples[samples.length - 1]?.elapsedS ?? feedMs / 1000) / 60;
     const figs = figures(samples, durationMin);
     const checks: SoakCheck[] = [
@@ -341,6 +362,7 @@ export async function runSoak(opts: SoakOptions): Promise<{ report: SoakReport; 
         ok: totals.missing === 0 && totals.wrong === 0 && totals.extra === 0 && totals.verified === feed.acknowledged,
         detail: `${totals.verified} of ${feed.acknowledged} verified; missing ${totals.missing}, wrong ${totals.wrong}, extra ${totals.extra}`,
       },
+      ...(packVerdict?.checks ?? [{ name: 'pack events never for a pack without their trouble (the emulator\'s truth)', ok: false, detail: 'the pack events could not be read from InfluxDB' }]),
     ];
     const report: SoakReport = {
       options: {
@@ -363,6 +385,7 @@ export async function runSoak(opts: SoakOptions): Promise<{ report: SoakReport; 
       accepted: c.accepted,
       pointsWritten: c.written,
       vehicleEvents: c.vehicleEvents,
+      packs,
       verified: totals.verified,
       missing: totals.missing,
       wrong: totals.wrong,
@@ -373,7 +396,7 @@ export async function runSoak(opts: SoakOptions): Promise<{ report: SoakReport; 
       problems: totals.problems,
       samples: samples.length,
       figures: figs,
-      targets: targets(figs, [receiver, ...workers].map((s) => s.label)),
+      targets: [...targets(figs, [receiver, ...workers].map((s) => s.label)), ...(packVerdict ? [packVerdict.target] : [])],
       checks,
       feedMs,
       durationMs: Date.now() - started,
@@ -418,4 +441,43 @@ function progressLine(s: SoakSample): string {
     `queue ${s.queueWaiting ?? '–'} waiting ${s.queueActive ?? '–'} active, redis ${s.redisUsedMiB === null ? '–' : s.redisUsedMiB.toFixed(2)} MiB; ` +
     `RSS/heap MiB: ${procs}, feed ${mib(s.soak.rssMiB)}/${mib(s.soak.heapUsedMiB)}; checker holds ${s.checkerPending}, verified ${s.verified}`
   );
+}
+
+/**
+ * The pack events of the run once they have settled: read at `notBefore` (wall time), then again every few
+ * seconds until two reads agree (at most a minute more).
+ */
+async function settledPackEvidence(rawUrl: string, db: string, notBefore: number): Promise<PackEvidence> {
+  await sleep(Math.max(0, notBefore - Date.now()));
+  let last = await readPackEvidence(rawUrl, db);
+  for (const deadline = Date.now() + 60_000; Date.now() < deadline; ) {
+    await sleep(3_000);
+    const next = await readPackEvidence(rawUrl, db);
+    const same = next.events.length === last.events.length && next.packLifeRows === last.packLifeRows && next.charging.length === last.charging.length;
+    last = next;
+    if (same) break;
+  }
+  return last;
+}
+
+/** What the service wrote of the packs: their events (standing ones: a correction's retraction is -1), `pack_life` rows, the charging sessions that told their pack. */
+async function readPackEvidence(rawUrl: string, db: string): Promise<PackEvidence> {
+  const kinds = [...PACK_EVENTS, PACK_SWAP_EVENT];
+  const rows = await influxQL<{ time: number; event: string; vehicleno: string; value: number; from_temperature?: number | null }>(
+    rawUrl, db, `SELECT "value", "from_temperature", "event", "vehicleno" FROM "vehicle_events" WHERE "event" =~ /^(${kinds.join('|')})$/ AND "value" >= 0`,
+  );
+  const events: PackEvent[] = rows.map((r) => ({ event: r.event, vehicleno: r.vehicleno, time: r.time, ...(typeof r.from_temperature === 'number' ? { fromTemperature: r.from_temperature } : {}) }));
+  const [life] = await influxQL<{ count: number }>(rawUrl, db, `SELECT count("duration_s") FROM "pack_life" WHERE "duration_s" >= 0`);
+  const charging = await influxQL<{ vehicleno: string; pack: string | null; capacity_ah_estimate: number | null; soc_end: number | null }>(
+    rawUrl, db, `SELECT "capacity_ah_estimate", "soc_end", "pack", "vehicleno" FROM "charging" WHERE "duration_s" >= 0`,
+  );
+  return {
+    events,
+    packLifeRows: life?.count ?? 0,
+    charging: charging.flatMap((c) =>
+      typeof c.pack === 'string' && c.pack !== ''
+        ? [{ vehicleno: c.vehicleno, pack: c.pack, ...(typeof c.capacity_ah_estimate === 'number' ? { capacityAhEstimate: c.capacity_ah_estimate } : {}), ...(typeof c.soc_end === 'number' ? { socEnd: c.soc_end } : {}) }]
+        : [],
+    ),
+  };
 }
