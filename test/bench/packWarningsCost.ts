@@ -1,6 +1,7 @@
 /**
  * What the pack warnings cost a CAN record: `npx tsx test/bench/packWarningsCost.ts`. Prints every round
- * and the median difference, core-µs per record, of two comparisons, each interleaved round by round:
+ * and the median difference, core-µs per record, of two comparisons, each interleaved round by round (the
+ * stages bench, stages.ts, prints their medians among its rows of the pack work):
  * - the temperature warnings (events/detectors/packHeat.ts, cRate.ts, and the pack values they read,
  *   events/packValues.ts): ten hours of a healthy pack's records (detectors/pack.testkit.ts `healthy`:
  *   current, capacity, six temperature sensors) derived as they are, and with the sensors and the capacity
@@ -23,22 +24,35 @@ function run(recs: readonly Named[]): number {
   return (t.user + t.system) / recs.length;
 }
 
-function compare(what: string, full: readonly Named[], bare: readonly Named[]): void {
+/** One comparison: 15 rounds of the records without the fields and with them (after five of each to warm up), core-µs a record, and the median difference. */
+export function compare(full: readonly Named[], bare: readonly Named[]): { rounds: Array<[number, number]>; median: number } {
   for (let w = 0; w < 5; w++) {
     run(bare);
     run(full);
   }
-  const rows: Array<[number, number]> = [];
-  for (let r = 0; r < 15; r++) rows.push([run(bare), run(full)]);
-  for (const [i, [a, b]] of rows.entries()) console.log(`${what}, round ${i + 1}: without ${a.toFixed(3)} µs/record, with ${b.toFixed(3)}, diff ${(b - a).toFixed(3)}`);
-  const diffs = rows.map(([a, b]) => b - a).sort((x, y) => x - y);
-  console.log(`${what}: CAN records ${full.length}; median diff ${diffs[7]!.toFixed(3)} core-µs per record`);
+  const rounds: Array<[number, number]> = [];
+  for (let r = 0; r < 15; r++) rounds.push([run(bare), run(full)]);
+  const diffs = rounds.map(([a, b]) => b - a).sort((x, y) => x - y);
+  return { rounds, median: diffs[7]! };
 }
 
 const without = (feed: readonly Named[], leaveOut: (field: string) => boolean): Named[] =>
   feed.map((r) => can(r.time, Object.fromEntries(Object.entries(r.fields).filter(([k]) => !leaveOut(k)))));
 
-const heat = healthy(7, Date.UTC(2026, 0, 5), 600);
-compare('temperature warnings', heat, without(heat, (k) => k === 'battery_capacity' || k === 'no_of_temperature_sensors' || k.startsWith('cell_temperature_')));
-const cells = cellDays({ days: 3, seed: 7, cells: 14, driftV: 0.003, every: 1 / 6 }, Date.UTC(2026, 0, 5)).records;
-compare('cell drift', cells, without(cells, (k) => k === 'no_of_cells' || k.startsWith('cell_voltage_')));
+/** The comparisons, by what they measure: each a pack's records with the fields a warning reads, and without them. */
+export function packWarningComparisons(): Array<{ what: string; full: Named[]; bare: Named[] }> {
+  const heat = healthy(7, Date.UTC(2026, 0, 5), 600);
+  const cells = cellDays({ days: 3, seed: 7, cells: 14, driftV: 0.003, every: 1 / 6 }, Date.UTC(2026, 0, 5)).records;
+  return [
+    { what: 'temperature warnings', full: heat, bare: without(heat, (k) => k === 'battery_capacity' || k === 'no_of_temperature_sensors' || k.startsWith('cell_temperature_')) },
+    { what: 'cell drift', full: cells, bare: without(cells, (k) => k === 'no_of_cells' || k.startsWith('cell_voltage_')) },
+  ];
+}
+
+if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
+  for (const { what, full, bare } of packWarningComparisons()) {
+    const { rounds, median } = compare(full, bare);
+    for (const [i, [a, b]] of rounds.entries()) console.log(`${what}, round ${i + 1}: without ${a.toFixed(3)} µs/record, with ${b.toFixed(3)}, diff ${(b - a).toFixed(3)}`);
+    console.log(`${what}: CAN records ${full.length}; median diff ${median.toFixed(3)} core-µs per record`);
+  }
+}

@@ -24,6 +24,8 @@ import { history, HISTORY_OPTS } from '../../src/ingest/events/events.testkit.js
 import { CorrectedVehicle } from '../../src/ingest/events/corrections/model.testkit.js';
 import { correction, readCorrections, replayFrom } from '../../src/ingest/events/corrections/correct.js';
 import { STREAMS } from '../../src/ingest/events/inputs.js';
+import { canByVehicle, PACK_DETECTORS, PACK_DETECTORS_READ, PACK_PHASES, runDetectors, runPackValues } from './packWork.js';
+import { compare, packWarningComparisons } from './packWarningsCost.js';
 
 const PUSHES = Number(process.argv[2] ?? 100);
 const SIZE = 1_000;
@@ -54,6 +56,8 @@ const rows_: Array<[string, number]> = [];
 const scanRows: Array<[string, number]> = [];
 /** The vehicle events' derivation in the worker, apart (EVENTS=on). */
 const eventRows: Array<[string, number]> = [];
+/** The pack work of a CAN record in the worker (packWork.ts), apart: per CAN record, not per record. */
+const packRows: Array<[string, number]> = [];
 /** Encode and read back without deflate, apart: what a job costs while workers keep up. */
 const deflateRows: Array<[string, number]> = [];
 const texts = measure('receiver: UTF-8 decode (TextDecoder, fatal)', bodies, (b) => decoder.decode(b), rows_);
@@ -193,6 +197,36 @@ measure('worker: request body from rows (bytes)', bytes, (b) => readRows(b).line
     pushIndex = 0;
     measure(`  of which derive + write, ${label} (state cached)`, writtenRecords, (x) => deriveJob(x, true, opts), eventRows);
   }
+
+  // The pack work of each CAN record (packWork.ts): its pack values as it arrives, and the pack detectors'
+  // hooks over each vehicle's records in time order (fresh states each pass), alternated with the detectors
+  // they read alone; medians of 9 rounds each (one pass over the CAN records is all the warm-up a round
+  // has: the first rounds run before the engine has optimized them). And, reused, what packWarningsCost.ts
+  // measures of the warnings within derive + write, on a pack's records with and without their fields.
+  const cans = canByVehicle(writtenRecords.flatMap((w) => [...inputsByVehicle(w)]));
+  const canList = [...cans.values()].flat();
+  {
+    const values: number[] = [];
+    const withPack: number[] = [];
+    const without: number[] = [];
+    for (let r = 0; r < 9; r++) {
+      const row: Array<[string, number]> = [];
+      measure('', [canList], (list) => runPackValues(list), row, canList.length);
+      for (const phases of [PACK_PHASES.with, PACK_PHASES.without]) measure('', [cans], (byVehicle) => runDetectors(phases, byVehicle), row, canList.length);
+      values.push(row[0]![1]);
+      withPack.push(row[1]![1]);
+      without.push(row[2]![1]);
+    }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+    packRows.push(
+      ['worker: pack values on arrival (packValuesInto; medians of 9 rounds)', median(values)],
+      [`worker: pack detectors (${PACK_DETECTORS.map((d) => d.key).join(', ')}; beyond ${PACK_DETECTORS_READ.map((d) => d.key).join(', ')}, medians of 9 alternated rounds)`, median(withPack) - median(without)],
+    );
+  }
+  for (const { what, full, bare } of packWarningComparisons()) {
+    packRows.push([`  ${what}: a pack's record derived + written with the fields they read, less without (packWarningsCost.ts, median of 15 alternated rounds)`, compare(full, bare).median]);
+  }
+  process.stderr.write(`pack work over ${canList.length} CAN records of ${cans.size} vehicles\n`);
 }
 
 // Corrections (events/corrections/): a late record's vehicle replayed from its checkpoint over its
@@ -216,6 +250,7 @@ const general = ['decode', 'JSON.parse', 'validate', 'judge', 'flatten'].reduce(
 process.stdout.write(`  ${scanRows[0]![0].padEnd(width)}  ${scanRows[0]![1].toFixed(2).padStart(6)}  (the general path's decode to flatten: ${general.toFixed(2)})\n`);
 process.stdout.write(`  ${scanRows[1]![0].padEnd(width)}  ${scanRows[1]![1].toFixed(2).padStart(6)}  (${((scanRows[1]![1] / scanRows[2]![1] - 1) * 100).toFixed(1)} % against the same without it: ${scanRows[2]![1].toFixed(2)}; medians of 9 alternated rounds)\n`);
 for (const [n, us] of eventRows) process.stdout.write(`  ${n.padEnd(width)}  ${us.toFixed(2).padStart(6)}  (beside the worker stages)\n`);
+for (const [n, us] of packRows) process.stdout.write(`  ${n.padEnd(width)}  ${us.toFixed(2).padStart(6)}  (per CAN record, beside the worker stages)\n`);
 for (const [n, us] of deflateRows) process.stdout.write(`  ${n.padEnd(width)}  ${us.toFixed(2).padStart(6)}\n`);
 process.stdout.write(`  ${'receiver stages, scanning'.padEnd(width)}  ${(sum('receiver') - general + scanRows[0]![1]).toFixed(2).padStart(6)}\n`);
 process.stdout.write(`  ${'receiver stages'.padEnd(width)}  ${sum('receiver').toFixed(2).padStart(6)}\n  ${'worker stages'.padEnd(width)}  ${sum('worker').toFixed(2).padStart(6)}\n`);
