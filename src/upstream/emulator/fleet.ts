@@ -221,7 +221,7 @@ export const DRIFT_SHARE = 1 / 50;
 export const DRIFT_V_PER_CYCLE = 0.003;
 export const DRIFT_CYCLES = 60;
 export const HEAT_FAST_SHARE = 1 / 200;
-export const HEAT_FAST_C_PER_MIN = 1.5;
+export const HEAT_FAST_C_PER_MIN = 2.5;
 export const OVER_TEMP_ALARM_C = 60;
 /** The heat a pack gains under load approaches its level with this time constant (no step from one record to the next). */
 const HEAT_TAU_MS = 10 * 60_000;
