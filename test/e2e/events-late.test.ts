@@ -142,6 +142,9 @@ beforeAll(async () => {
       EVENTS_CORRECTION_DELAY: '500ms',
       // A window above the bulks' disorder (10 s), short enough that a vehicle's last records commit soon.
       EVENTS_WINDOW: '15s',
+      // The records are hours old: the status job would tell each vehicle silent (SILENT_AFTER) once it
+      // ran, a minute in; these cases are of what the records say, not of silence.
+      FLEET_STATUS_INTERVAL: '1h',
       EVENTS_WEBHOOK_URL: `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hooks`,
       EVENTS_WEBHOOK_SECRET: SECRET,
       ADMIN_AUTH: 'none',

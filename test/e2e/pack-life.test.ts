@@ -10,6 +10,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { runProgram } from '../../src/cli/program.js';
 import { influxQL, startInflux, type LocalInflux } from '../../src/devstack/influxd.js';
 import { FLEET } from '../../src/ingest/fleet/commands.js';
+import { packCycles } from '../../src/ingest/events/events.testkit.js';
 import { mulberry32 } from '../../src/upstream/emulator/prng.js';
 import { captureIO } from '../harness/io.js';
 import { startTestService, uniqueName, waitUntil, type TestService } from '../harness/service.js';
@@ -21,7 +22,7 @@ const DAY = 24 * HOUR;
 /** Yesterday's UTC midnight: the third vehicle's stint crosses it, so its first day's row is written. */
 const MIDNIGHT = Math.floor(Date.now() / DAY) * DAY - DAY;
 const PACK = 4_242_001;
-const [A, B, C] = ['PK-LIFE-A', 'PK-LIFE-B', 'PK-LIFE-C'];
+const [A, B, C, D] = ['PK-LIFE-A', 'PK-LIFE-B', 'PK-LIFE-C', 'PK-LIFE-D'];
 
 type Rec = { vehicleno: string; type: 'can'; data: Record<string, number> };
 
@@ -70,6 +71,15 @@ const EXPECTED = [
   { vehicleno: C, time: C_FROM, end: MIDNIGHT, duration_s: 1800, left: null, ah_in: 0, ah_out: 5, kwh_in: 0, kwh_out: (51 * 10 * 0.5) / 1000, cycle_start: 312, cycle_end: 312, temp_mild_s: 0, temp_warm_s: 0, temp_hot_s: 1800 },
 ];
 
+/**
+ * A fourth vehicle's pack, ten deep charges (20 → 90 %, a record every 30 s charging): it holds 80 Ah of
+ * its rated 100, and its BMS says soh 100 all along (the events' testkit `packCycles`, from three days ago).
+ */
+const HEALTH_PACK = 4_242_009;
+const TRUE_AH = 80;
+const health = packCycles({ cycles: 10, capacityAh: () => TRUE_AH, soh: () => 100, ratedAh: 100, bmsId: HEALTH_PACK, low: 20, high: 90 }, MIDNIGHT - 3 * DAY);
+RECORDS[D] = health.records.map((r) => ({ vehicleno: D, type: 'can', data: { time: r.time, ...r.fields } }));
+
 let influx: LocalInflux;
 let db: string;
 let svc: TestService;
@@ -96,7 +106,7 @@ beforeAll(async () => {
   svc = await startTestService({ INFLUX_URL: influx.url, INFLUX_TOKEN: influx.token, INFLUX_BUCKET: db, EVENTS_CORRECTION_DELAY: '500ms', EVENTS_WINDOW: '15s', ADMIN_AUTH: 'none' }, { createDatabase: false });
   // C first, then B, then A with minutes 20–40 of its hour held back: uploaded after all the rest (a
   // coverage gap's buffer), long past the reorder window, so the row already written is corrected.
-  for (const v of [C, B, A]) for (const b of bulks(RECORDS[v]!.filter((r) => !inClimb(r)), v.charCodeAt(v.length - 1))) await push(b);
+  for (const v of [D, C, B, A]) for (const b of bulks(RECORDS[v]!.filter((r) => !inClimb(r)), v.charCodeAt(v.length - 1))) await push(b);
   await waitUntil(async () => (await rowsOfPack()).length === 3, 60_000, 'the three rows of the pack');
   beforeLate = (await rowsOfPack()).map((r) => rounded(shown(r)));
   await push(RECORDS[A]!.filter(inClimb));
@@ -146,3 +156,19 @@ it('`telematics-fleet pack <id>` tells the same stints and their totals', async 
   // The totals: 30 Ah in and 26.7 + 5 out, 1.62 kWh in and 1.387 + 0.255 out, over three vehicles.
   expect(lines.at(-1)).toMatch(/^total \(3 vehicles\)\s.*\s30\s+31\.7\s+1\.62\s+1\.64\s/);
 }, 60_000);
+
+it('measures the pack’s capacity at each deep charge within 5 % of what it holds, and flags its BMS saying 100 % all along', async () => {
+  let rows: Array<Record<string, unknown>> = [];
+  await waitUntil(async () => (rows = await query(`SELECT * FROM "charging" WHERE "vehicleno" = '${D}' AND "duration_s" >= 0 ORDER BY time ASC`)).length === health.charges.length, 60_000, 'the ten charging sessions').catch(() => undefined);
+  expect(rows.map((r) => Number(r.time))).toEqual(health.charges.map((c) => c.start));
+  for (const r of rows) {
+    const estimate = Number(r.capacity_ah_estimate);
+    expect(Math.abs(estimate - TRUE_AH) / TRUE_AH).toBeLessThan(0.05);
+    // Its stated bound covers what the pack holds.
+    expect(Math.abs(estimate - TRUE_AH)).toBeLessThanOrEqual((estimate * Number(r.capacity_uncertainty_pct)) / 100);
+    expect(r.pack).toBe(String(HEALTH_PACK));
+  }
+  // Rated 100 Ah × soh 100 % is outside every estimate's bound: told once, at the third deep charge's end, of the pack.
+  const flagged = await query(`SELECT * FROM "vehicle_events" WHERE "vehicleno" = '${D}' AND "event" =~ /^bms_soh_/`);
+  expect(flagged.map((e) => [e.event, Number(e.time), e.pack, e.soh])).toEqual([['bms_soh_disagrees', Number(rows[2]!.end), String(HEALTH_PACK), 100]]);
+}, 90_000);
